@@ -1,0 +1,85 @@
+"""cengine: JSON Schema, GBNF, regex and word lists compiled onto one byte-level pushdown
+automaton, with per-token masks over a vocabulary and a closer for truncated documents.
+
+Public names follow ../shared/contract.md.
+"""
+from __future__ import annotations
+
+import json as _json
+from typing import Iterable, Optional, Union
+
+from .errors import CompileError, LimitError
+from .grammar import CACHE, Grammar, GrammarCache
+from .vocab import Vocabulary
+
+__all__ = [
+    "CompileError", "LimitError", "Grammar", "GrammarCache", "Vocabulary", "Matcher",
+    "compile_json_schema", "compile_gbnf", "compile_regex", "compile_lexicon", "compile_any_json",
+    "apply_mask", "mask_words",
+]
+
+
+def __getattr__(name):
+    # the Cython parts load on first use so that pure-Python tooling can import the package
+    if name == "Matcher":
+        from ._matcher import Matcher
+        return Matcher
+    if name == "apply_mask":
+        from ._mask import apply_mask
+        return apply_mask
+    raise AttributeError(name)
+
+
+def mask_words(vocab_size: int) -> int:
+    """int32 words needed for a mask over vocab_size tokens."""
+    return (vocab_size + 31) // 32
+
+
+def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool = True,
+                        whitespace_budget: Optional[int] = 64, max_depth: int = 64) -> Grammar:
+    """Compile a JSON Schema (dict, bool or JSON text). Unenforceable keywords raise CompileError."""
+    if isinstance(schema, (str, bytes)):
+        try:
+            schema = _json.loads(schema)
+        except ValueError as e:
+            raise CompileError(f"schema is not valid JSON: {e}", pointer="") from None
+    key = ("schema", _json.dumps(schema, sort_keys=True, separators=(",", ":")),
+           closed_objects, whitespace_budget, max_depth)
+
+    def build():
+        from .schema import schema_to_ir
+        g = schema_to_ir(schema, closed_objects=closed_objects,
+                         whitespace_budget=whitespace_budget, max_depth=max_depth)
+        return Grammar.from_ir(g, "json_schema", schema)
+    return CACHE.get_or_compile(key, build)
+
+
+def compile_any_json(*, whitespace_budget: Optional[int] = 64, max_depth: int = 64) -> Grammar:
+    """Any valid JSON value (the `json_object` / `format: "json"` modes)."""
+    return compile_json_schema(True, whitespace_budget=whitespace_budget, max_depth=max_depth)
+
+
+def compile_gbnf(text: str, root: str = "root") -> Grammar:
+    """Compile llama.cpp GBNF text. Errors carry .rule, .line and .column."""
+    def build():
+        from .gbnf import parse_gbnf
+        return Grammar.from_ir(parse_gbnf(text, root=root), "gbnf", text)
+    return CACHE.get_or_compile(("gbnf", text, root), build)
+
+
+def compile_regex(pattern: str) -> Grammar:
+    """The whole output must match `pattern` (ECMA-262 syntax as JSON Schema uses it)."""
+    def build():
+        from .regex import regex_to_ir
+        return Grammar.from_ir(regex_to_ir(pattern), "regex", pattern)
+    return CACHE.get_or_compile(("regex", pattern), build)
+
+
+def compile_lexicon(words: Iterable[str]) -> Grammar:
+    """Output made only of these words; see docs/lexicon.md for what may stand between them."""
+    words = tuple(words)
+
+    def build():
+        from .lexicon import lexicon_to_ir
+        return Grammar.from_ir(lexicon_to_ir(words), "lexicon", words)
+    return CACHE.get_or_compile(("lexicon", words), build)

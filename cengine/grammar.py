@@ -1,0 +1,98 @@
+"""Compiled grammars: immutable, cached, shared between threads and matchers.
+
+Design (xgrammar's split): compiling returns an immutable `Grammar` holding the automaton
+tables; `Grammar.matcher()` makes a `Matcher` that holds only one document's state. Compiled
+grammars are cached by (front end, source, options); per-vocabulary token tables hang off
+the grammar, keyed by the vocabulary fingerprint.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Hashable, Optional
+
+from . import automaton as _automaton
+from . import ir
+
+
+class Grammar:
+    """An immutable compiled grammar. Make matchers with `.matcher(vocab)`."""
+
+    __slots__ = ("automaton", "kind", "source", "_token_tables", "_lock", "__weakref__")
+
+    def __init__(self, automaton: _automaton.Automaton, kind: str = "ir", source: Any = None):
+        self.automaton = automaton
+        self.kind = kind
+        self.source = source
+        self._token_tables = {}     # vocabulary fingerprint -> mask tables (see mask.pyx)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_ir(cls, g: ir.GrammarIR, kind: str = "ir", source: Any = None) -> "Grammar":
+        return cls(_automaton.build(g), kind, source)
+
+    def matcher(self, vocab=None):
+        from ._matcher import Matcher
+        return Matcher(self, vocab)
+
+    def reference_matcher(self, vocab=None):
+        from .reference import ReferenceMatcher
+        return ReferenceMatcher(self.automaton, vocab)
+
+    def token_tables(self, vocab):
+        """Per-vocabulary mask tables, built once per (grammar, vocabulary) and shared."""
+        key = vocab.fingerprint
+        t = self._token_tables.get(key)
+        if t is None:
+            with self._lock:
+                t = self._token_tables.get(key)
+                if t is None:
+                    from ._mask import TokenTables
+                    t = TokenTables(self.automaton, vocab)
+                    self._token_tables[key] = t
+        return t
+
+    def nbytes(self) -> int:
+        return self.automaton.nbytes()
+
+    def __repr__(self) -> str:
+        return f"<cengine.Grammar {self.kind}: {self.automaton.n_positions} positions>"
+
+
+class GrammarCache:
+    """LRU of compiled grammars bounded by the bytes their tables hold."""
+
+    def __init__(self, max_bytes: int = 256 << 20):
+        self.max_bytes = max_bytes
+        self._items: "OrderedDict[Hashable, Grammar]" = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get_or_compile(self, key: Hashable, compile_fn: Callable[[], Grammar]) -> Grammar:
+        with self._lock:
+            g = self._items.get(key)
+            if g is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return g
+        g = compile_fn()
+        size = g.nbytes()
+        with self._lock:
+            self.misses += 1
+            if key not in self._items:
+                self._items[key] = g
+                self._bytes += size
+                while self._bytes > self.max_bytes and len(self._items) > 1:
+                    _, old = self._items.popitem(last=False)
+                    self._bytes -= old.nbytes()
+        return g
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+CACHE = GrammarCache()

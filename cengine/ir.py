@@ -1,0 +1,200 @@
+"""Grammar IR: what every front end (GBNF, JSON Schema, regex, lexicon) compiles to.
+
+A grammar is a set of named rules, each a regular expression over bytes whose
+atoms may also be references to other rules. `cengine.automaton.build` turns it
+into one byte-level pushdown automaton: one DFA per rule, rule references become
+call edges (push a return frame), and the end of a rule pops.
+
+Expressions are immutable tuples so compilers can share and hash them freely.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence, Tuple, Union
+
+Ranges = Tuple[Tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Bytes:
+    """A literal byte string (b"" is the empty string, epsilon)."""
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ByteSet:
+    """One byte whose value falls in one of the inclusive ranges."""
+    ranges: Ranges
+
+
+@dataclass(frozen=True)
+class CharSet:
+    """One Unicode scalar value (encoded as UTF-8) in one of the inclusive ranges.
+
+    Surrogates (U+D800..U+DFFF) are never matched: they are not valid UTF-8.
+    """
+    ranges: Ranges
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: Tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    items: Tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """`item` repeated between lo and hi times (hi None = unbounded)."""
+    item: "Expr"
+    lo: int
+    hi: Optional[int]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A call of another rule by name."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Nothing:
+    """Matches no string at all (false schema, empty enum)."""
+
+
+Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Nothing]
+
+EMPTY = Bytes(b"")
+NOTHING = Nothing()
+
+MAX_UNICODE = 0x10FFFF
+
+
+def lit(data: Union[str, bytes]) -> Bytes:
+    return Bytes(data.encode("utf-8") if isinstance(data, str) else bytes(data))
+
+
+def seq(*items: Expr) -> Expr:
+    flat = []
+    for it in items:
+        if isinstance(it, Seq):
+            flat.extend(it.items)
+        elif isinstance(it, Nothing):
+            return NOTHING
+        else:
+            flat.append(it)
+    # merge adjacent literals: fewer NFA states, same language
+    merged: list = []
+    for it in flat:
+        if isinstance(it, Bytes):
+            if not it.data:
+                continue
+            if merged and isinstance(merged[-1], Bytes):
+                merged[-1] = Bytes(merged[-1].data + it.data)
+                continue
+        merged.append(it)
+    if not merged:
+        return EMPTY
+    if len(merged) == 1:
+        return merged[0]
+    return Seq(tuple(merged))
+
+
+def alt(*items: Expr) -> Expr:
+    flat = []
+    for it in items:
+        if isinstance(it, Alt):
+            flat.extend(it.items)
+        elif isinstance(it, Nothing):
+            continue
+        else:
+            flat.append(it)
+    uniq = list(dict.fromkeys(flat))
+    if not uniq:
+        return NOTHING
+    if len(uniq) == 1:
+        return uniq[0]
+    return Alt(tuple(uniq))
+
+
+def repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
+    if hi is not None and hi < lo:
+        return NOTHING
+    if hi == 0:
+        return EMPTY
+    if lo == 1 and hi == 1:
+        return item
+    return Repeat(item, lo, hi)
+
+
+def opt(item: Expr) -> Expr:
+    return repeat(item, 0, 1)
+
+
+def normalize_ranges(ranges: Iterable[Tuple[int, int]]) -> Ranges:
+    """Sort and merge overlapping or adjacent inclusive ranges."""
+    out: list = []
+    for lo, hi in sorted((int(a), int(b)) for a, b in ranges if a <= b):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def negate_ranges(ranges: Iterable[Tuple[int, int]], top: int = MAX_UNICODE) -> Ranges:
+    out = []
+    nxt = 0
+    for lo, hi in normalize_ranges(ranges):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = max(nxt, hi + 1)
+    if nxt <= top:
+        out.append((nxt, top))
+    return tuple(out)
+
+
+def charset(ranges: Iterable[Tuple[int, int]], negated: bool = False) -> Expr:
+    r = normalize_ranges(ranges)
+    if negated:
+        r = negate_ranges(r)
+    if not r:
+        return NOTHING
+    return CharSet(r)
+
+
+@dataclass
+class Rule:
+    name: str
+    expr: Expr
+    # JSON containers count toward max_depth (the automaton refuses to open deeper ones).
+    container: bool = False
+    # bytes consumed while this rule is on top of the stack spend the whitespace budget
+    whitespace: bool = False
+    # where the rule was defined, for error messages (GBNF: (line, column))
+    origin: Optional[Tuple[int, int]] = None
+
+
+@dataclass
+class GrammarIR:
+    rules: dict = field(default_factory=dict)   # name -> Rule, insertion ordered
+    root: str = "root"
+    # documented limits carried into the automaton
+    max_depth: Optional[int] = None             # container nesting; None = stack limit only
+    whitespace_budget: Optional[int] = None     # None = unbounded
+
+    def add(self, name: str, expr: Expr, **flags) -> Ref:
+        self.rules[name] = Rule(name, expr, **flags)
+        return Ref(name)
+
+    def fresh_name(self, base: str) -> str:
+        if base not in self.rules:
+            return base
+        i = 1
+        while f"{base}-{i}" in self.rules:
+            i += 1
+        return f"{base}-{i}"

@@ -1,0 +1,24 @@
+"""Build of cengine's Cython extensions (metadata lives in pyproject.toml)."""
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+COMPILE_ARGS = ["-O3", "-fno-strict-aliasing"]
+
+extensions = [
+    Extension(f"cengine.{name}", [f"cengine/{name}.pyx"],
+              include_dirs=[numpy.get_include()],
+              define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+              extra_compile_args=COMPILE_ARGS)
+    for name in ("_matcher", "_mask")
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        language_level=3,
+        compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True,
+                             "initializedcheck": False},
+    ),
+    package_data={"cengine": ["*.pyx", "*.pxd"]},
+)

@@ -1,0 +1,116 @@
+"""Third-party test material, fetched from registry packages at test time and cached.
+
+Never committed: llama.cpp's grammars/*.gbnf and models/ggml-vocab-*.gguf come from the
+llama-cpp-python sdist, JSON-Schema-Test-Suite from the jsonschema sdist. Both are fetched
+with `pip download` into LLAMAY_CACHE (default ~/.cache/llamay) once per machine.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"
+JSONSCHEMA = "jsonschema==4.26.0"
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("LLAMAY_CACHE", Path.home() / ".cache" / "llamay"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _sdist(requirement: str, *, build_isolation: bool) -> Path:
+    name = requirement.split("==")[0].replace("-", "_")
+    dest = cache_dir() / "sdists"
+    dest.mkdir(exist_ok=True)
+    found = sorted(dest.glob(f"{name}-*.tar.gz"))
+    if found:
+        return found[-1]
+    cmd = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+           "--quiet", "-d", str(dest), requirement]
+    # llama-cpp-python's metadata step would build cmake from source in an isolated env
+    if not build_isolation:
+        cmd.insert(4, "--no-build-isolation")
+    subprocess.run(cmd, check=True)
+    found = sorted(dest.glob(f"{name}-*.tar.gz"))
+    if not found:
+        raise RuntimeError(f"pip download of {requirement} produced no sdist in {dest}")
+    return found[-1]
+
+
+def _extract(requirement: str, member_filter, label: str, *, build_isolation: bool) -> Path:
+    out = cache_dir() / label
+    marker = out / ".complete"
+    if marker.exists():
+        return out
+    lock = cache_dir() / f".{label}.lock"
+    with open(lock, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        if marker.exists():
+            return out
+        sdist = _sdist(requirement, build_isolation=build_isolation)
+        out.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(sdist) as tar:
+            for member in tar.getmembers():
+                rel = member_filter(member.name)
+                if rel is None or not member.isfile():
+                    continue
+                target = out / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with tar.extractfile(member) as src, open(target, "wb") as dst:
+                    dst.write(src.read())
+        marker.touch()
+    return out
+
+
+def _llama_filter(name: str):
+    parts = name.split("/")
+    if "vendor" in parts and "llama.cpp" in parts:
+        i = parts.index("llama.cpp")
+        rest = parts[i + 1:]
+        if len(rest) == 2 and rest[0] == "grammars" and rest[1].endswith(".gbnf"):
+            return "/".join(rest)
+        if len(rest) == 2 and rest[0] == "models" and rest[1].startswith("ggml-vocab-") \
+                and rest[1].endswith(".gguf"):
+            return "/".join(rest)
+    return None
+
+
+def llama_cpp_dir() -> Path:
+    return _extract(LLAMA_CPP_PYTHON, _llama_filter, "llama.cpp", build_isolation=False)
+
+
+def gbnf_grammars() -> dict:
+    """name -> text of every grammars/*.gbnf shipped with llama.cpp."""
+    d = llama_cpp_dir() / "grammars"
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(d.glob("*.gbnf"))}
+
+
+def vocab_gguf(name: str) -> Path:
+    """Path of models/ggml-vocab-<name>.gguf, e.g. 'llama-bpe', 'qwen2', 'llama-spm'."""
+    p = llama_cpp_dir() / "models" / f"ggml-vocab-{name}.gguf"
+    if not p.exists():
+        raise FileNotFoundError(p)
+    return p
+
+
+def _suite_filter(name: str):
+    parts = name.split("/")
+    if "json" in parts:
+        i = parts.index("json")
+        rest = parts[i + 1:]
+        if rest[:1] == ["tests"] and name.endswith(".json"):
+            return "/".join(rest)
+    return None
+
+
+def json_schema_test_suite(draft: str = "draft2020-12") -> dict:
+    """file stem -> parsed test groups of JSON-Schema-Test-Suite/tests/<draft>/*.json."""
+    import json
+    d = _extract(JSONSCHEMA, _suite_filter, "json-schema-test-suite", build_isolation=True)
+    base = d / "tests" / draft
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(base.glob("*.json"))}
