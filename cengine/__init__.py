@@ -10,7 +10,6 @@ from typing import Iterable, Optional, Union
 
 from .errors import CompileError, LimitError
 from .grammar import CACHE, Grammar, GrammarCache
-from .vocab import Vocabulary
 
 __all__ = [
     "CompileError", "LimitError", "Grammar", "GrammarCache", "Vocabulary", "Matcher",
@@ -24,6 +23,9 @@ def __getattr__(name):
     if name == "Matcher":
         from ._matcher import Matcher
         return Matcher
+    if name == "Vocabulary":
+        from .vocab import Vocabulary
+        return Vocabulary
     if name == "apply_mask":
         from ._mask import apply_mask
         return apply_mask

@@ -18,7 +18,7 @@ from . import ir
 class Grammar:
     """An immutable compiled grammar. Make matchers with `.matcher(vocab)`."""
 
-    __slots__ = ("automaton", "kind", "source", "_token_tables", "_lock", "__weakref__")
+    __slots__ = ("automaton", "kind", "source", "_token_tables", "_lock", "_program", "__weakref__")
 
     def __init__(self, automaton: _automaton.Automaton, kind: str = "ir", source: Any = None):
         self.automaton = automaton
@@ -26,6 +26,7 @@ class Grammar:
         self.source = source
         self._token_tables = {}     # vocabulary fingerprint -> mask tables (see mask.pyx)
         self._lock = threading.Lock()
+        self._program = None        # the Cython view of the tables, made on first use
 
     @classmethod
     def from_ir(cls, g: ir.GrammarIR, kind: str = "ir", source: Any = None) -> "Grammar":
