@@ -1,0 +1,176 @@
+"""Chat prompts from the GGUF's own Jinja chat template (`tokenizer.chat_template`).
+
+Templates come from model files, so they run in jinja2's immutable sandbox. They are written
+for Hugging Face's renderer, so the same globals are provided: raise_exception, strftime_now,
+bos_token, eos_token, a `tojson` that keeps non-ASCII text, and loop controls.
+
+Tools: when the template itself handles `tools` it gets them. Otherwise a system block lists
+them and asks for <tool_call>{"name": ..., "arguments": {...}}</tool_call>, assistant tool
+calls are written out in that form, and tool results become <tool_response> user turns
+(many templates refuse a "tool" role).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+from functools import lru_cache
+from typing import Any, Dict, List, Optional
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+# Used when a model file carries no template (e.g. the random test model): ChatML.
+FALLBACK_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+TOOL_CALL_OPEN = "<tool_call>"
+TOOL_CALL_CLOSE = "</tool_call>"
+
+
+class ChatTemplateError(ValueError):
+    """The template is broken or refused the conversation (raise_exception)."""
+
+
+def _raise_exception(message: str):
+    raise ChatTemplateError(f"chat template refused the conversation: {message}")
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.datetime.now().strftime(fmt)
+
+
+def _tojson(value: Any, indent: Optional[int] = None, separators=None, sort_keys: bool = False,
+            ensure_ascii: bool = False) -> str:
+    return json.dumps(value, indent=indent, separators=separators, sort_keys=sort_keys,
+                      ensure_ascii=ensure_ascii)
+
+
+@lru_cache(maxsize=16)
+def _compile(source: str) -> jinja2.Template:
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=["jinja2.ext.loopcontrols"])
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = _strftime_now
+    try:
+        return env.from_string(source)
+    except jinja2.TemplateError as e:
+        raise ChatTemplateError(f"chat template does not compile: {e}") from None
+
+
+def template_knows_tools(source: str) -> bool:
+    return "tools" in source
+
+
+def _text_content(content: Any) -> str:
+    """OpenAI content may be a list of parts; templates expect a string."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text"):
+                parts.append(str(p.get("text", "")))
+        return "".join(parts)
+    return str(content)
+
+
+def _arguments_object(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments
+    return arguments
+
+
+def tools_system_block(tools: List[dict]) -> str:
+    lines = []
+    for t in tools:
+        fn = t.get("function", t) if isinstance(t, dict) else t
+        lines.append(json.dumps(fn, ensure_ascii=False))
+    return (
+        "You can call tools. Their signatures, one JSON object per line, are between "
+        "<tools> and </tools>:\n<tools>\n" + "\n".join(lines) + "\n</tools>\n\n"
+        "To call a tool, answer with a JSON object holding its name and its arguments between "
+        f"{TOOL_CALL_OPEN} and {TOOL_CALL_CLOSE}, one call per block:\n"
+        f'{TOOL_CALL_OPEN}\n{{"name": "<tool name>", "arguments": {{...}}}}\n{TOOL_CALL_CLOSE}'
+    )
+
+
+def _hermes_messages(messages: List[dict], tools: Optional[List[dict]]) -> List[dict]:
+    """Rewrite tool calls, tool results and the tool list as plain text turns."""
+    out: List[dict] = []
+    for m in messages:
+        role = m.get("role")
+        content = _text_content(m.get("content"))
+        if role == "assistant" and m.get("tool_calls"):
+            blocks = []
+            for call in m["tool_calls"]:
+                fn = call.get("function", {})
+                blocks.append(TOOL_CALL_OPEN + "\n" + json.dumps(
+                    {"name": fn.get("name"), "arguments": _arguments_object(fn.get("arguments", {}))},
+                    ensure_ascii=False) + "\n" + TOOL_CALL_CLOSE)
+            content = (content + "\n" if content else "") + "\n".join(blocks)
+            out.append({"role": "assistant", "content": content})
+        elif role == "tool":
+            out.append({"role": "user", "content": f"<tool_response>\n{content}\n</tool_response>"})
+        else:
+            out.append({"role": role, "content": content})
+    if tools:
+        block = tools_system_block(tools)
+        if out and out[0]["role"] == "system":
+            out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + block}
+        else:
+            out.insert(0, {"role": "system", "content": block})
+    return out
+
+
+def _plain_messages(messages: List[dict]) -> List[dict]:
+    out = []
+    for m in messages:
+        m2 = dict(m)
+        m2["content"] = _text_content(m.get("content"))
+        calls = m2.get("tool_calls")
+        if calls:
+            # templates that know tools expect arguments as an object, not JSON text
+            m2["tool_calls"] = [
+                {**c, "function": {**c.get("function", {}),
+                                   "arguments": _arguments_object(c.get("function", {}).get("arguments", {}))}}
+                for c in calls]
+        out.append(m2)
+    return out
+
+
+def render_chat(template: Optional[str], messages: List[dict], *, tools: Optional[List[dict]] = None,
+                add_generation_prompt: bool = True, bos_token: str = "", eos_token: str = "") -> str:
+    """The prompt text for `messages` (OpenAI-shaped dicts) under `template` (None: ChatML)."""
+    source = template or FALLBACK_TEMPLATE
+    tmpl = _compile(source)
+    uses_tools = bool(tools) or any(m.get("tool_calls") or m.get("role") == "tool" for m in messages)
+    extra: Dict[str, Any] = {}
+    if uses_tools and template_knows_tools(source):
+        msgs = _plain_messages(messages)
+        if tools:
+            extra["tools"] = tools
+    elif uses_tools:
+        msgs = _hermes_messages(messages, tools)
+    else:
+        msgs = _plain_messages(messages)
+    try:
+        return tmpl.render(messages=msgs, add_generation_prompt=add_generation_prompt,
+                           bos_token=bos_token, eos_token=eos_token, **extra)
+    except ChatTemplateError:
+        raise
+    except jinja2.exceptions.SecurityError as e:
+        raise ChatTemplateError(f"chat template did something unsafe: {e}") from None
+    except (jinja2.TemplateError, TypeError, KeyError, AttributeError) as e:
+        raise ChatTemplateError(f"chat template failed: {e}") from None

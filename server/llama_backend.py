@@ -1,0 +1,219 @@
+"""A thin runtime over llama.cpp's C API (through llama-cpp-python's ctypes bindings).
+
+Why not `llama_cpp.Llama`: it always loads with llama.cpp's "extra buffer types" (weight
+repacking), and on machines whose CPU reports AMX but whose kernel or sandbox does not grant
+it, the AMX matmul kernel dies with SIGILL on the first decode. Here the extra buffer types
+are off unless LLAMAY_EXTRA_BUFTS=1. We also need only a small part of `Llama`: tokenise,
+decode a batch, read the last logits, and keep the KV cache of a common prompt prefix.
+
+Not thread-safe: one runtime is used by one thread at a time (the server queues requests).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+import llama_cpp.llama_cpp as L
+
+_init_lock = threading.Lock()
+_initialised = False
+_log_callback = None    # kept referenced: llama.cpp calls it from C for the process lifetime
+
+
+def _init_backend() -> None:
+    global _initialised, _log_callback
+    with _init_lock:
+        if _initialised:
+            return
+        L.llama_backend_init()
+        if os.environ.get("LLAMAY_LLAMA_LOG") != "1":
+            # llama.cpp logs every tensor on load to stderr; `llamay run` prints its result there
+            _log_callback = L.llama_log_callback(lambda level, text, user_data: None)
+            L.llama_log_set(_log_callback, ctypes.c_void_p(0))
+        _initialised = True
+
+
+def default_threads() -> int:
+    # The decode threads spin while they wait for each other: on a busy 2-core machine two
+    # threads were 20x slower than one. Half the cores, at least one.
+    env = os.environ.get("LLAMAY_THREADS")
+    if env:
+        return max(1, int(env))
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+class LlamaRuntime:
+    """One loaded GGUF model with one context (one sequence) and its KV cache."""
+
+    def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: Optional[int] = None,
+                 n_batch: int = 512):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"model file not found: {path}")
+        _init_backend()
+        self.path = str(path)
+        mparams = L.llama_model_default_params()
+        mparams.n_gpu_layers = 0
+        if hasattr(mparams, "use_extra_bufts"):
+            mparams.use_extra_bufts = os.environ.get("LLAMAY_EXTRA_BUFTS") == "1"
+        self._model = L.llama_model_load_from_file(self.path.encode("utf-8"), mparams)
+        if not self._model:
+            raise ValueError(f"llama.cpp could not load the model file {path}")
+        self._ctx = None
+        self._batch = None
+        try:
+            self._vocab = L.llama_model_get_vocab(self._model)
+            threads = n_threads or default_threads()
+            cparams = L.llama_context_default_params()
+            train_ctx = int(L.llama_model_n_ctx_train(self._model))
+            cparams.n_ctx = max(16, min(int(n_ctx), train_ctx) if train_ctx > 0 else int(n_ctx))
+            cparams.n_batch = int(n_batch)
+            cparams.n_ubatch = int(n_batch)
+            cparams.n_seq_max = 1
+            cparams.n_threads = threads
+            cparams.n_threads_batch = threads
+            cparams.no_perf = True
+            self._ctx = L.llama_init_from_model(self._model, cparams)
+            if not self._ctx:
+                raise ValueError(f"llama.cpp could not create a context for {path}")
+            self._memory = L.llama_get_memory(self._ctx)
+            self.n_ctx = int(L.llama_n_ctx(self._ctx))
+            self.n_batch = int(n_batch)
+            self.n_threads = threads
+            self._batch = L.llama_batch_init(self.n_batch, 0, 1)
+            self.n_vocab = int(L.llama_vocab_n_tokens(self._vocab))
+            self.metadata = self._read_metadata()
+        except BaseException:
+            self.close()
+            raise
+        self.bos_id = int(L.llama_vocab_bos(self._vocab))
+        self.eos_id = int(L.llama_vocab_eos(self._vocab))
+        self.eog_ids = frozenset(i for i in range(self.n_vocab) if L.llama_vocab_is_eog(self._vocab, i))
+        self.tokens: List[int] = []     # what the KV cache holds, in order
+        self._piece_buf = ctypes.create_string_buffer(256)
+
+    # --- model facts ---------------------------------------------------------------------
+    def _read_metadata(self) -> Dict[str, str]:
+        out: Dict[str, str] = {}
+        size = 4096
+        buf = ctypes.create_string_buffer(size)
+        for i in range(int(L.llama_model_meta_count(self._model))):
+            n = L.llama_model_meta_key_by_index(self._model, i, buf, size)
+            if n < 0:
+                continue
+            key = buf.value.decode("utf-8", "replace")
+            n = L.llama_model_meta_val_str_by_index(self._model, i, buf, size)
+            if n >= size:     # chat templates run to tens of kilobytes
+                size = n + 1
+                buf = ctypes.create_string_buffer(size)
+                n = L.llama_model_meta_val_str_by_index(self._model, i, buf, size)
+            if n < 0:
+                continue
+            out[key] = buf.value.decode("utf-8", "replace")
+        return out
+
+    def token_text(self, token_id: int) -> str:
+        """The vocabulary entry as text (e.g. '<|im_end|>'), for chat template variables."""
+        if token_id < 0 or token_id >= self.n_vocab:
+            return ""
+        return L.llama_vocab_get_text(self._vocab, token_id).decode("utf-8", "replace")
+
+    def add_bos(self) -> bool:
+        return bool(L.llama_vocab_get_add_bos(self._vocab))
+
+    # --- text <-> tokens -----------------------------------------------------------------
+    def tokenize(self, data: bytes, *, add_special: bool, parse_special: bool) -> List[int]:
+        cap = len(data) + 8
+        while True:
+            arr = (L.llama_token * cap)()
+            n = L.llama_tokenize(self._vocab, data, len(data), arr, cap, add_special, parse_special)
+            if n >= 0:
+                return list(arr[:n])
+            cap = -n
+
+    def token_to_piece(self, token_id: int, *, special: bool = False) -> bytes:
+        n = L.llama_token_to_piece(self._vocab, token_id, self._piece_buf, 256, 0, special)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = L.llama_token_to_piece(self._vocab, token_id, buf, -n, 0, special)
+            return buf.raw[:n]
+        return self._piece_buf.raw[:n]
+
+    def detokenize(self, ids: Sequence[int], *, special: bool = False) -> bytes:
+        if not ids:
+            return b""
+        arr = (L.llama_token * len(ids))(*ids)
+        cap = max(64, 8 * len(ids))
+        while True:
+            buf = ctypes.create_string_buffer(cap)
+            n = L.llama_detokenize(self._vocab, arr, len(ids), buf, cap, False, special)
+            if n >= 0:
+                return buf.raw[:n]
+            cap = -n
+
+    # --- evaluation ------------------------------------------------------------------------
+    def reuse_prefix(self, prompt: Sequence[int]) -> int:
+        """Keep the KV cache of the longest common prefix with `prompt`, at most len-1 tokens
+        (the last prompt token must be evaluated again to get its logits). Returns its length."""
+        keep = 0
+        limit = min(len(self.tokens), len(prompt) - 1)
+        while keep < limit and self.tokens[keep] == prompt[keep]:
+            keep += 1
+        self.truncate(keep)
+        return keep
+
+    def truncate(self, n: int) -> None:
+        if n < len(self.tokens):
+            if not L.llama_memory_seq_rm(self._memory, 0, n, -1):
+                # a cache that cannot drop a partial sequence: start over
+                L.llama_memory_clear(self._memory, True)
+                n = 0
+            del self.tokens[n:]
+
+    def eval(self, ids: Sequence[int]) -> np.ndarray:
+        """Decode `ids` after what the cache holds (in batches of n_batch) and return a fresh
+        float32 copy of the logits after the last one."""
+        if not ids:
+            raise ValueError("nothing to evaluate")
+        if len(self.tokens) + len(ids) > self.n_ctx:
+            raise ValueError(f"{len(self.tokens) + len(ids)} tokens do not fit the context of {self.n_ctx}")
+        b = self._batch
+        for start in range(0, len(ids), self.n_batch):
+            chunk = ids[start:start + self.n_batch]
+            pos0 = len(self.tokens)
+            b.n_tokens = len(chunk)
+            for i, t in enumerate(chunk):
+                b.token[i] = int(t)
+                b.pos[i] = pos0 + i
+                b.n_seq_id[i] = 1
+                b.seq_id[i][0] = 0
+                b.logits[i] = 0
+            b.logits[len(chunk) - 1] = 1
+            rc = L.llama_decode(self._ctx, b)
+            if rc != 0:
+                # the failed batch may have left part of itself in the cache
+                self.truncate(pos0)
+                raise RuntimeError(f"llama_decode failed with code {rc}")
+            self.tokens.extend(int(t) for t in chunk)
+        ptr = L.llama_get_logits_ith(self._ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+
+    def close(self) -> None:
+        if getattr(self, "_batch", None) is not None:
+            L.llama_batch_free(self._batch)
+            self._batch = None
+        if getattr(self, "_ctx", None):
+            L.llama_free(self._ctx)
+            self._ctx = None
+        if getattr(self, "_model", None):
+            L.llama_model_free(self._model)
+            self._model = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
