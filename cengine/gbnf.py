@@ -255,6 +255,8 @@ class _Parser:
         # {m} {m,} {m,n} {,n}; spaces are allowed between the parts (not newlines outside groups)
         open_pos = self.pos - 1
         self.skip_space(False)
+        if self.pos >= self.n:
+            raise self.error("bad repetition: unterminated '{'", open_pos)
         if _is_digit(self.peek()):
             lo, lo_pos = self.parse_int()
             self.skip_space(False)
@@ -280,8 +282,6 @@ class _Parser:
             if self.peek() != "}":
                 raise self.error(f"bad repetition: expected '}}', found {self.describe(self.pos)}")
         else:
-            if self.pos >= self.n:
-                raise self.error("bad repetition: unterminated '{'", open_pos)
             raise self.error(f"bad repetition: expected ',' or '}}', found "
                              f"{self.describe(self.pos)}")
         self.pos += 1
