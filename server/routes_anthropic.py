@@ -1,0 +1,197 @@
+"""Anthropic shape: /v1/messages (tool_use / tool_result blocks, streaming events)."""
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, List
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from . import structured
+from .app import state_of
+from .errors import InvalidRequest, error_response
+from .httpio import Fields, first_then_rest, read_json_object, run_to_end, sse, stream_response
+from .runner import Turn, TurnReader
+from .toolcalls import parse_tools, tool_choice_mode
+
+API = "anthropic"
+
+
+def _text_blocks(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise InvalidRequest(f"{where} must be a string or a list of text blocks")
+    out = []
+    for i, b in enumerate(content):
+        if not isinstance(b, dict) or b.get("type") != "text" or not isinstance(b.get("text"), str):
+            raise InvalidRequest(f"{where}[{i}] must be a text block")
+        out.append(b["text"])
+    return "".join(out)
+
+
+def chat_messages(body: dict, f: Fields) -> List[dict]:
+    """Anthropic messages (+ system) -> OpenAI-shaped messages for Model.render_chat."""
+    out: List[dict] = []
+    if body.get("system") is not None:
+        out.append({"role": "system", "content": _text_blocks(body["system"], "system")})
+    msgs = body.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise InvalidRequest("'messages' must be a non-empty list")
+    for i, m in enumerate(msgs):
+        where = f"messages[{i}]"
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+            raise InvalidRequest(f"{where} must be an object with role user or assistant")
+        content = m.get("content")
+        if isinstance(content, str):
+            out.append({"role": m["role"], "content": content})
+            continue
+        if not isinstance(content, list):
+            raise InvalidRequest(f"{where}.content must be a string or a list of blocks")
+        text: List[str] = []
+        calls: List[dict] = []
+        results: List[dict] = []
+        for j, b in enumerate(content):
+            bw = f"{where}.content[{j}]"
+            kind = b.get("type") if isinstance(b, dict) else None
+            if kind == "text":
+                if not isinstance(b.get("text"), str):
+                    raise InvalidRequest(f"{bw}.text must be a string")
+                text.append(b["text"])
+            elif kind == "tool_use" and m["role"] == "assistant":
+                if not isinstance(b.get("name"), str):
+                    raise InvalidRequest(f"{bw}.name must be a string")
+                calls.append({"id": b.get("id") or "toolu_" + uuid.uuid4().hex[:24], "type": "function",
+                              "function": {"name": b["name"],
+                                           "arguments": json.dumps(b.get("input", {}), ensure_ascii=False)}})
+            elif kind == "tool_result" and m["role"] == "user":
+                c = b.get("content", "")
+                c = _text_blocks(c, f"{bw}.content") if not isinstance(c, str) else c
+                if b.get("is_error"):
+                    c = "Error: " + c
+                results.append({"role": "tool", "content": c, "tool_call_id": b.get("tool_use_id") or ""})
+            else:
+                raise InvalidRequest(f"{bw}: block type {kind!r} is not supported in a "
+                                     f"{m['role']} message")
+        out.extend(results)
+        if text or calls or not results:
+            msg = {"role": m["role"], "content": "".join(text)}
+            if calls:
+                msg["tool_calls"] = calls
+            out.append(msg)
+    return out
+
+
+def _stop_reason(kind: str) -> str:
+    return {"length": "max_tokens", "tool_calls": "tool_use",
+            "stop_sequence": "stop_sequence"}.get(kind, "end_turn")
+
+
+def _tool_block(call) -> dict:
+    return {"type": "tool_use", "id": "toolu_" + call.id[len("call_"):], "name": call.name,
+            "input": call.arguments}
+
+
+async def messages(request: Request):
+    try:
+        st = state_of(request)
+        body = await read_json_object(request)
+        f = Fields(body)
+        model_name = st.check_model(f.str("model", required=True))
+        max_tokens = f.int("max_tokens", lo=1)
+        if max_tokens is None:
+            raise InvalidRequest("missing required field 'max_tokens'")
+        msgs = chat_messages(body, f)
+        tools = parse_tools(body.get("tools"), API)
+        tc = f.dict("tool_choice")
+        mode, tool_name = tool_choice_mode(tc, tools, API)
+        parallel = not bool((tc or {}).get("disable_parallel_tool_use", False))
+        choice = f.bool("llamay_choice_logprobs", False)
+        constraint = structured.build(structured.extension_candidates(body), choice_logprobs=choice)
+        from .generate import SamplingParams
+        params = SamplingParams(
+            max_tokens=max_tokens,
+            temperature=f.float("temperature", 1.0, lo=0.0, hi=1.0),
+            top_p=f.float("top_p", 1.0, lo=0.0, hi=1.0),
+            top_k=f.int("top_k", 0, lo=0),
+            seed=f.int("seed"),
+            stop=f.str_list("stop_sequences"),
+        )
+        stream = f.bool("stream", False)
+        turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode, tool_name=tool_name,
+                    parallel_tool_calls=parallel, constraint=constraint, choice_logprobs=choice)
+        reader = TurnReader(turn)
+        job = st.scheduler.submit(turn.job())
+        mid = "msg_" + uuid.uuid4().hex[:24]
+        if not stream:
+            await run_to_end(request, job, reader.feed)
+            content = []
+            if reader.text or not reader.calls:
+                content.append({"type": "text", "text": reader.text})
+            content += [_tool_block(c) for c in reader.calls]
+            p, c = reader.usage()
+            out = {"id": mid, "type": "message", "role": "assistant", "model": model_name,
+                   "content": content, "stop_reason": _stop_reason(reader.finish_kind()),
+                   "stop_sequence": reader.finish.stop_sequence if reader.finish else None,
+                   "usage": {"input_tokens": p, "output_tokens": c}}
+            if reader.choice is not None:
+                out["llamay_choice_logprobs"] = reader.choice.as_dict()
+            return JSONResponse(out)
+        events = await first_then_rest(job)
+    except Exception as exc:        # noqa: BLE001 - mapped by class
+        return error_response(exc, API)
+
+    def ev(kind: str, **data) -> bytes:
+        return sse({"type": kind, **data}, event=kind)
+
+    async def frames():
+        yield ev("message_start", message={
+            "id": mid, "type": "message", "role": "assistant", "model": model_name, "content": [],
+            "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0}})
+        index = -1
+        text_open = False
+        async for e in events:
+            for d in reader.feed(e):
+                if d.kind == "text" and d.text:
+                    if not text_open:
+                        if reader.calls and not d.text.strip():
+                            continue      # whitespace between or after calls
+                        index += 1
+                        text_open = True
+                        yield ev("content_block_start", index=index,
+                                 content_block={"type": "text", "text": ""})
+                    yield ev("content_block_delta", index=index,
+                             delta={"type": "text_delta", "text": d.text})
+                elif d.kind == "call":
+                    if text_open:
+                        yield ev("content_block_stop", index=index)
+                        text_open = False
+                    index += 1
+                    block = _tool_block(d.call)
+                    yield ev("content_block_start", index=index,
+                             content_block={**block, "input": {}})
+                    yield ev("content_block_delta", index=index,
+                             delta={"type": "input_json_delta",
+                                    "partial_json": json.dumps(block["input"], ensure_ascii=False)})
+                    yield ev("content_block_stop", index=index)
+        if index < 0:
+            index += 1
+            text_open = True
+            yield ev("content_block_start", index=index, content_block={"type": "text", "text": ""})
+        if text_open:
+            yield ev("content_block_stop", index=index)
+        p, c = reader.usage()
+        delta = {"stop_reason": _stop_reason(reader.finish_kind()),
+                 "stop_sequence": reader.finish.stop_sequence if reader.finish else None}
+        extra = {"llamay_choice_logprobs": reader.choice.as_dict()} if reader.choice else {}
+        yield ev("message_delta", delta=delta, usage={"input_tokens": p, "output_tokens": c}, **extra)
+        yield ev("message_stop")
+    return stream_response(frames(), API, "text/event-stream",
+                           lambda payload: sse(payload, event="error"))
+
+
+def routes() -> list:
+    return [Route("/v1/messages", messages, methods=["POST"])]

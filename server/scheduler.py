@@ -1,0 +1,137 @@
+"""One model, one worker thread, a bounded FIFO of requests.
+
+The model is not thread-safe, so every use of it (tokenising, generating, scoring) runs as a
+job on the single worker thread, in arrival order. Jobs hand their events to the asyncio side
+through the event loop; a job whose client went away has its cancel event set and stops at the
+next token. When `max_queue` jobs are already waiting, `submit` refuses with QueueFull.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+from typing import Any, AsyncIterator, Callable, Iterable, Optional
+
+from .errors import QueueFull
+
+# job body: (model, cancel event) -> iterable of events
+JobFn = Callable[[Any, threading.Event], Iterable[Any]]
+
+_DONE = object()
+
+
+class _Failure:
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+class Job:
+    def __init__(self, fn: JobFn, loop: asyncio.AbstractEventLoop):
+        self.fn = fn
+        self.loop = loop
+        self.cancel = threading.Event()
+        self._events: asyncio.Queue = asyncio.Queue()
+        self.started = threading.Event()
+
+    # worker side ---------------------------------------------------------------------
+    def _post(self, item) -> bool:
+        try:
+            self.loop.call_soon_threadsafe(self._events.put_nowait, item)
+            return True
+        except RuntimeError:        # the loop is closed: nobody listens any more
+            self.cancel.set()
+            return False
+
+    def _run(self, model) -> None:
+        self.started.set()
+        try:
+            if not self.cancel.is_set():
+                it = iter(self.fn(model, self.cancel))
+                try:
+                    for ev in it:
+                        if not self._post(ev) or self.cancel.is_set():
+                            break
+                finally:
+                    close = getattr(it, "close", None)
+                    if close is not None:
+                        close()
+        except BaseException as exc:    # handed to the request, which maps it to a 4xx/5xx
+            self._post(_Failure(exc))
+        finally:
+            self._post(_DONE)
+
+    # request side --------------------------------------------------------------------
+    async def events(self) -> AsyncIterator[Any]:
+        """The job's events in order; re-raises the job's exception. Cancels the job when
+        the consumer stops early (client disconnect closes the generator)."""
+        try:
+            while True:
+                item = await self._events.get()
+                if item is _DONE:
+                    return
+                if isinstance(item, _Failure):
+                    raise item.exc
+                yield item
+        finally:
+            self.cancel.set()
+
+    async def collect(self) -> list:
+        return [ev async for ev in self.events()]
+
+
+class Scheduler:
+    def __init__(self, model, max_queue: int = 16, retry_after: int = 1):
+        self.model = model
+        self.max_queue = max_queue
+        self.retry_after = retry_after
+        self._pending: "collections.deque[Job]" = collections.deque()
+        self._cv = threading.Condition()
+        self._closed = False
+        self.running: Optional[Job] = None
+        self._thread = threading.Thread(target=self._worker, name="llamay-generation", daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: JobFn, loop: Optional[asyncio.AbstractEventLoop] = None) -> Job:
+        job = Job(fn, loop or asyncio.get_running_loop())
+        with self._cv:
+            if self._closed:
+                raise QueueFull(self.retry_after)
+            # cancelled jobs still waiting do not hold a place
+            self._pending = collections.deque(j for j in self._pending if not j.cancel.is_set())
+            if len(self._pending) >= self.max_queue:
+                raise QueueFull(self.retry_after)
+            self._pending.append(job)
+            self._cv.notify()
+        return job
+
+    def queued(self) -> int:
+        with self._cv:
+            return len(self._pending)
+
+    def _worker(self) -> None:
+        while True:
+            with self._cv:
+                while not self._pending and not self._closed:
+                    self._cv.wait()
+                if self._closed:
+                    return
+                job = self._pending.popleft()
+                self.running = job
+            try:
+                job._run(self.model)
+            finally:
+                with self._cv:
+                    self.running = None
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            for j in self._pending:
+                j.cancel.set()
+                j._post(_DONE)
+            self._pending.clear()
+            if self.running is not None:
+                self.running.cancel.set()
+            self._cv.notify_all()

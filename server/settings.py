@@ -1,0 +1,32 @@
+"""Configuration of `llamay serve` (one model, one queue)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 11435
+
+
+@dataclass
+class Settings:
+    model_path: Optional[str] = None        # None: the default model (server/default_model.py)
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    n_ctx: int = 4096
+    n_threads: Optional[int] = None
+    # requests waiting behind the running one; beyond this the server answers 429 / 503
+    max_queue: int = 16
+    retry_after_seconds: int = 1
+    # used when a request names no budget (Ollama's num_predict default is unbounded; ours is not)
+    default_max_tokens: int = 512
+    # name the APIs report; None: the GGUF file stem
+    model_alias: Optional[str] = None
+    # an already loaded server.generate.Model (tests share one between apps)
+    model: Any = None
+
+    def resolved_model_path(self) -> str:
+        if self.model_path:
+            return self.model_path
+        from .default_model import default_model_path
+        return str(default_model_path())
