@@ -1,0 +1,461 @@
+"""Constrained generation on llama.cpp: the decode loop, fast-forward, budgets and the closer.
+
+One step: the grammar fills the token mask (before the forward pass: it depends only on the
+matcher); if the document is complete and nothing may follow, generation ends without
+another pass; if the grammar forces the next bytes, their tokens are appended without
+sampling (fast-forward) and evaluated in one batch with the next pass; otherwise the pending
+tokens are evaluated, the mask is applied to the logits, and the sampler picks a token,
+which the matcher accepts. When `max_tokens` (or the context) runs out inside a document,
+the matcher's completion is appended (the "closer") and the reason is "length": the result
+still parses and validates. See docs/generation.md.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+import cengine
+
+from . import chat_template as _chat
+from .llama_backend import LlamaRuntime
+from .sampling import REPEAT_LAST_N, NoTokenAllowed, Sampler, apply_repeat_penalty, logprobs_of
+
+log = logging.getLogger("llamay.generate")
+
+
+@dataclass
+class SamplingParams:
+    max_tokens: Optional[int] = 256        # None = until EOS/context end
+    temperature: float = 0.8               # 0 = greedy
+    top_p: float = 1.0
+    top_k: int = 0                         # 0 = off
+    min_p: float = 0.0
+    repeat_penalty: float = 1.0
+    seed: Optional[int] = None
+    stop: List[str] = field(default_factory=list)
+    logprobs: Optional[int] = None         # None: none; k>=0: chosen token logprob + top-k alternatives
+
+
+@dataclass
+class TokenEvent:
+    token_id: int            # -1 for closer bytes / forced bytes not from a single token
+    text: bytes              # the bytes this step added (may be a partial UTF-8 sequence)
+    logprob: Optional[float]
+    top_logprobs: Optional[List[Tuple[bytes, float]]]
+    forced: bool             # appended without sampling (fast-forward) or by the closer
+
+
+@dataclass
+class FinishEvent:
+    reason: str              # "stop", "length", "stop_sequence", "cancelled"
+    stop_sequence: Optional[str]
+    closer: bytes            # bytes the closer appended (b"" if none)
+    prompt_tokens: int
+    completion_tokens: int   # sampled + fast-forwarded tokens; closer bytes are not tokens
+    # beside the interface: what fast-forward saved
+    forward_passes: int = 0          # model evaluations during this generation (prompt included)
+    fast_forward_tokens: int = 0     # tokens appended without sampling (no pass of their own)
+
+
+Event = Union[TokenEvent, FinishEvent]
+
+
+def _numpy_apply_mask(logits: np.ndarray, mask: np.ndarray) -> None:
+    n = logits.shape[0]
+    bits = np.unpackbits(mask.view(np.uint8), bitorder="little")[:n].astype(bool)
+    logits[~bits] = -np.inf
+
+
+def _mask_kernel():
+    try:
+        return cengine.apply_mask
+    except (ImportError, AttributeError):     # the Cython kernel is not built: same result, slower
+        return _numpy_apply_mask
+
+
+class _StopScanner:
+    """Holds back the events whose bytes might start a stop sequence, and finds stops."""
+
+    def __init__(self, stops: Sequence[str]):
+        self.stops = [s.encode("utf-8") for s in stops if s]
+        self.maxlen = max((len(s) for s in self.stops), default=0)
+        self.out = bytearray()               # every byte generated so far
+        self.held: Deque[TokenEvent] = collections.deque()
+        self.held_start = 0                  # offset in `out` of held[0]
+
+    def add(self, ev: TokenEvent) -> Optional[Tuple[int, bytes]]:
+        """Append ev; return (offset, stop) of the earliest stop sequence now in the text."""
+        start = len(self.out)
+        self.out += ev.text
+        self.held.append(ev)
+        best = None
+        lo = max(0, start - self.maxlen + 1)
+        for s in self.stops:
+            p = self.out.find(s, lo)
+            if p >= 0 and (best is None or p < best[0]):
+                best = (p, s)
+        return best
+
+    def _partial(self) -> int:
+        """Length of the longest suffix of out that is a proper prefix of a stop sequence."""
+        best = 0
+        for s in self.stops:
+            for k in range(min(len(s) - 1, len(self.out)), best, -1):
+                if self.out.endswith(s[:k]):
+                    best = k
+                    break
+        return best
+
+    def ready(self) -> List[TokenEvent]:
+        safe = len(self.out) - self._partial()
+        out = []
+        while self.held and self.held_start + len(self.held[0].text) <= safe:
+            ev = self.held.popleft()
+            self.held_start += len(ev.text)
+            out.append(ev)
+        return out
+
+    def release_all(self) -> List[TokenEvent]:
+        out = list(self.held)
+        self.held.clear()
+        self.held_start = len(self.out)
+        return out
+
+    def cut(self, pos: int) -> List[TokenEvent]:
+        """Release the text before `pos` (the event straddling it is shortened), drop the rest."""
+        out = []
+        while self.held and self.held_start < pos:
+            ev = self.held.popleft()
+            end = self.held_start + len(ev.text)
+            if end > pos:
+                ev = TokenEvent(ev.token_id, ev.text[:pos - self.held_start], ev.logprob,
+                                ev.top_logprobs, ev.forced)
+            self.held_start = end
+            out.append(ev)
+        self.held.clear()
+        del self.out[pos:]
+        self.held_start = len(self.out)
+        return out
+
+    def stop_scanning(self) -> List[TokenEvent]:
+        self.stops = []
+        self.maxlen = 0
+        return self.release_all()
+
+
+class Model:
+    """A GGUF model loaded with llama.cpp, generating under cengine grammars. Not thread-safe."""
+
+    def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: Optional[int] = None,
+                 n_batch: int = 512, fast_forward: bool = True):
+        self.path = str(path)
+        self.name = Path(self.path).stem
+        self.runtime = LlamaRuntime(self.path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch)
+        self.metadata: Dict[str, str] = self.runtime.metadata
+        self.chat_template: Optional[str] = self.metadata.get("tokenizer.chat_template") or None
+        self.n_ctx = self.runtime.n_ctx
+        self.vocab = cengine.Vocabulary.from_gguf(self.path)
+        if self.vocab.size > self.runtime.n_vocab:
+            raise ValueError(f"vocabulary of {self.vocab.size} tokens but the model has "
+                             f"{self.runtime.n_vocab} logits")
+        self.fast_forward = fast_forward
+        eos = set(int(i) for i in self.vocab.eos_ids)
+        self.eos_ids = frozenset(eos)
+        self.stop_ids = frozenset(eos | set(self.runtime.eog_ids))
+        words = cengine.mask_words(self.vocab.size)
+        self._mask = np.zeros(words, np.int32)
+        # every bit but the EOS ids: `mask & _not_eos` is zero iff only EOS may come next
+        not_eos = np.full(words, 0xFFFFFFFF, np.uint32)
+        for i in eos:
+            if i < self.vocab.size:
+                not_eos[i // 32] &= np.uint32(~(1 << (i % 32)) & 0xFFFFFFFF)
+        if self.vocab.size % 32:
+            not_eos[-1] &= np.uint32((1 << (self.vocab.size % 32)) - 1)
+        self._not_eos = not_eos.view(np.int32)
+        self._apply_mask = _mask_kernel()
+        self._pieces: Dict[int, bytes] = {}
+        self._by_bytes: Optional[Dict[bytes, int]] = None
+        self._max_token_len = 0
+
+    # --- text --------------------------------------------------------------------------------
+    def tokenize(self, text: str, *, add_bos: bool = True, special: bool = True) -> List[int]:
+        ids = self.runtime.tokenize(text.encode("utf-8"), add_special=add_bos, parse_special=special)
+        bos = self.runtime.bos_id
+        # a template that writes bos_token itself plus the tokenizer's own BOS: keep one
+        if len(ids) >= 2 and ids[0] == bos and ids[1] == bos:
+            ids = ids[1:]
+        return ids
+
+    def detokenize(self, ids: List[int]) -> bytes:
+        return self.runtime.detokenize(list(ids))
+
+    def render_chat(self, messages: List[dict], *, tools: Optional[List[dict]] = None,
+                    add_generation_prompt: bool = True) -> str:
+        return _chat.render_chat(self.chat_template, messages, tools=tools,
+                                 add_generation_prompt=add_generation_prompt,
+                                 bos_token=self.runtime.token_text(self.runtime.bos_id),
+                                 eos_token=self.runtime.token_text(self.runtime.eos_id))
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """What a generated token adds to the output: the vocabulary's bytes (what the matcher
+        consumed), or llama.cpp's piece for tokens the vocabulary leaves empty."""
+        b = self._pieces.get(token_id)
+        if b is None:
+            b = self.vocab.token_bytes(token_id) if token_id < self.vocab.size else b""
+            if not b:
+                b = self.runtime.token_to_piece(token_id)
+            self._pieces[token_id] = b
+        return b
+
+    def _byte_index(self) -> Dict[bytes, int]:
+        if self._by_bytes is None:
+            idx: Dict[bytes, int] = {}
+            for i in range(self.vocab.size):
+                if i in self.stop_ids:
+                    continue
+                b = self.vocab.token_bytes(i)
+                if b and b not in idx:
+                    idx[b] = i
+            self._by_bytes = idx
+            self._max_token_len = max((len(b) for b in idx), default=1)
+        return self._by_bytes
+
+    def tokens_for_bytes(self, data: bytes, matcher=None, limit: Optional[int] = None
+                         ) -> Tuple[List[int], int]:
+        """Tokens spelling a prefix of `data` exactly: the model's own tokenisation while its
+        tokens line up, then greedy longest matches. With a matcher each token must be
+        accepted (and is). Returns (ids, bytes covered)."""
+        ids: List[int] = []
+        pos = 0
+        if limit is not None and limit <= 0:
+            return ids, 0
+        for t in self.runtime.tokenize(data, add_special=False, parse_special=False):
+            b = self.vocab.token_bytes(t) if t < self.vocab.size else b""
+            if not b or data[pos:pos + len(b)] != b or t in self.stop_ids:
+                break
+            if matcher is not None and not matcher.accept_token(t):
+                break
+            ids.append(t)
+            pos += len(b)
+            if limit is not None and len(ids) >= limit:
+                return ids, pos
+        if pos < len(data):
+            index = self._byte_index()
+            while pos < len(data) and (limit is None or len(ids) < limit):
+                for n in range(min(self._max_token_len, len(data) - pos), 0, -1):
+                    t = index.get(bytes(data[pos:pos + n]))
+                    if t is not None and (matcher is None or matcher.accept_token(t)):
+                        ids.append(t)
+                        pos += n
+                        break
+                else:
+                    break
+        return ids, pos
+
+    # --- generation ----------------------------------------------------------------------------
+    def generate(self, prompt: Union[str, List[int]], *, grammar: Optional["cengine.Grammar"] = None,
+                 params: SamplingParams, lazy_grammar: Optional[Tuple[str, "cengine.Grammar"]] = None,
+                 cancel: Optional[threading.Event] = None) -> Iterator[Event]:
+        """Events of one generation (see the module doc). Arguments are checked here, before
+        the first event, so callers can map mistakes to a 400."""
+        if grammar is not None and lazy_grammar is not None:
+            raise ValueError("give either grammar or lazy_grammar, not both")
+        if lazy_grammar is not None and not lazy_grammar[0]:
+            raise ValueError("the lazy grammar trigger must not be empty")
+        if params.max_tokens is not None and params.max_tokens < 0:
+            raise ValueError("max_tokens must be >= 0")
+        if params.logprobs is not None and params.logprobs < 0:
+            raise ValueError("logprobs must be >= 0")
+        if params.repeat_penalty <= 0:
+            raise ValueError("repeat_penalty must be > 0")
+        sampler = Sampler(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k,
+                          min_p=params.min_p, seed=params.seed)
+        ids = self.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        if not ids:
+            ids = [self.runtime.bos_id] if self.runtime.bos_id >= 0 else []
+        if not ids:
+            raise ValueError("the prompt is empty")
+        if len(ids) >= self.n_ctx:
+            raise ValueError(f"the prompt has {len(ids)} tokens; the context holds {self.n_ctx}")
+        bad = [t for t in ids if t < 0 or t >= self.runtime.n_vocab]
+        if bad:
+            raise ValueError(f"prompt token id {bad[0]} is outside the vocabulary")
+        return self._run(ids, grammar, params, sampler, lazy_grammar, cancel)
+
+    def _run(self, prompt_ids: List[int], grammar, params: SamplingParams, sampler: Sampler,
+             lazy, cancel) -> Iterator[Event]:
+        rt = self.runtime
+        vsize = self.vocab.size
+        mask = self._mask
+        matcher = grammar.matcher(self.vocab) if grammar is not None else None
+        trigger = lazy[0].encode("utf-8") if lazy is not None else None
+        lazy_grammar = lazy[1] if lazy is not None else None
+        # inside a constrained document stop sequences are not honoured: cutting there would
+        # break the document the grammar guarantees (docs/generation.md)
+        stream = _StopScanner(params.stop if matcher is None else [])
+        want_lp = params.logprobs is not None
+        k_top = params.logprobs or 0
+
+        keep = rt.reuse_prefix(prompt_ids)
+        pending: List[int] = list(prompt_ids[keep:])
+        history: Deque[int] = collections.deque(prompt_ids[-REPEAT_LAST_N:], maxlen=REPEAT_LAST_N)
+        n_gen = passes = n_ff = 0
+
+        def finish(reason: str, stop: Optional[bytes] = None, closer: bytes = b"") -> FinishEvent:
+            return FinishEvent(reason, stop.decode("utf-8", "replace") if stop is not None else None,
+                               closer, len(prompt_ids), n_gen, passes, n_ff)
+
+        def closing(reason: str) -> Iterator[Event]:
+            yield from stream.release_all()
+            closer = matcher.completion() if matcher is not None else b""
+            if closer:
+                yield TokenEvent(-1, closer, None, None, True)
+            yield finish(reason, closer=closer)
+
+        while True:
+            if cancel is not None and cancel.is_set():
+                yield from stream.release_all()
+                yield finish("cancelled")
+                return
+            remaining = None if params.max_tokens is None else params.max_tokens - n_gen
+            room = rt.n_ctx - len(rt.tokens) - len(pending)
+            if (remaining is not None and remaining <= 0) or room <= 0:
+                yield from closing("length")
+                return
+
+            if matcher is not None:
+                matcher.fill_mask(mask)
+                if not np.any(mask & self._not_eos):
+                    if matcher.is_accepting():
+                        # complete and nothing may follow: no pass needed to sample the EOS
+                        yield from stream.release_all()
+                        yield finish("stop")
+                        return
+                    log.warning("grammar dead end: no token of the vocabulary continues the "
+                                "document; closing it")
+                    yield from closing("length")
+                    return
+                if self.fast_forward:
+                    limit = room if remaining is None else min(room, remaining)
+                    forced = self._fast_forward(matcher, limit)
+                    if forced:
+                        for t in forced:
+                            b = self.token_bytes(t)
+                            pending.append(t)
+                            history.append(t)
+                            n_gen += 1
+                            n_ff += 1
+                            stream.add(TokenEvent(t, b, 0.0 if want_lp else None,
+                                                  [(b, 0.0)] if want_lp and k_top else
+                                                  ([] if want_lp else None), True))
+                        yield from stream.ready()
+                        continue
+
+            logits = rt.eval(pending)
+            passes += 1
+            pending = []
+            if matcher is not None:
+                if vsize < logits.shape[0]:
+                    logits[vsize:] = -np.inf
+                self._apply_mask(logits[:vsize], mask)
+            apply_repeat_penalty(logits, history, params.repeat_penalty)
+            try:
+                tok = sampler.sample(logits)
+            except NoTokenAllowed:
+                log.warning("no token allowed after masking; closing the document")
+                yield from closing("length")
+                return
+            lp = top = None
+            if want_lp:
+                lp, top_ids = logprobs_of(logits, tok, k_top)
+                top = [(self.token_bytes(t), v) for t, v in top_ids]
+
+            if tok in self.stop_ids:
+                if matcher is not None and not matcher.accept_token(tok):
+                    raise RuntimeError(f"engine fault: the mask allowed end token {tok} "
+                                       f"but the matcher refused it")
+                yield from stream.release_all()
+                yield finish("stop")
+                return
+            if matcher is not None and not matcher.accept_token(tok):
+                raise RuntimeError(f"engine fault: the mask allowed token {tok} but the matcher "
+                                   f"refused it")
+            text = self.token_bytes(tok)
+            pending = [tok]
+            history.append(tok)
+            n_gen += 1
+            ev = TokenEvent(tok, text, lp, top, False)
+
+            trig_at = None
+            if trigger is not None and matcher is None:
+                found = self._find_trigger(stream.out, text, trigger)
+                if found is not None:
+                    trig_at, tail_len = found
+                    matcher = lazy_grammar.matcher(self.vocab)
+                    if tail_len and not matcher.accept_bytes(text[len(text) - tail_len:]):
+                        # the token ran past the trigger into bytes the grammar refuses: keep
+                        # only its head (up to the trigger's end), spelled by other tokens
+                        head = text[:len(text) - tail_len]
+                        ids, covered = self.tokens_for_bytes(head)
+                        if covered == len(head) and ids:
+                            pending = ids
+                            n_gen += len(ids) - 1
+                            for _ in ids:
+                                history.append(ids[-1])
+                            ev = TokenEvent(ids[0] if len(ids) == 1 else -1, head, lp, top, False)
+                        else:
+                            log.warning("could not respell the token that completed the trigger")
+            hit = stream.add(ev)
+            if hit is not None and (trig_at is None or hit[0] < trig_at) and stream.stops:
+                yield from stream.cut(hit[0])
+                yield finish("stop_sequence", hit[1])
+                return
+            if trig_at is not None:
+                yield from stream.stop_scanning()
+            else:
+                yield from stream.ready()
+
+    @staticmethod
+    def _find_trigger(out: bytearray, text: bytes, trigger: bytes) -> Optional[Tuple[int, int]]:
+        """Where the trigger first appears once `text` is appended to `out`, if it ends inside
+        `text`: (its offset, bytes of `text` after it)."""
+        keep = len(trigger) - 1
+        base = max(0, len(out) - keep)
+        window = bytes(out[base:]) + text
+        p = window.find(trigger)
+        if p < 0:
+            return None
+        end = p + len(trigger)
+        return base + p, len(window) - end
+
+    def _fast_forward(self, matcher, limit: int) -> List[int]:
+        """Append (to the matcher) the tokens of the only legal continuation; return them."""
+        if limit <= 0:
+            return []
+        forced = matcher.forced_bytes()
+        if not forced:
+            return []
+        ids, covered = self.tokens_for_bytes(forced, matcher, limit)
+        if ids and covered == len(forced) and not self._complete(matcher):
+            # the last token may be one the model would have merged with what comes next
+            # (`": "` + `"x` -> `": "x`): let the masked sampler choose it
+            matcher.rollback(1)
+            ids.pop()
+        return ids
+
+    @staticmethod
+    def _complete(matcher) -> bool:
+        if not matcher.is_accepting():
+            return False
+        allowed = getattr(matcher, "allowed_bytes", None)
+        return allowed is not None and not allowed()
+
+    def close(self) -> None:
+        self.runtime.close()
+
