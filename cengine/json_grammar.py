@@ -1,0 +1,335 @@
+"""JSON lexical pieces as grammar IR: whitespace, strings, numbers, literals, any value.
+
+The shared pieces are rules with fixed names (`json-ws`, `json-string-body`, ...) added to a
+GrammarIR at most once, so every schema compiled into one grammar reuses them (per-rule token
+tables are cached: one shared string body is far cheaper than one per property).
+
+Strings are exact RFC 8259 strings over valid UTF-8: control characters only escaped, every
+escape including `\\uXXXX`, surrogates only as a correctly paired `\\uD8xx\\uDCxx` escape.
+`char_in(ranges)` builds "one string character whose decoded code point lies in ranges" in
+every spelling (literal UTF-8, short escape, `\\u` escape, surrogate pair), which is what lets
+the schema compiler count code points and exclude key names exactly.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from . import ir
+
+WS = "json-ws"
+STRING_CHAR = "json-string-char"
+STRING_BODY = "json-string-body"
+STRING = "json-string"
+NUMBER = "json-number"
+INTEGER = "json-integer"
+BOOLEAN = "json-boolean"
+NULL = "json-null"
+VALUE = "json-value"
+OBJECT = "json-object"
+ARRAY = "json-array"
+
+_DIGIT = ir.ByteSet(((0x30, 0x39),))
+_DIGIT19 = ir.ByteSet(((0x31, 0x39),))
+_WS_BYTES = ir.ByteSet(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
+
+# the two-character escapes and the code point each stands for
+SHORT_ESCAPES = {'"': 0x22, "\\": 0x5C, "/": 0x2F, "b": 0x08, "f": 0x0C, "n": 0x0A,
+                 "r": 0x0D, "t": 0x09}
+
+_SURR_LO, _SURR_HI = 0xD800, 0xDFFF
+_ALL = ((0, ir.MAX_UNICODE),)
+
+
+# --- code point sets --------------------------------------------------------------------
+def _intersect(ranges: Iterable[Tuple[int, int]], lo: int, hi: int) -> ir.Ranges:
+    return ir.normalize_ranges((max(a, lo), min(b, hi)) for a, b in ranges if a <= hi and b >= lo)
+
+
+def _minus(ranges: Iterable[Tuple[int, int]], cut: Iterable[Tuple[int, int]]) -> ir.Ranges:
+    keep = ir.negate_ranges(cut)
+    out = []
+    for a, b in ir.normalize_ranges(ranges):
+        out.extend(_intersect(keep, a, b))
+    return ir.normalize_ranges(out)
+
+
+def _contains(ranges: Iterable[Tuple[int, int]], cp: int) -> bool:
+    return any(a <= cp <= b for a, b in ranges)
+
+
+# --- hex digits of \\u escapes ------------------------------------------------------------
+def _hex_digit(lo: int, hi: int) -> ir.Expr:
+    """One hex digit (either case) with value in [lo, hi]."""
+    ranges = []
+    if lo <= 9:
+        ranges.append((0x30 + lo, 0x30 + min(hi, 9)))
+    if hi >= 10:
+        a, b = max(lo, 10) - 10, hi - 10
+        ranges.append((0x41 + a, 0x41 + b))
+        ranges.append((0x61 + a, 0x61 + b))
+    return ir.ByteSet(ir.normalize_ranges(ranges))
+
+
+def hex_range(lo: int, hi: int, n: int = 4) -> ir.Expr:
+    """Exactly n hex digits (either case) spelling a value in [lo, hi]."""
+    if lo > hi:
+        return ir.NOTHING
+    if n == 0:
+        return ir.EMPTY
+    unit = 16 ** (n - 1)
+    dlo, dhi = lo // unit, hi // unit
+    rlo, rhi = lo % unit, hi % unit
+    if dlo == dhi:
+        return ir.seq(_hex_digit(dlo, dlo), hex_range(rlo, rhi, n - 1))
+    full = ir.repeat(_hex_digit(0, 15), n - 1, n - 1)
+    parts = []
+    first_full = dlo if rlo == 0 else dlo + 1
+    last_full = dhi if rhi == unit - 1 else dhi - 1
+    if rlo != 0:
+        parts.append(ir.seq(_hex_digit(dlo, dlo), hex_range(rlo, unit - 1, n - 1)))
+    if first_full <= last_full:
+        parts.append(ir.seq(_hex_digit(first_full, last_full), full))
+    if rhi != unit - 1:
+        parts.append(ir.seq(_hex_digit(dhi, dhi), hex_range(0, rhi, n - 1)))
+    return ir.alt(*parts)
+
+
+def _pairs(lo: int, hi: int) -> ir.Expr:
+    """`\\uHHHH\\uLLLL` surrogate-pair escapes (after the first backslash-u) for [lo, hi]."""
+    out = []
+    hs_lo, hs_hi = 0xD800 + ((lo - 0x10000) >> 10), 0xD800 + ((hi - 0x10000) >> 10)
+    ls_lo, ls_hi = 0xDC00 + ((lo - 0x10000) & 0x3FF), 0xDC00 + ((hi - 0x10000) & 0x3FF)
+    low = lambda a, b: ir.seq(ir.lit("\\u"), hex_range(a, b))  # noqa: E731
+    if hs_lo == hs_hi:
+        return ir.seq(hex_range(hs_lo, hs_lo), low(ls_lo, ls_hi))
+    first_full, last_full = hs_lo, hs_hi
+    if ls_lo != 0xDC00:
+        out.append(ir.seq(hex_range(hs_lo, hs_lo), low(ls_lo, 0xDFFF)))
+        first_full += 1
+    if ls_hi != 0xDFFF:
+        out.append(ir.seq(hex_range(hs_hi, hs_hi), low(0xDC00, ls_hi)))
+        last_full -= 1
+    if first_full <= last_full:
+        out.append(ir.seq(hex_range(first_full, last_full), low(0xDC00, 0xDFFF)))
+    return ir.alt(*out)
+
+
+def char_in(ranges: Iterable[Tuple[int, int]]) -> ir.Expr:
+    """One JSON string character, in any legal spelling, whose code point lies in `ranges`."""
+    ranges = _minus(ranges, ((_SURR_LO, _SURR_HI),))
+    if not ranges:
+        return ir.NOTHING
+    literal = ir.charset(_minus(_intersect(ranges, 0x20, ir.MAX_UNICODE), ((0x22, 0x22), (0x5C, 0x5C))))
+    short = ir.normalize_ranges((ord(c), ord(c)) for c, cp in SHORT_ESCAPES.items()
+                                if _contains(ranges, cp))
+    escapes = []
+    if short:
+        escapes.append(ir.ByteSet(short))
+    u = [hex_range(a, b) for a, b in _intersect(ranges, 0, 0xFFFF)]
+    u += [_pairs(a, b) for a, b in _intersect(ranges, 0x10000, ir.MAX_UNICODE)]
+    if u:
+        escapes.append(ir.seq(ir.lit("u"), ir.alt(*u)))
+    esc = ir.seq(ir.lit("\\"), ir.alt(*escapes)) if escapes else ir.NOTHING
+    return ir.alt(literal, esc)
+
+
+# --- shared rules --------------------------------------------------------------------------
+def _ensure(g: ir.GrammarIR, name: str, build, **flags) -> ir.Ref:
+    if name not in g.rules:
+        g.add(name, ir.NOTHING, **flags)    # placeholder first: value refers to itself
+        g.rules[name].expr = build()
+    return ir.Ref(name)
+
+
+def ws(g: ir.GrammarIR) -> ir.Ref:
+    """Structural whitespace; its bytes spend the document's whitespace budget."""
+    return _ensure(g, WS, lambda: ir.repeat(_WS_BYTES, 0, None), whitespace=True)
+
+
+def comma(g: ir.GrammarIR) -> ir.Expr:
+    w = ws(g)
+    return ir.seq(w, ir.lit(","), w)
+
+
+def colon(g: ir.GrammarIR) -> ir.Expr:
+    w = ws(g)
+    return ir.seq(w, ir.lit(":"), w)
+
+
+def string_char(g: ir.GrammarIR) -> ir.Ref:
+    """Exactly one code point of a string body: used for minLength/maxLength."""
+    return _ensure(g, STRING_CHAR, lambda: char_in(_ALL))
+
+
+def string_body(g: ir.GrammarIR) -> ir.Ref:
+    """The unconstrained string body, shared by every unconstrained string."""
+    return _ensure(g, STRING_BODY, lambda: ir.repeat(char_in(_ALL), 0, None))
+
+
+def string(g: ir.GrammarIR) -> ir.Ref:
+    return _ensure(g, STRING, lambda: ir.seq(ir.lit('"'), string_body(g), ir.lit('"')))
+
+
+def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
+    """A string of lo..hi code points (hi None: unbounded); escapes count as one."""
+    if lo == 0 and hi is None:
+        return string(g)
+    if hi is not None and hi < lo:
+        return ir.NOTHING
+    ch = string_char(g)
+    if hi is None:
+        body = ir.seq(ir.repeat(ch, lo, lo), string_body(g))
+    else:
+        body = ir.repeat(ch, lo, hi)
+    return ir.seq(ir.lit('"'), body, ir.lit('"'))
+
+
+def _int_part() -> ir.Expr:
+    return ir.seq(ir.opt(ir.lit("-")), ir.alt(ir.lit("0"), ir.seq(_DIGIT19, ir.repeat(_DIGIT, 0, None))))
+
+
+def number(g: ir.GrammarIR) -> ir.Ref:
+    def build():
+        frac = ir.seq(ir.lit("."), ir.repeat(_DIGIT, 1, None))
+        exp = ir.seq(ir.ByteSet(((0x45, 0x45), (0x65, 0x65))),
+                     ir.opt(ir.ByteSet(((0x2B, 0x2B), (0x2D, 0x2D)))), ir.repeat(_DIGIT, 1, None))
+        return ir.seq(_int_part(), ir.opt(frac), ir.opt(exp))
+    return _ensure(g, NUMBER, build)
+
+
+def integer(g: ir.GrammarIR) -> ir.Ref:
+    """An integer: JSON integer digits, optionally with an all-zero fraction (`1.0`, which JSON
+    Schema counts as an integer). Exponents are not produced (see docs/json-schema.md)."""
+    return _ensure(g, INTEGER, lambda: ir.seq(
+        _int_part(), ir.opt(ir.seq(ir.lit("."), ir.repeat(ir.lit("0"), 1, None)))))
+
+
+def boolean(g: ir.GrammarIR) -> ir.Ref:
+    return _ensure(g, BOOLEAN, lambda: ir.alt(ir.lit("true"), ir.lit("false")))
+
+
+def null(g: ir.GrammarIR) -> ir.Ref:
+    return _ensure(g, NULL, lambda: ir.lit("null"))
+
+
+def container(g: ir.GrammarIR, open_: str, members: ir.Expr, close: str, *,
+              nullable_members: bool) -> ir.Expr:
+    """`open ws members ws close`, or `open ws close` when members may be empty.
+
+    `members` must not match the empty string: the empty case is its own alternative so two
+    whitespace rules never stand side by side (that would make the matcher track both).
+    """
+    w = ws(g)
+    empty = ir.lit(close) if nullable_members else ir.NOTHING
+    return ir.seq(ir.lit(open_), w, ir.alt(empty, ir.seq(members, w, ir.lit(close))))
+
+
+def value(g: ir.GrammarIR) -> ir.Ref:
+    """Any JSON value (the `true` / `{}` schema). Objects and arrays are containers."""
+    if VALUE in g.rules:
+        return ir.Ref(VALUE)
+    v = ir.Ref(VALUE)
+    g.add(VALUE, ir.NOTHING)
+    member = ir.seq(string(g), colon(g), v)
+    g.add(OBJECT, container(g, "{", ir.seq(member, ir.repeat(ir.seq(comma(g), member), 0, None)),
+                            "}", nullable_members=True), container=True)
+    g.add(ARRAY, container(g, "[", ir.seq(v, ir.repeat(ir.seq(comma(g), v), 0, None)),
+                           "]", nullable_members=True), container=True)
+    g.rules[VALUE].expr = ir.alt(ir.Ref(OBJECT), ir.Ref(ARRAY), string(g), number(g),
+                                 boolean(g), null(g))
+    return v
+
+
+# --- literals (enum / const / property names) -----------------------------------------------
+def canonical_string(s: str) -> bytes:
+    """The spelling used for key names and enum/const strings: `json.dumps(ensure_ascii=False)`
+    (raw UTF-8, short escapes for `"` `\\` and \\b\\f\\n\\r\\t, \\u00XX for other controls)."""
+    try:
+        return json.dumps(s, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:     # a lone surrogate: only the escaped spelling exists
+        return json.dumps(s, ensure_ascii=True).encode("ascii")
+
+
+def number_literal(v) -> ir.Expr:
+    """A number equal to v: integral values as digits with an optional all-zero fraction
+    (1, 1.0, 1.00), others in Python's shortest repr with optional trailing fraction zeros."""
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return ir.NOTHING       # not representable in JSON
+        if v.is_integer():
+            v = int(v)
+    zeros = ir.opt(ir.seq(ir.lit("."), ir.repeat(ir.lit("0"), 1, None)))
+    if isinstance(v, int):
+        if v == 0:
+            return ir.seq(ir.opt(ir.lit("-")), ir.lit("0"), zeros)
+        return ir.seq(ir.lit(str(v)), zeros)
+    r = repr(v)
+    if "e" in r or "E" in r:
+        return ir.lit(r)
+    return ir.seq(ir.lit(r), ir.repeat(ir.lit("0"), 0, None))
+
+
+def value_literal(g: ir.GrammarIR, v) -> ir.Expr:
+    """Exactly the JSON value v (enum/const): objects keep the key order of v, whitespace may
+    stand between tokens, strings use the canonical spelling."""
+    if v is None:
+        return ir.lit("null")
+    if v is True:
+        return ir.lit("true")
+    if v is False:
+        return ir.lit("false")
+    if isinstance(v, (int, float)):
+        return number_literal(v)
+    if isinstance(v, str):
+        return ir.Bytes(canonical_string(v))
+    if isinstance(v, list):
+        if not v:
+            return ir.seq(ir.lit("["), ws(g), ir.lit("]"))
+        items = [value_literal(g, x) for x in v]
+        body = items[0]
+        for x in items[1:]:
+            body = ir.seq(body, comma(g), x)
+        return container(g, "[", body, "]", nullable_members=False)
+    if isinstance(v, dict):
+        if not v:
+            return ir.seq(ir.lit("{"), ws(g), ir.lit("}"))
+        body = ir.EMPTY
+        for i, (k, x) in enumerate(v.items()):
+            member = ir.seq(ir.Bytes(canonical_string(k)), colon(g), value_literal(g, x))
+            body = member if i == 0 else ir.seq(body, comma(g), member)
+        return container(g, "{", body, "}", nullable_members=False)
+    raise TypeError(f"not a JSON value: {v!r}")
+
+
+# --- key names outside a set ----------------------------------------------------------------
+def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
+    """A JSON string (with quotes) whose decoded value is none of `names`, in any spelling.
+
+    Walks the trie of the names over code points: at each node, a character that leaves the
+    trie frees the rest of the string; closing the quote is allowed unless the node is a name.
+    """
+    if not names:
+        return string(g)
+    trie: Dict = {}
+    END = None
+    for name in names:
+        node = trie
+        for ch in name:
+            node = node.setdefault(ord(ch), {})
+        node[END] = True
+    body = string_body(g)
+
+    def walk(node) -> ir.Expr:
+        kids = sorted(k for k in node if k is not END)
+        opts: List[ir.Expr] = []
+        if END not in node:
+            opts.append(ir.lit('"'))
+        leave = char_in(ir.negate_ranges((k, k) for k in kids))
+        opts.append(ir.seq(leave, body, ir.lit('"')))
+        for k in kids:
+            opts.append(ir.seq(char_in(((k, k),)), walk(node[k])))
+        return ir.alt(*opts)
+
+    return ir.seq(ir.lit('"'), walk(trie))
