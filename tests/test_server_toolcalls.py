@@ -1,0 +1,128 @@
+"""Tool-call parsing (streamed and whole), tool lists and tool_choice across the three APIs."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from server.errors import InvalidRequest
+from server.toolcalls import CallStream, ToolSpec, parse_output, parse_tools, tool_choice_mode
+
+WEATHER = ToolSpec("get_weather", "", {"type": "object", "properties": {"city": {"type": "string"}}})
+TIME = ToolSpec("get_time", "", {"type": "object"})
+TOOLS = [WEATHER, TIME]
+
+
+def _call(name, args):
+    return "<tool_call>" + json.dumps({"name": name, "arguments": args}) + "</tool_call>"
+
+
+@pytest.mark.parametrize("text, want_text, want_calls", [
+    ("plain answer", "plain answer", []),
+    (_call("get_weather", {"city": "Oslo"}), "", [("get_weather", {"city": "Oslo"})]),
+    ("Let me check. " + _call("get_time", {}), "Let me check.", [("get_time", {})]),
+    (_call("get_time", {}) + "\n" + _call("get_weather", {"city": "Rome"}), "",
+     [("get_time", {}), ("get_weather", {"city": "Rome"})]),
+    ("<tool_call>\n" + json.dumps({"name": "get_time", "arguments": {}}) + "\n</tool_call>", "",
+     [("get_time", {})]),
+    # a function nobody offered is not a call
+    (_call("rm_rf", {}), _call("rm_rf", {}), []),
+    # broken JSON is not a call
+    ("<tool_call>{\"name\": \"get_time\", </tool_call>", "<tool_call>{\"name\": \"get_time\", </tool_call>", []),
+    # unterminated block stays text
+    ("<tool_call>{\"name\"", "<tool_call>{\"name\"", []),
+    ("a < b and <tool", "a < b and <tool", []),
+])
+def test_parse_output(text, want_text, want_calls):
+    got_text, calls = parse_output(text, TOOLS)
+    assert got_text == want_text
+    assert [(c.name, c.arguments) for c in calls] == want_calls
+    for c in calls:
+        assert json.loads(c.arguments_json()) == c.arguments
+        assert c.id.startswith("call_")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(
+    st.text(alphabet="ab <>/_{}\"", max_size=12),
+    st.sampled_from([_call("get_time", {}), _call("get_weather", {"city": "x<y"})]),
+), max_size=6), st.data())
+def test_stream_split_anywhere_matches_whole(pieces, data):
+    """However the bytes arrive, the streamed events equal the whole-text parse, and a call
+    is only ever released whole."""
+    text = "".join(pieces)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    s = CallStream(TOOLS)
+    events, prev = [], 0
+    for c in cuts + [len(text)]:
+        events += s.feed(text[prev:c])
+        prev = c
+    events += s.finish()
+    whole = CallStream(TOOLS)
+    ref = whole.feed(text) + whole.finish()
+    assert "".join(v for k, v in events if k == "text") == "".join(v for k, v in ref if k == "text")
+    assert [(v.name, v.arguments) for k, v in events if k == "call"] == \
+        [(v.name, v.arguments) for k, v in ref if k == "call"]
+
+
+def test_stream_holds_back_partial_tag():
+    s = CallStream(TOOLS)
+    assert s.feed("Hello <tool") == [("text", "Hello ")]
+    assert s.feed("_call>{\"name\": \"get_time\", ") == []
+    ev = s.feed("\"arguments\": {}}</tool_call>")
+    assert [k for k, _ in ev] == ["call"] and ev[0][1].name == "get_time"
+
+
+@pytest.mark.parametrize("api, tools", [
+    ("openai", [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]),
+    ("responses", [{"type": "function", "name": "f", "parameters": {"type": "object"}}]),
+    ("anthropic", [{"name": "f", "input_schema": {"type": "object"}}]),
+    ("ollama", [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]),
+])
+def test_parse_tools_shapes(api, tools):
+    specs = parse_tools(tools, api)
+    assert [(s.name, s.parameters) for s in specs] == [("f", {"type": "object"})]
+
+
+@pytest.mark.parametrize("tools", [
+    "nope", [1], [{"type": "function", "function": {"name": ""}}],
+    [{"type": "retrieval"}],
+    [{"type": "function", "function": {"name": "f", "parameters": "x"}}],
+    [{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}],
+])
+def test_parse_tools_refuses(tools):
+    with pytest.raises(InvalidRequest):
+        parse_tools(tools, "openai")
+
+
+@pytest.mark.parametrize("api, choice, want", [
+    ("openai", None, ("auto", None)),
+    ("openai", "none", ("none", None)),
+    ("openai", "auto", ("auto", None)),
+    ("openai", "required", ("required", None)),
+    ("openai", {"type": "function", "function": {"name": "get_time"}}, ("named", "get_time")),
+    ("responses", {"type": "function", "name": "get_time"}, ("named", "get_time")),
+    ("anthropic", {"type": "auto"}, ("auto", None)),
+    ("anthropic", {"type": "any"}, ("required", None)),
+    ("anthropic", {"type": "none"}, ("none", None)),
+    ("anthropic", {"type": "tool", "name": "get_weather"}, ("named", "get_weather")),
+])
+def test_tool_choice_modes(api, choice, want):
+    assert tool_choice_mode(choice, TOOLS, api) == want
+
+
+@pytest.mark.parametrize("api, choice, tools", [
+    ("openai", "sometimes", TOOLS),
+    ("openai", {"type": "function", "function": {"name": "launch"}}, TOOLS),
+    ("anthropic", {"type": "tool", "name": "launch"}, TOOLS),
+    ("openai", "required", []),
+    ("openai", 3, TOOLS),
+])
+def test_tool_choice_refuses(api, choice, tools):
+    with pytest.raises(InvalidRequest):
+        tool_choice_mode(choice, tools, api)
+
+
+def test_no_tools_means_no_calls():
+    assert tool_choice_mode("auto", [], "openai") == ("none", None)
