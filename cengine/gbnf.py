@@ -99,7 +99,8 @@ class _Parser:
         while self.pos < self.n and _is_name_char(self.text[self.pos]):
             self.pos += 1
         if self.pos == start:
-            raise self.error(f"expected {what} (letters, digits, '-'), found {self.describe(start)}")
+            raise self.error(f"expected {what} (letters, digits, '-'), "
+                             f"found {self.describe(start)}")
         return self.text[start:self.pos]
 
     def parse_int(self) -> Tuple[int, int]:
