@@ -55,6 +55,7 @@ cdef void vec_free(EntryVec* v) noexcept nogil
 cdef int store_init(Store* s, int32_t cap) noexcept nogil
 cdef void store_free(Store* s) noexcept nogil
 cdef int store_copy(Store* dst, const Store* src) noexcept nogil
+cdef int32_t store_intern(Store* s, int32_t pos, int32_t parent, int32_t depth) noexcept nogil
 cdef int32_t find_edge(const Prog* p, int32_t q, uint8_t b) noexcept nogil
 cdef void expand(const Prog* p, Store* s, int32_t q, int32_t base, int32_t ws, int32_t pmax,
                  int32_t max_depth, EntryVec* out) noexcept nogil

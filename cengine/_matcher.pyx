@@ -139,7 +139,7 @@ cdef int _store_grow(Store* s) noexcept nogil:
         s.table[h] = i
     return 0
 
-cdef inline int32_t store_intern(Store* s, int32_t pos, int32_t parent, int32_t depth) noexcept nogil:
+cdef int32_t store_intern(Store* s, int32_t pos, int32_t parent, int32_t depth) noexcept nogil:
     cdef uint32_t h = _hash(pos, parent) & <uint32_t> s.tmask
     cdef int32_t i
     while True:

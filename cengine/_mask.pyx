@@ -1,0 +1,600 @@
+# cython: language_level=3
+# Design: the vocabulary is a flat token trie in depth-first order (byte, subtree end,
+# tokens ending here), so refusing a byte skips a whole subtree with one index jump.
+# Walking the trie from the root for every mask would cost ~a millisecond, so per automaton
+# position p (the top frame of a stack) we precompute, lazily and once, what does not depend
+# on the frames below it (xgrammar's adaptive cache, made exact):
+#   * accepted tokens: every token whose bytes are consumed while p's frame is still on the
+#     stack; kept as a bitset or an id list, whichever is smaller. Tokens whose acceptance
+#     needs whitespace budget or container depth go in a short conditional list.
+#   * exits: trie nodes where p's frame is popped (its rule ended inside the token). Their
+#     remaining suffixes are merged into one small "suffix trie" per (whitespace, depth)
+#     class; at run time only that suffix trie is walked, with the real stack below p.
+# Inside a JSON string nearly every token is accepted context-independently and the few
+# that close the string continue in a suffix trie of a few hundred nodes, so a mask costs an
+# OR of a 16 KB bitset plus a short walk. Tables of small self-contained rules (string
+# bodies, numbers) are keyed by the rule's structure and shared across grammars.
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcpy, memset
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+cimport numpy as cnp
+import hashlib
+import threading
+import numpy as np
+cimport cython
+
+from cengine._matcher cimport (Prog, Entry, EntryVec, Store, Program, Matcher, vec_reserve,
+                               vec_free, store_init, store_free, store_intern, step, expand, dedup,
+                               NODE_ACCEPT, NODE_EXIT, FLAG_CONTAINER)
+from cengine._matcher import program_of
+
+cnp.import_array()
+
+cdef struct TrieC:
+    const uint8_t* byte
+    const int32_t* end
+    const int32_t* tok_off
+    const int32_t* tok_ids
+    int32_t n_nodes
+    int32_t max_len
+
+cdef struct Frame:
+    int32_t child
+    int32_t end
+    int32_t st_start
+    int32_t st_n
+
+cdef struct I32Vec:
+    int32_t* data
+    int32_t n
+    int32_t cap
+
+cdef int i32_push(I32Vec* v, int32_t x) noexcept nogil:
+    cdef int32_t cap
+    cdef int32_t* d
+    if v.n >= v.cap:
+        cap = v.cap * 2 if v.cap else 64
+        d = <int32_t*> realloc(v.data, cap * sizeof(int32_t))
+        if d == NULL:
+            return -1
+        v.data = d
+        v.cap = cap
+    v.data[v.n] = x
+    v.n += 1
+    return 0
+
+
+cdef inline void set_tokens(const TrieC* t, int32_t x, uint32_t* bits) noexcept nogil:
+    cdef int32_t k, tok
+    for k in range(t.tok_off[x], t.tok_off[x + 1]):
+        tok = t.tok_ids[k]
+        bits[tok >> 5] |= (<uint32_t> 1) << (tok & 31)
+
+
+cdef int walk(const Prog* p, Store* s, const TrieC* t, int32_t start, const Entry* init,
+              int32_t n_init, int32_t max_depth, uint32_t* bits,
+              bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits) noexcept nogil:
+    """Depth-first walk of the trie below node `start`, the automaton state following.
+
+    Real mode (local=False): set the bits of every token whose bytes are legal.
+    Local mode: classify tokens (unconditional -> bits, conditional -> cond triples) and
+    record exits (node, ws, pmax) where the walk's base frame was popped.
+    """
+    cdef EntryVec buf, tmp
+    cdef Frame* frames
+    cdef int32_t top, x, mark, got, i, j, k, tok
+    cdef bint live, uncond, dominated
+    cdef Entry* st
+    buf.data = NULL
+    buf.n = buf.cap = 0
+    tmp.data = NULL
+    tmp.n = tmp.cap = 0
+    frames = <Frame*> malloc((t.max_len + 2) * sizeof(Frame))
+    if frames == NULL or vec_reserve(&buf, n_init + 64) != 0:
+        free(frames)
+        return -1
+    memcpy(buf.data, init, n_init * sizeof(Entry))
+    buf.n = n_init
+    top = 0
+    frames[0].child = start + 1
+    frames[0].end = t.end[start]
+    frames[0].st_start = 0
+    frames[0].st_n = n_init
+    while top >= 0:
+        if frames[top].child >= frames[top].end:
+            buf.n = frames[top].st_start
+            top -= 1
+            continue
+        x = frames[top].child
+        frames[top].child = t.end[x]
+        tmp.n = 0
+        got = step(p, s, buf.data + frames[top].st_start, frames[top].st_n, t.byte[x],
+                   max_depth, &tmp)
+        if s.failed:
+            break
+        if got == 0:
+            continue
+        st = tmp.data
+        live = False
+        for i in range(got):
+            if st[i].node >= 0:
+                live = True
+                break
+        if not local:
+            set_tokens(t, x, bits)
+        else:
+            uncond = False
+            for i in range(got):
+                if st[i].ws == 0 and st[i].pmax <= base_pm:
+                    uncond = True
+                    break
+            if uncond:
+                set_tokens(t, x, bits)
+            else:
+                # Pareto-minimal (ws, pmax) outcomes for the tokens ending here
+                for i in range(got):
+                    dominated = False
+                    for j in range(got):
+                        if j != i and st[j].ws <= st[i].ws and st[j].pmax <= st[i].pmax and \
+                                (st[j].ws < st[i].ws or st[j].pmax < st[i].pmax or j < i):
+                            dominated = True
+                            break
+                    if dominated:
+                        continue
+                    for k in range(t.tok_off[x], t.tok_off[x + 1]):
+                        tok = t.tok_ids[k]
+                        i32_push(cond, tok)
+                        i32_push(cond, st[i].ws)
+                        i32_push(cond, st[i].pmax)
+            for i in range(got):
+                if st[i].node == NODE_EXIT:
+                    i32_push(exits, x)
+                    i32_push(exits, st[i].ws)
+                    i32_push(exits, st[i].pmax)
+        if live and t.end[x] > x + 1:
+            mark = buf.n
+            if vec_reserve(&buf, buf.n + got) != 0:
+                s.failed = 1
+                break
+            memcpy(buf.data + mark, tmp.data, got * sizeof(Entry))
+            buf.n += got
+            top += 1
+            frames[top].child = x + 1
+            frames[top].end = t.end[x]
+            frames[top].st_start = mark
+            frames[top].st_n = got
+    free(frames)
+    vec_free(&buf)
+    vec_free(&tmp)
+    return -1 if s.failed else 0
+
+
+# ---------------------------------------------------------------------------------------
+# the token trie of a vocabulary
+
+@cython.wraparound(True)
+@cython.boundscheck(True)
+def _build_trie_arrays(items):
+    """items: sorted list of (bytes, [token ids]) with unique non-empty byte strings."""
+    node_byte = [0]
+    node_depth = [0]
+    node_tokens = [[]]
+    path = [0]            # trie node of each prefix length of the previous token
+    prev = b""
+    for data, ids in items:
+        lcp = 0
+        m = min(len(prev), len(data))
+        while lcp < m and prev[lcp] == data[lcp]:
+            lcp += 1
+        del path[lcp + 1:]
+        for d in range(lcp, len(data)):
+            node_byte.append(data[d])
+            node_depth.append(d + 1)
+            node_tokens.append([])
+            path.append(len(node_byte) - 1)
+        node_tokens[path[len(data)]].extend(ids)
+        prev = data
+    n = len(node_byte)
+    depth = np.asarray(node_depth, np.int32)
+    end = np.empty(n, np.int32)
+    # subtree end: the next node whose depth is <= this node's depth
+    stack = []
+    for i in range(n):
+        d = node_depth[i]
+        while stack and node_depth[stack[-1]] >= d:
+            end[stack.pop()] = i
+        stack.append(i)
+    for i in stack:
+        end[i] = n
+    tok_off = np.zeros(n + 1, np.int32)
+    tok_off[1:] = np.cumsum([len(ts) for ts in node_tokens])
+    tok_ids = np.asarray([tk for ts in node_tokens for tk in ts] or [0], np.int32)
+    return (np.asarray(node_byte, np.uint8), end, tok_off, tok_ids, depth,
+            int(depth.max()) if n else 0)
+
+
+cdef class TokenTrie:
+    """Flat DFS token trie of one vocabulary (shared by every grammar)."""
+    cdef TrieC c
+    cdef readonly object node_byte, node_end, tok_off, tok_ids, node_depth
+    cdef readonly int32_t n_words, vocab_size
+    cdef readonly object eos_ids
+
+    def __init__(self, tokens, eos_ids):
+        groups = {}
+        for i, data in enumerate(tokens):
+            if data:
+                groups.setdefault(bytes(data), []).append(i)
+        items = sorted(groups.items())
+        (self.node_byte, self.node_end, self.tok_off, self.tok_ids, self.node_depth,
+         max_len) = _build_trie_arrays(items)
+        self.c.byte = <const uint8_t*> cnp.PyArray_DATA(self.node_byte)
+        self.c.end = <const int32_t*> cnp.PyArray_DATA(self.node_end)
+        self.c.tok_off = <const int32_t*> cnp.PyArray_DATA(self.tok_off)
+        self.c.tok_ids = <const int32_t*> cnp.PyArray_DATA(self.tok_ids)
+        self.c.n_nodes = self.node_byte.shape[0]
+        self.c.max_len = max_len
+        self.vocab_size = len(tokens)
+        self.n_words = (len(tokens) + 31) // 32
+        self.eos_ids = np.asarray(sorted(eos_ids), np.int32)
+
+    @property
+    def n_nodes(self):
+        return self.c.n_nodes
+
+    def nbytes(self):
+        return sum(a.nbytes for a in (self.node_byte, self.node_end, self.tok_off, self.tok_ids,
+                                      self.node_depth))
+
+
+_TRIES = {}
+_TRIES_LOCK = threading.Lock()
+
+
+def trie_of(vocab):
+    key = vocab.fingerprint
+    t = _TRIES.get(key)
+    if t is None:
+        with _TRIES_LOCK:
+            t = _TRIES.get(key)
+            if t is None:
+                t = TokenTrie(vocab.tokens, vocab.eos_ids)
+                _TRIES[key] = t
+    return t
+
+
+# ---------------------------------------------------------------------------------------
+# per-position tables
+
+cdef class PosTable:
+    cdef readonly object bits          # uint32[n_words] or None
+    cdef readonly object ids           # int32 ids when the list is smaller than the bitset
+    cdef readonly object cond          # int32[k, 3] (token, ws, pmax)
+    cdef readonly object groups        # list of (ws, pmax, trie arrays)
+    cdef const uint32_t* bits_p
+    cdef const int32_t* ids_p
+    cdef int32_t n_ids
+    cdef const int32_t* cond_p
+    cdef int32_t n_cond
+    cdef int32_t n_groups
+    cdef int32_t* g_ws
+    cdef int32_t* g_pm
+    cdef TrieC* g_trie
+    cdef readonly int32_t n_accepted
+
+    def __dealloc__(self):
+        free(self.g_ws)
+        free(self.g_pm)
+        free(self.g_trie)
+
+    def nbytes(self):
+        n = 0
+        for a in (self.bits, self.ids, self.cond):
+            if a is not None:
+                n += a.nbytes
+        for _, _, arrs in self.groups:
+            n += sum(x.nbytes for x in arrs[:4])
+        return n
+
+
+@cython.wraparound(True)
+@cython.boundscheck(True)
+def _suffix_trie(trie: TokenTrie, exit_nodes):
+    """Merge the subtrees below the exit nodes into one trie keyed by the remaining bytes."""
+    node_byte = trie.node_byte
+    node_end = trie.node_end
+    tok_off = trie.tok_off
+    tok_ids = trie.tok_ids
+    node_depth = trie.node_depth
+    merged = {}
+    for x in exit_nodes:
+        x = int(x)
+        base_depth = int(node_depth[x])
+        path = []
+        for y in range(x + 1, int(node_end[x])):
+            d = int(node_depth[y]) - base_depth
+            del path[d - 1:]
+            path.append(int(node_byte[y]))
+            a, b = int(tok_off[y]), int(tok_off[y + 1])
+            if a < b:
+                merged.setdefault(bytes(path), []).extend(int(v) for v in tok_ids[a:b])
+    items = sorted((k, sorted(set(v))) for k, v in merged.items())
+    if not items:
+        return None
+    return _build_trie_arrays(items)
+
+
+cdef class TokenTables:
+    """Mask tables of one grammar over one vocabulary (built lazily per position)."""
+    cdef Program program
+    cdef readonly TokenTrie trie
+    cdef readonly dict tables
+    cdef object automaton
+    cdef object lock
+    cdef object shared_keys
+
+    def __init__(self, automaton, vocab):
+        self.automaton = automaton
+        self.program = Program(automaton)
+        self.trie = trie_of(vocab)
+        self.tables = {}
+        self.lock = threading.Lock()
+        self.shared_keys = _signatures(automaton)
+
+    def table(self, int p):
+        t = self.tables.get(p)
+        if t is None:
+            with self.lock:
+                t = self.tables.get(p)
+                if t is None:
+                    key = self.shared_keys.get(p)
+                    if key is not None:
+                        key = (self.trie.node_byte.shape[0], id(self.trie), key)
+                        t = _SHARED.get(key)
+                    if t is None:
+                        t = self._compute(p)
+                        if key is not None:
+                            _SHARED[key] = t
+                    self.tables[p] = t
+        return t
+
+    cdef PosTable _compute(self, int32_t p):
+        cdef Prog prog = self.program.c
+        cdef Store store
+        cdef EntryVec init
+        cdef I32Vec cond, exits
+        cdef int rc
+        cdef int32_t base_pm
+        cdef int32_t n_words = self.trie.n_words
+        cdef cnp.ndarray bits = np.zeros(n_words, np.uint32)
+        cdef uint32_t* bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
+        prog.ws_budget = -1          # budgets are applied at run time from the recorded costs
+        prog.max_depth = 1 << 30
+        base_pm = 1 if prog.flags[p] & FLAG_CONTAINER else 0
+        cond.data = NULL
+        cond.n = cond.cap = 0
+        exits.data = NULL
+        exits.n = exits.cap = 0
+        init.data = NULL
+        init.n = init.cap = 0
+        if store_init(&store, 256) != 0:
+            raise MemoryError()
+        if vec_reserve(&init, 1) != 0:
+            raise MemoryError()
+        # the frame at p sits on the walk's base (NODE_EXIT): popping it is an exit
+        init.data[0].node = store_intern(&store, p, NODE_EXIT, base_pm)
+        init.data[0].ws = 0
+        init.data[0].pmax = 0
+        init.n = 1
+        with nogil:
+            rc = walk(&prog, &store, &self.trie.c, 0, init.data, 1, 1 << 30, bits_p, True,
+                      base_pm, &cond, &exits)
+        store_free(&store)
+        vec_free(&init)
+        cond_arr = np.array(<int32_t[:cond.n]> cond.data if cond.n else [], dtype=np.int32).reshape(-1, 3)
+        exit_arr = np.array(<int32_t[:exits.n]> exits.data if exits.n else [], dtype=np.int32).reshape(-1, 3)
+        free(cond.data)
+        free(exits.data)
+        if rc != 0:
+            raise MemoryError("mask table computation failed")
+        return _make_table(self.trie, bits, cond_arr, exit_arr)
+
+    def fill(self, Matcher m, out):
+        cdef cnp.ndarray arr = out
+        if arr.dtype != np.int32 or arr.ndim != 1 or not arr.flags["C_CONTIGUOUS"] \
+                or not arr.flags["WRITEABLE"]:
+            raise TypeError("fill_mask needs a writable contiguous 1-D numpy int32 array")
+        if arr.shape[0] < self.trie.n_words:
+            raise ValueError(f"mask needs at least {self.trie.n_words} int32 words, got {arr.shape[0]}")
+        cdef int32_t n = m.cur.n
+        cdef int32_t i, node
+        tabs = []
+        for i in range(n):
+            node = m.cur.data[i].node
+            if node >= 0:
+                tabs.append(self.table(m.store.pos[node]))
+            else:
+                tabs.append(None)
+        _fill(self, m, tabs, <uint32_t*> cnp.PyArray_DATA(arr), arr.shape[0])
+
+
+cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out_words):
+    cdef const Prog* p = &m.program.c
+    cdef int32_t n = m.cur.n
+    cdef int32_t i, g, k, node, parent, headroom, remaining, q, base, ws
+    cdef int32_t n_words = tt.trie.n_words
+    cdef bint accepting = False
+    cdef PosTable t
+    cdef EntryVec st0
+    cdef int rc = 0
+    cdef int32_t tok
+    st0.data = NULL
+    st0.n = st0.cap = 0
+    memset(out, 0, n_out_words * sizeof(uint32_t))
+    for i in range(n):
+        node = m.cur.data[i].node
+        if node < 0:
+            accepting = True
+            continue
+        t = <PosTable> tabs[i]
+        parent = m.store.parent[node]
+        headroom = p.max_depth - (m.store.depth[parent] if parent >= 0 else 0)
+        remaining = (p.ws_budget - m.cur.data[i].ws) if p.ws_budget >= 0 else (1 << 30)
+        with nogil:
+            if t.bits_p != NULL:
+                for k in range(n_words):
+                    out[k] |= t.bits_p[k]
+            else:
+                for k in range(t.n_ids):
+                    out[t.ids_p[k] >> 5] |= (<uint32_t> 1) << (t.ids_p[k] & 31)
+            for k in range(t.n_cond):
+                if t.cond_p[3 * k + 1] <= remaining and t.cond_p[3 * k + 2] <= headroom:
+                    out[t.cond_p[3 * k] >> 5] |= (<uint32_t> 1) << (t.cond_p[3 * k] & 31)
+            if parent >= 0:
+                for g in range(t.n_groups):
+                    if t.g_ws[g] > remaining or t.g_pm[g] > headroom:
+                        continue
+                    st0.n = 0
+                    ws = m.cur.data[i].ws + t.g_ws[g]
+                    expand(p, &m.store, m.store.pos[parent], m.store.parent[parent], ws, 0,
+                           p.max_depth, &st0)
+                    if st0.n == 0:
+                        continue
+                    dedup(&st0, 0)
+                    rc = walk(p, &m.store, &t.g_trie[g], 0, st0.data, st0.n, p.max_depth, out,
+                              False, 0, NULL, NULL)
+                    if rc != 0:
+                        break
+        if rc != 0:
+            break
+    vec_free(&st0)
+    if rc != 0 or m.store.failed:
+        m.store.failed = 0
+        raise MemoryError("mask computation failed")
+    if accepting:
+        for tok in tt.trie.eos_ids:
+            out[tok >> 5] |= (<uint32_t> 1) << (tok & 31)
+
+
+@cython.wraparound(True)
+@cython.boundscheck(True)
+def _make_table(TokenTrie trie, bits, cond_arr, exit_arr):
+    cdef PosTable t = PosTable.__new__(PosTable)
+    n_acc = int(np.unpackbits(bits.view(np.uint8)).sum())
+    t.n_accepted = n_acc
+    if n_acc * 2 < bits.shape[0]:
+        # few tokens: an id list is smaller than the bitset
+        ids = np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little")).astype(np.int32)
+        t.ids = ids
+        t.bits = None
+    else:
+        t.bits = bits
+        t.ids = None
+    if t.bits is not None:
+        t.bits_p = <const uint32_t*> cnp.PyArray_DATA(t.bits)
+        t.ids_p = NULL
+        t.n_ids = 0
+    else:
+        t.bits_p = NULL
+        t.ids_p = <const int32_t*> cnp.PyArray_DATA(t.ids) if t.ids.shape[0] else NULL
+        t.n_ids = t.ids.shape[0]
+    t.cond = np.ascontiguousarray(cond_arr, dtype=np.int32)
+    t.n_cond = t.cond.shape[0]
+    t.cond_p = <const int32_t*> cnp.PyArray_DATA(t.cond) if t.n_cond else NULL
+    groups = {}
+    for x, ws, pm in exit_arr.tolist():
+        groups.setdefault((ws, pm), set()).add(x)
+    # drop dominated exit classes' nodes? keep all: classes differ in the conditions they need
+    t.groups = []
+    for (ws, pm), nodes in sorted(groups.items()):
+        arrs = _suffix_trie(trie, sorted(nodes))
+        if arrs is not None:
+            t.groups.append((ws, pm, arrs))
+    t.n_groups = len(t.groups)
+    t.g_ws = <int32_t*> malloc(max(1, t.n_groups) * sizeof(int32_t))
+    t.g_pm = <int32_t*> malloc(max(1, t.n_groups) * sizeof(int32_t))
+    t.g_trie = <TrieC*> malloc(max(1, t.n_groups) * sizeof(TrieC))
+    for g, (ws, pm, arrs) in enumerate(t.groups):
+        t.g_ws[g] = ws
+        t.g_pm[g] = pm
+        nb, end, toff, tids, depth, max_len = arrs
+        t.g_trie[g].byte = <const uint8_t*> cnp.PyArray_DATA(nb)
+        t.g_trie[g].end = <const int32_t*> cnp.PyArray_DATA(end)
+        t.g_trie[g].tok_off = <const int32_t*> cnp.PyArray_DATA(toff)
+        t.g_trie[g].tok_ids = <const int32_t*> cnp.PyArray_DATA(tids)
+        t.g_trie[g].n_nodes = nb.shape[0]
+        t.g_trie[g].max_len = max_len
+    return t
+
+
+# tables of small self-contained rules, shared across grammars (key: rule structure)
+_SHARED = {}
+
+
+@cython.wraparound(True)
+@cython.boundscheck(True)
+def _signatures(a):
+    """position -> structural key, for positions whose rule (with everything it calls) is small."""
+    out = {}
+    n_rules = len(a.rule_names)
+    pos_rule = a.pos_rule
+    starts = a.rule_start
+    # positions of each rule are contiguous: [start_r, start_{r+1})
+    bounds = list(starts) + [a.n_positions]
+    callees = {}
+    for r in range(n_rules):
+        lo, hi = int(bounds[r]), int(bounds[r + 1])
+        callees[r] = set(int(x) for x in a.call_rule[a.call_off[lo]:a.call_off[hi]])
+    sig_cache = {}
+    for r in range(n_rules):
+        # the closed set of rules reachable from r, in discovery order
+        order = [r]
+        seen = {r}
+        i = 0
+        small = True
+        while i < len(order):
+            for c in sorted(callees[order[i]]):
+                if c not in seen:
+                    seen.add(c)
+                    order.append(c)
+            i += 1
+            if len(order) > 8:
+                small = False
+                break
+        if not small:
+            continue
+        total = sum(int(bounds[x + 1]) - int(bounds[x]) for x in order)
+        if total > 512:
+            continue
+        ren = {x: k for k, x in enumerate(order)}
+        h = hashlib.sha256()
+        h.update(repr((a.max_depth >= (1 << 30), a.whitespace_budget >= 0)).encode())
+        for x in order:
+            lo, hi = int(bounds[x]), int(bounds[x + 1])
+            for q in range(lo, hi):
+                e0, e1 = int(a.edge_off[q]), int(a.edge_off[q + 1])
+                c0, c1 = int(a.call_off[q]), int(a.call_off[q + 1])
+                h.update(repr((
+                    ren[x], q - lo, int(a.pos_flags[q]),
+                    [(int(a.edge_lo[k]), int(a.edge_hi[k]), int(a.edge_to[k]) - lo) for k in range(e0, e1)],
+                    [(ren[int(a.call_rule[k])], int(a.call_to[k]) - lo) for k in range(c0, c1)],
+                )).encode())
+        digest = h.hexdigest()
+        lo, hi = int(bounds[r]), int(bounds[r + 1])
+        for q in range(lo, hi):
+            out[q] = (digest, q - lo)
+    return out
+
+
+def apply_mask(logits, mask) -> None:
+    """Set logits[i] = -inf in place wherever bit i of the int32 mask is 0 (GIL released)."""
+    cdef float[::1] lg = logits
+    cdef const int32_t[::1] mk = mask
+    cdef Py_ssize_t n = lg.shape[0], i
+    cdef float neg = -np.inf
+    if mk.shape[0] * 32 < n:
+        raise ValueError(f"mask has {mk.shape[0]} words, logits need {(n + 31) // 32}")
+    with nogil:
+        for i in range(n):
+            if not ((<uint32_t> mk[i >> 5]) >> (i & 31)) & 1:
+                lg[i] = neg
