@@ -22,7 +22,8 @@ from typing import Dict, List, Optional, Tuple
 from . import ir
 from .errors import CompileError, LimitError
 
-# Largest m or n accepted in {m}, {m,}, {m,n}: the automaton unrolls bounded repetitions.
+# Largest m or n accepted in {m}, {m,}, {m,n}, and largest product of nested bounds: the
+# automaton unrolls bounded repetitions.
 MAX_REPEAT = 4096
 
 _SIMPLE_ESCAPES = {"t": 0x09, "n": 0x0A, "r": 0x0D, "\\": 0x5C, '"': 0x22,
@@ -238,6 +239,10 @@ class _Parser:
                 if not items:
                     raise self.error(f"bad repetition: '{c}' has nothing before it to repeat",
                                      op_pos)
+                copies = _copies(items[-1]) * (hi if hi is not None else max(lo, 1))
+                if copies > MAX_REPEAT:
+                    raise self.error(f"nested repetitions make {copies} copies of one item, "
+                                     f"above the limit of {MAX_REPEAT}", op_pos, cls=LimitError)
                 items[-1] = ir.repeat(items[-1], lo, hi)
             else:
                 break
@@ -335,6 +340,19 @@ class _Parser:
         if not ranges:
             raise self.error("empty character class", open_pos)
         return ir.charset(ranges, negated)
+
+
+def _copies(e: ir.Expr) -> int:
+    """How many copies of its innermost item the bounded repetitions nested in e unroll to.
+
+    The automaton unrolls {m,n}; nested ones multiply (("a"{0,99}){0,99} is 9801 copies), so
+    the product, not each bound, is what MAX_REPEAT limits, as llama.cpp limits it too.
+    """
+    if isinstance(e, ir.Repeat):
+        return _copies(e.item) * (e.hi if e.hi is not None else max(e.lo, 1))
+    if isinstance(e, (ir.Seq, ir.Alt)):
+        return max(_copies(it) for it in e.items)
+    return 1
 
 
 def parse_gbnf(text: str, root: str = "root") -> ir.GrammarIR:

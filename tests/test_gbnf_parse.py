@@ -56,6 +56,10 @@ CONSTRUCTS = [
     pytest.param('root ::= "x" "a"{0}', [b"x"], [b"xa"], id="zero-times"),
     pytest.param('root ::= "a"{ 1 , 2 } "b"', [b"ab", b"aab"], [b"b", b"aaab"], id="spaced-braces"),
     pytest.param('root ::= "a"{4096}', [b"a" * 4096], [b"a" * 4095, b"a" * 4097], id="max-repeat"),
+    pytest.param('root ::= ("a"{64}){64}', [b"a" * 4096], [b"a" * 4095, b"a" * 4097],
+                 id="nested-max-repeat"),
+    pytest.param('root ::= ("a"{0,99})* "b"', [b"b", b"a" * 150 + b"b"], [b"a"],
+                 id="unbounded-over-bounded"),
     pytest.param('root ::= "ab"{2}+', [b"abab", b"abababab"], [b"ab", b"ababab"], id="stacked"),
     pytest.param('root ::= "a"+?', [b"", b"a", b"aaa"], [b"b"], id="plus-then-optional"),
     pytest.param('root ::= ("ab" | "c"){2}', [b"abab", b"abc", b"cab", b"cc"],
@@ -115,7 +119,7 @@ def test_construct(text, good, bad):
         assert not accepts(g, doc), doc
 
 
-@pytest.mark.parametrize("text, good, bad", [p for p in CONSTRUCTS if p.id != "max-repeat"])
+@pytest.mark.parametrize("text, good, bad", [p for p in CONSTRUCTS if "max-repeat" not in p.id])
 def test_construct_completion(text, good, bad):
     g = cengine.compile_gbnf(text)
     for doc in good:
@@ -212,6 +216,10 @@ ERRORS = [
                  id="max-too-big"),
     pytest.param('root ::= "a"{99999999999999999999,}', "above the limit", "root", 1, 14,
                  id="huge-bound"),
+    pytest.param('root ::= ("a"{2}){2049}', "make 4098 copies", "root", 1, 18,
+                 id="nested-product-too-big"),
+    pytest.param('root ::= "x" ((("a"{0,99}){0,99}))', "make 9801 copies", "root", 1, 27,
+                 id="nested-optional-product"),
     pytest.param('root ::= <think> "a"', "token terminals", "root", 1, 10, id="token-name"),
     pytest.param('root ::= <[1000]>', "token terminals", "root", 1, 10, id="token-id"),
     pytest.param('root ::= "a"\nnot-end ::= !<[5]>*', "token terminals", "not-end", 2, 13,
@@ -242,9 +250,11 @@ def test_error(text, message, rule, line, column):
     assert (e.rule, e.line, e.column) == (rule, line, column)
 
 
-def test_limit_errors_are_limit_errors():
+@pytest.mark.parametrize("text", ['root ::= "a"{4097}', 'root ::= "a"{1,4097}',
+                                  'root ::= ("a"{0,65}){64}'])
+def test_limit_errors_are_limit_errors(text):
     with pytest.raises(cengine.LimitError):
-        parse_gbnf('root ::= "a"{4097}')
+        parse_gbnf(text)
 
 
 # left recursion is refused by the automaton builder, which reports the origin we set
