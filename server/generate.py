@@ -207,7 +207,7 @@ class Model:
         consumed), or llama.cpp's piece for tokens the vocabulary leaves empty."""
         b = self._pieces.get(token_id)
         if b is None:
-            b = self.vocab.token_bytes(token_id) if token_id < self.vocab.size else b""
+            b = self.vocab.tokens[token_id] if token_id < self.vocab.size else b""
             if not b:
                 b = self.runtime.token_to_piece(token_id)
             self._pieces[token_id] = b
@@ -219,7 +219,7 @@ class Model:
             for i in range(self.vocab.size):
                 if i in self.stop_ids:
                     continue
-                b = self.vocab.token_bytes(i)
+                b = self.vocab.tokens[i]
                 if b and b not in idx:
                     idx[b] = i
             self._by_bytes = idx
@@ -236,7 +236,7 @@ class Model:
         if limit is not None and limit <= 0:
             return ids, 0
         for t in self.runtime.tokenize(data, add_special=False, parse_special=False):
-            b = self.vocab.token_bytes(t) if t < self.vocab.size else b""
+            b = self.vocab.tokens[t] if t < self.vocab.size else b""
             if not b or data[pos:pos + len(b)] != b or t in self.stop_ids:
                 break
             if matcher is not None and not matcher.accept_token(t):
