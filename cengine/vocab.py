@@ -1,0 +1,341 @@
+"""Token vocabularies: the bytes each token id adds to the output, and the ids that end it.
+
+`Vocabulary.tokens[i]` is exactly what llama.cpp emits for token i when it detokenizes
+generated text (`llama_token_to_piece(..., lstrip=0, special=False)`); b"" means the token
+never adds text and is therefore never allowed by a mask (control, unknown and unused
+tokens). `eos_ids` are the ids that end generation; masks allow them iff the document is
+complete.
+
+`from_gguf` follows llama.cpp's own loader (src/llama-vocab.cpp) rule by rule, including its
+repairs of token types by token text, because a token whose bytes differ from what llama.cpp
+prints would let a "valid" token produce an invalid document:
+
+- token types -> attributes; CONTROL/UNKNOWN -> b"", USER_DEFINED -> the literal text
+  (e.g. Qwen's `<tool_call>`), BYTE (`<0xNN>`) -> that byte, UNUSED/UNDEFINED -> b"".
+- NORMAL tokens: SentencePiece-style vocabularies (`llama`, `bert`, `t5`, and BPE with an
+  escaped-whitespace pre-tokenizer such as gemma4) turn `▁` into a space; byte-level BPE
+  (`gpt2`) undoes the GPT-2 byte<->unicode mapping. A character outside that mapping makes
+  llama.cpp print an `[UNK_BYTE_…]` marker; such tokens get b"" (never allowed).
+- `bert` (WordPiece): llama.cpp's converter already rewrote `##x` to `x` and `x` to `▁x`, so
+  the SentencePiece rule applies; a literal `##` still in a token is kept, as llama.cpp does.
+- Tokens llama.cpp forces to CONTROL by their text (end-of-turn, end-of-generation and
+  fill-in-the-middle markers that the file left NORMAL or USER_DEFINED) get b"". Where
+  llama.cpp's choice among several FIM candidates depends on hash order, every candidate
+  gets b"" (never allowed is always safe).
+- Empty token texts (llama.cpp renames them `[EMPTY_i]`) get b"".
+- eos_ids: llama.cpp's end-of-generation set: tokenizer.ggml.eos_token_id (or the tokenizer's
+  default), eot_token_id and eom_token_id (given or found by text, e.g. `<|im_end|>`,
+  `<|eot_id|>`), the tokens llama.cpp recognises by end-of-turn text, and the FIM pad/repo/
+  separator tokens. This is a superset of eos+eot+eom, equal to `llama_vocab_is_eog`.
+
+Not supported (ValueError): `rwkv`, `plamo2`, `test` and vocabulary-less (`none`) files.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Union
+
+import numpy as np
+
+from .gguf_meta import read_metadata
+
+# llama.cpp token attribute bits (llama.h: enum llama_token_attr)
+ATTR_UNDEFINED = 0
+ATTR_UNKNOWN = 1 << 0
+ATTR_UNUSED = 1 << 1
+ATTR_NORMAL = 1 << 2
+ATTR_CONTROL = 1 << 3
+ATTR_USER_DEFINED = 1 << 4
+ATTR_BYTE = 1 << 5
+
+# GGUF tokenizer.ggml.token_type values -> attribute (0 undefined, 1 normal, 2 unknown,
+# 3 control, 4 user-defined, 5 unused, 6 byte)
+_TYPE_TO_ATTR = np.array([ATTR_UNDEFINED, ATTR_NORMAL, ATTR_UNKNOWN, ATTR_CONTROL,
+                          ATTR_USER_DEFINED, ATTR_UNUSED, ATTR_BYTE], dtype=np.int32)
+
+# Token texts llama.cpp recognises (llama-vocab.cpp, llama.cpp as vendored by
+# llama-cpp-python 0.3.36). Each found token is forced to CONTROL.
+_EOT_TEXTS = ("<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+              "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>",
+              "<end_of_utterance>")
+_EOM_TEXTS = ("<|eom_id|>",)
+_FIM_TEXTS = {
+    "pre": ("<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>",
+            "▁<PRE>", "<|code_prefix|>", "<|prefix|>"),
+    "suf": ("<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>",
+            "▁<SUF>", "<|code_suffix|>", "<|suffix|>"),
+    "mid": ("<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>",
+            "▁<MID>", "<|code_middle|>", "<|middle|>"),
+    "pad": ("<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"),
+    "rep": ("<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"),
+    "sep": ("<|file_sep|>",),
+}
+_FIM_EOG = ("pad", "rep", "sep")     # FIM ids that llama.cpp also treats as end-of-generation
+_EOG_TEXTS = ("<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
+              "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>",
+              "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>",
+              "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[")
+_ALWAYS_RENDERED = ("<|channel|>", "<|message|>", "<|start|>", "<|constrain|>")  # gpt-oss
+
+# tokenizer.ggml.model -> (kind, default bos id, default eos id); None = no default
+_MODELS = {
+    "llama": ("spm", 1, 2),
+    "bert": ("wpm", 101, None),
+    "gpt2": ("bpe", 11, 11),
+    "hybriddna": ("bpe", 11, 11),
+    "whitespace": ("bpe", 11, 11),
+    "gemma4": ("bpe", None, None),
+    "t5": ("ugm", None, 1),
+}
+# BPE pre-tokenizers whose tokens spell spaces as "▁" instead of the GPT-2 byte mapping
+_ESCAPED_WHITESPACE_PRE = ("gemma4", "granite-embed-multi-311m", "sarvam-moe")
+
+_SPACE_MARK = "▁".encode("utf-8")
+
+
+def _gpt2_unicode_to_byte_table() -> Dict[int, int]:
+    """str.translate table undoing GPT-2's byte->unicode mapping; invalid chars -> U+FFFF."""
+    printable = set(range(ord("!"), ord("~") + 1)) | set(range(0xA1, 0xAC + 1)) \
+        | set(range(0xAE, 0xFF + 1))
+    table: Dict[int, int] = {}
+    n = 0
+    for b in range(256):
+        if b in printable:
+            continue
+        table[256 + n] = b          # shifted code point -> the byte it stands for
+        table[b] = 0xFFFF           # the byte's own code point is not a valid encoding
+        n += 1
+    return table
+
+
+_GPT2_TABLE = _gpt2_unicode_to_byte_table()
+
+
+def _bpe_bytes(text: bytes) -> bytes:
+    try:
+        return text.decode("utf-8").translate(_GPT2_TABLE).encode("latin-1")
+    except (UnicodeDecodeError, UnicodeEncodeError):
+        return b""      # llama.cpp would print an [UNK_BYTE_…] marker: never allow it
+
+
+def _byte_token(text: bytes) -> bytes:
+    # llama.cpp reads the two hex digits of "<0xNN>"
+    try:
+        return bytes([int(text[3:5], 16)])
+    except ValueError:
+        return b""
+
+
+class Vocabulary:
+    """Token id -> output bytes, plus the end-of-generation ids. Immutable once built."""
+
+    __slots__ = ("tokens", "eos_ids", "name", "bos_id", "eos_id", "eot_id", "add_bos",
+                 "special_texts", "model", "_fingerprint")
+
+    def __init__(self, tokens: Sequence[bytes], eos_ids: Iterable[int] = (), *,
+                 name: Optional[str] = None, bos_id: Optional[int] = None,
+                 special_texts: Optional[Dict[int, bytes]] = None):
+        toks: List[bytes] = []
+        for i, t in enumerate(tokens):
+            if not isinstance(t, (bytes, bytearray, memoryview)):
+                raise TypeError(f"token {i} is {type(t).__name__}, expected bytes")
+            toks.append(bytes(t))
+        self.tokens: List[bytes] = toks
+        n = len(toks)
+        eos = frozenset(int(i) for i in eos_ids)
+        bad = [i for i in eos if not 0 <= i < n]
+        if bad:
+            raise ValueError(f"eos ids {sorted(bad)} outside the vocabulary (size {n})")
+        self.eos_ids: FrozenSet[int] = eos
+        self.name = name
+        self.bos_id = bos_id
+        self.eos_id: Optional[int] = min(eos) if eos else None
+        self.eot_id: Optional[int] = None
+        self.add_bos = False
+        self.model: Optional[str] = None
+        # literal text of tokens that print nothing (control tokens such as <|im_end|>), for
+        # chat templates and logs; never part of generated output
+        self.special_texts: Dict[int, bytes] = dict(special_texts or {})
+        self._fingerprint: Optional[str] = None
+
+    # --- contract -------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return len(self.tokens)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.tokens[token_id]
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over the token bytes and eos ids: equal fingerprints, equal masks."""
+        fp = self._fingerprint
+        if fp is None:
+            h = hashlib.sha256()
+            lengths = np.fromiter((len(t) for t in self.tokens), dtype="<u4",
+                                  count=len(self.tokens))
+            h.update(len(self.tokens).to_bytes(8, "little"))
+            h.update(lengths.tobytes())
+            h.update(b"".join(self.tokens))
+            h.update(np.array(sorted(self.eos_ids), dtype="<i8").tobytes())
+            fp = self._fingerprint = h.hexdigest()
+        return fp
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return f"<cengine.Vocabulary{label}: {self.size} tokens, eos {sorted(self.eos_ids)}>"
+
+    # --- loading --------------------------------------------------------------------
+    @classmethod
+    def from_gguf(cls, path: Union[str, Path], *, name: Optional[str] = None) -> "Vocabulary":
+        """The vocabulary of a GGUF file (a full model or a vocab-only file)."""
+        keys = ["general.name", "tokenizer.ggml.model", "tokenizer.ggml.pre",
+                "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+                "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
+                "tokenizer.ggml.add_bos_token"]
+        keys += [f"tokenizer.ggml.fim_{k}_token_id" for k in _FIM_TEXTS]
+        # deprecated spellings of the FIM ids that llama.cpp still reads
+        keys += ["tokenizer.ggml.prefix_token_id", "tokenizer.ggml.suffix_token_id",
+                 "tokenizer.ggml.middle_token_id"]
+        meta = read_metadata(path, keys)
+        if "tokenizer.ggml.model" not in meta or "tokenizer.ggml.tokens" not in meta:
+            raise ValueError(f"{path}: no tokenizer in this GGUF file")
+        model = meta["tokenizer.ggml.model"].decode()
+        if model not in _MODELS:
+            raise ValueError(f"{path}: tokenizer model {model!r} is not supported "
+                             f"(supported: {', '.join(sorted(_MODELS))})")
+        kind, bos_default, eos_default = _MODELS[model]
+        pre = meta.get("tokenizer.ggml.pre", b"").decode()
+        if model == "gemma4":
+            pre = "gemma4"
+        texts: List[bytes] = meta["tokenizer.ggml.tokens"]
+        n = len(texts)
+        types = meta.get("tokenizer.ggml.token_type")
+        if types is None:
+            attrs = np.full(n, ATTR_NORMAL, dtype=np.int32)
+        else:
+            types = np.asarray(types[:n], dtype=np.int64)
+            attrs = np.where((types >= 0) & (types < len(_TYPE_TO_ATTR)),
+                             _TYPE_TO_ATTR[np.clip(types, 0, len(_TYPE_TO_ATTR) - 1)],
+                             ATTR_UNDEFINED).astype(np.int32)
+
+        def special_id(key: str, default: Optional[int]) -> Optional[int]:
+            if default is not None and default >= n:
+                default = None
+            v = meta.get(key)
+            if v is None or not 0 <= int(v) < n:
+                return default
+            return int(v)
+
+        bos = special_id("tokenizer.ggml.bos_token_id", bos_default)
+        eos = special_id("tokenizer.ggml.eos_token_id", eos_default)
+        eot = special_id("tokenizer.ggml.eot_token_id", None)
+        eom = special_id("tokenizer.ggml.eom_token_id", None)
+        fim = {k: special_id(f"tokenizer.ggml.fim_{k}_token_id", None) for k in _FIM_TEXTS}
+        for k, old in (("pre", "prefix"), ("suf", "suffix"), ("mid", "middle")):
+            v = special_id(f"tokenizer.ggml.{old}_token_id", None)
+            if v is not None:
+                fim[k] = v
+
+        # text -> id for the texts llama.cpp looks for (its map keeps the last duplicate)
+        wanted = {t.encode() for t in _EOT_TEXTS + _EOM_TEXTS + _EOG_TEXTS + _ALWAYS_RENDERED}
+        wanted |= {t.encode() for ts in _FIM_TEXTS.values() for t in ts}
+        wanted |= {b"<|return|>", b"<|call|>", b"<|calls|>", b"<|flush|>", b"<|end|>",
+                   b"</s>", b"<|plamo:eos|>"}
+        by_text: Dict[bytes, int] = {}
+        for i, t in enumerate(texts):
+            if t in wanted:
+                by_text[t] = i
+
+        def present(cands) -> List[int]:
+            return [by_text[c.encode()] for c in cands if c.encode() in by_text]
+
+        force_control = set()
+        eog = set()
+        # eot/eom found by text when no key names them (all candidates are EOG texts, so
+        # they are forced to CONTROL below); the id itself is ambiguous if several exist
+        if eot is None:
+            found = present(_EOT_TEXTS)
+            eot = found[0] if len(found) == 1 else None
+        if eom is None:
+            found = present(_EOM_TEXTS)
+            eom = found[0] if len(found) == 1 else None
+        for k, cands in _FIM_TEXTS.items():
+            if fim[k] is not None:
+                continue
+            found = present(cands)
+            # llama.cpp forces one of them (hash order decides): force all, never allowed
+            force_control.update(found)
+            if k in _FIM_EOG:
+                eog.update(found)
+        for k in _FIM_EOG:
+            if fim[k] is not None:
+                eog.add(fim[k])
+        eog_by_text = present(_EOG_TEXTS)
+        eog.update(eog_by_text)
+        force_control.update(eog_by_text)
+        for i in force_control:
+            attrs[i] |= ATTR_CONTROL
+        # unused markers among control tokens change nothing here (both print nothing)
+        for i in present(_ALWAYS_RENDERED):
+            attrs[i] = ATTR_USER_DEFINED
+        for i in (eos, eot, eom):
+            if i is not None:
+                eog.add(i)
+        # harmony / solar-open: "<|end|>" is not an end of generation there
+        eog_texts = {texts[i] for i in eog}
+        if ((b"<|return|>" in eog_texts and (b"<|call|>" in eog_texts) and b"<|end|>" in eog_texts)
+                or ((b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts)
+                    and b"<|flush|>" in eog_texts and b"<|end|>" in eog_texts)):
+            end_id = by_text[b"<|end|>"]
+            eog.discard(end_id)
+            attrs[end_id] = ATTR_USER_DEFINED
+        # gemma4 / plamo: "</s>" is a normal token when their own end markers exist
+        if (b"<|tool_response>" in eog_texts or b"<|plamo:eos|>" in eog_texts) \
+                and b"</s>" in eog_texts:
+            s_id = by_text[b"</s>"]
+            eog.discard(s_id)
+            attrs[s_id] = ATTR_NORMAL
+
+        escaped_ws = kind in ("spm", "wpm", "ugm") or pre in _ESCAPED_WHITESPACE_PRE
+        tokens: List[bytes] = [b""] * n
+        special_texts: Dict[int, bytes] = {}
+        attr_list = attrs.tolist()
+        for i in range(n):
+            a = attr_list[i]
+            t = texts[i]
+            if not t:
+                continue
+            if a & (ATTR_UNKNOWN | ATTR_CONTROL):
+                special_texts[i] = bytes(t)
+            elif a & ATTR_USER_DEFINED:
+                tokens[i] = bytes(t)
+            elif a & ATTR_NORMAL:
+                if escaped_ws:
+                    tokens[i] = t.replace(_SPACE_MARK, b" ")
+                else:
+                    tokens[i] = _bpe_bytes(t)
+            elif a & ATTR_BYTE:
+                tokens[i] = _byte_token(t)
+
+        vocab_name = name
+        if vocab_name is None and "general.name" in meta:
+            vocab_name = meta["general.name"].decode("utf-8", "replace")
+        v = cls.__new__(cls)
+        v.tokens = tokens
+        v.eos_ids = frozenset(eog)
+        v.name = vocab_name
+        v.bos_id = bos
+        v.eos_id = eos
+        v.eot_id = eot
+        add_bos = meta.get("tokenizer.ggml.add_bos_token")
+        v.add_bos = bool(add_bos) if add_bos is not None else kind in ("spm", "wpm")
+        v.special_texts = special_texts
+        v.model = model
+        v._fingerprint = None
+        return v
