@@ -408,6 +408,9 @@ cdef class TokenTables:
             raise ValueError(f"mask needs at least {self.trie.n_words} int32 words, got {arr.shape[0]}")
         cdef int32_t n = m.cur.n
         cdef int32_t i, node
+        if m.terminated:             # after EOS nothing may follow
+            arr[:] = 0
+            return
         tabs = []
         for i in range(n):
             node = m.cur.data[i].node

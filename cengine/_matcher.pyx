@@ -458,6 +458,14 @@ cdef class Matcher:
         self.scratch = tmp
         return True
 
+    def can_accept_bytes(self, data) -> bool:
+        """Whether accept_bytes(data) would succeed, leaving the state unchanged."""
+        cdef const uint8_t[::1] view
+        view = memoryview(bytes(data) if not isinstance(data, bytes) else data).cast("B")
+        if view.shape[0] == 0:
+            return not self.terminated
+        return bool(self._advance(&view[0], view.shape[0]))
+
     def accept_token(self, int token_id) -> bool:
         """Consume one token of the vocabulary (EOS only when the document is complete)."""
         if self.vocab is None:

@@ -303,7 +303,7 @@ def build(grammar: ir.GrammarIR) -> Automaton:
         except CompileError as e:
             if e.rule is None or e.line is None:
                 line, col = origins.get(name) or (None, None)
-                raise CompileError(e.reason, rule=name, line=line, column=col) from None
+                raise type(e)(e.reason, rule=name, line=line, column=col) from None
             raise
         f, be, ce = _determinize(rc.nfa, s, t)
         base = len(finals)
@@ -369,7 +369,9 @@ def build(grammar: ir.GrammarIR) -> Automaton:
                 changed = True
     root = rule_index[grammar.root]
     if short_len[starts[root]] >= INF:
-        raise CompileError("the grammar matches no document at all", rule=grammar.root)
+        line, col = origins.get(grammar.root) or (None, None)
+        raise CompileError("the grammar matches no document at all", rule=grammar.root,
+                           line=line, column=col)
 
     # drop what leads nowhere: edges into positions that can never finish their rule, calls
     # of rules that never complete. The closer then always finds a way out of any state.

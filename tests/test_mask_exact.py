@@ -1,0 +1,163 @@
+"""fill_mask is exact: on random reachable states it equals the brute-force answer (every
+token's bytes tried on the matcher), over real vocabularies (llama-bpe 128k, qwen2 152k, an
+SPM vocabulary) and over a small synthetic one where every corner is cheap to reach."""
+import random
+
+import numpy as np
+import pytest
+
+import cengine
+from cengine import Grammar
+from grammars_ir import json_like
+from material import vocab_gguf
+
+TOOL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"const": "get_weather"},
+        "arguments": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "maxLength": 12},
+                "unit": {"enum": ["celsius", "fahrenheit"]},
+                "days": {"type": "integer"},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+                "exact": {"type": "boolean"},
+                "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            },
+            "required": ["city", "days"],
+        },
+    },
+    "required": ["name", "arguments"],
+}
+
+JSON_GBNF_NAME = "json"
+
+
+def bits_of(mask, n):
+    return np.unpackbits(mask.view(np.uint8), bitorder="little")[:n].astype(bool)
+
+
+def brute_force(m, vocab):
+    ok = np.zeros(vocab.size, bool)
+    accepting = m.is_accepting()
+    for i, data in enumerate(vocab.tokens):
+        if i in vocab.eos_ids:
+            ok[i] = accepting
+        elif data:
+            ok[i] = m.can_accept_bytes(data)
+    return ok
+
+
+def check_random_states(grammar, vocab, n_states, seed, docs=()):
+    rng = random.Random(seed)
+    words = cengine.mask_words(vocab.size)
+    checked = 0
+    walks = [None] * (n_states // 2) + [d for d in docs]
+    for walk in walks:
+        m = grammar.matcher(vocab)
+        steps = rng.randint(0, 25)
+        script = list(walk) if walk is not None else None
+        for k in range(steps + 1):
+            mask = np.zeros(words, np.int32)
+            m.fill_mask(mask)
+            got = bits_of(mask, vocab.size)
+            want = brute_force(m, vocab)
+            bad = np.flatnonzero(got != want)
+            assert bad.size == 0, [(int(i), vocab.tokens[i], bool(got[i])) for i in bad[:8]]
+            checked += 1
+            if checked >= n_states:
+                return checked
+            if script:
+                data = script.pop(0)
+                if not m.accept_bytes(data):
+                    break
+                continue
+            allowed = np.flatnonzero(got)
+            if allowed.size == 0 or m.is_accepting() and rng.random() < 0.3:
+                break
+            tok = int(allowed[rng.randrange(allowed.size)])
+            assert m.accept_token(tok)
+            if m.is_terminated():
+                break
+    return checked
+
+
+class SyntheticVocab:
+    """Every byte, plus random strings over the grammar's alphabet."""
+
+    def __init__(self, seed=0):
+        import hashlib
+        rng = random.Random(seed)
+        alpha = b'{}[]",: \ntrue nul-0123abx\xc3\xa9\\'
+        toks = [bytes([b]) for b in range(256)]
+        toks += [bytes(rng.choice(alpha) for _ in range(rng.randint(2, 7))) for _ in range(4000)]
+        toks += [b"", b'"a"', b'": [', b"  ", b"true]}", b'{"a":', b"[[[[", b"]]]]"]
+        self.tokens = toks + [b""]
+        self.eos_ids = frozenset([len(toks)])
+        self.size = len(self.tokens)
+        self.fingerprint = hashlib.sha256(b"\x00".join(self.tokens)).hexdigest()
+
+
+@pytest.mark.parametrize("depth,budget", [(3, 5), (2, None), (64, 0)])
+def test_mask_exact_synthetic(depth, budget):
+    g = Grammar.from_ir(json_like(max_depth=depth, whitespace_budget=budget))
+    assert check_random_states(g, SyntheticVocab(), 250, seed=depth) > 50
+
+
+@pytest.fixture(scope="module", params=["llama-bpe", "qwen2", "llama-spm"])
+def real_vocab(request):
+    return cengine.Vocabulary.from_gguf(vocab_gguf(request.param))
+
+
+def test_mask_exact_real_vocab_tool_schema(real_vocab):
+    g = cengine.compile_json_schema(TOOL_SCHEMA)
+    doc = b'{"name": "get_weather", "arguments": {"city": "Z\xc3\xbcrich", "days": 3, "tags": ["a b", "\\u00e9"]}}'
+    pieces = [doc[i:i + 3] for i in range(0, len(doc), 3)]
+    assert check_random_states(g, real_vocab, 24, seed=1, docs=[pieces]) >= 12
+
+
+def test_mask_exact_real_vocab_gbnf(real_vocab):
+    from material import gbnf_grammars
+    g = cengine.compile_gbnf(gbnf_grammars()[JSON_GBNF_NAME])
+    assert check_random_states(g, real_vocab, 12, seed=2) >= 6
+
+
+def test_mask_eos_only_when_accepting():
+    v = SyntheticVocab()
+    g = Grammar.from_ir(json_like())
+    m = g.matcher(v)
+    words = cengine.mask_words(v.size)
+    eos = next(iter(v.eos_ids))
+    mask = np.zeros(words, np.int32)
+    m.fill_mask(mask)
+    assert not bits_of(mask, v.size)[eos]
+    assert not m.accept_token(eos)
+    assert m.accept_bytes(b"true")
+    m.fill_mask(mask)
+    assert bits_of(mask, v.size)[eos]
+    assert m.accept_token(eos) and m.is_terminated()
+    m.fill_mask(mask)
+    assert not bits_of(mask, v.size).any()
+
+
+def test_apply_mask_sets_disallowed_to_minus_inf():
+    logits = np.arange(70, dtype=np.float32)
+    mask = np.zeros(3, np.int32)
+    mask[0] = 0b101
+    mask[2] = 1 << 5                     # token 69
+    cengine.apply_mask(logits, mask)
+    finite = np.flatnonzero(np.isfinite(logits))
+    assert finite.tolist() == [0, 2, 69]
+    assert logits[2] == 2.0
+    with pytest.raises(ValueError):
+        cengine.apply_mask(np.zeros(100, np.float32), np.zeros(2, np.int32))
+
+
+def test_fill_mask_rejects_bad_buffers():
+    v = SyntheticVocab()
+    m = Grammar.from_ir(json_like()).matcher(v)
+    with pytest.raises(ValueError):
+        m.fill_mask(np.zeros(2, np.int32))
+    with pytest.raises(TypeError):
+        m.fill_mask(np.zeros(cengine.mask_words(v.size), np.int64))
