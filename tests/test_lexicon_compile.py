@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import re
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -199,3 +200,22 @@ def test_walked_documents_satisfy_the_definition(words, data):
     tail = m.completion()
     assert m.accept_bytes(tail) and m.is_accepting()
     assert oracle(words).fullmatch((bytes(out) + tail).decode("utf-8"))
+
+
+def test_fill_mask_matches_byte_level_acceptance():
+    words = ["cat", "car", "cart", "dog", "日本"]
+    tokens = [b"", b"c", b"ca", b"cat", b"car", b"t", b"rt", b" ", b", ", b" dog", b"t d", b".",
+              b"!", b"\n", b"dog.", "日".encode(), "日本".encode()[:4], "本".encode(), b"x", b"og"]
+    vocab = cengine.Vocabulary(tokens, eos_ids=[0])
+    m = cengine.compile_lexicon(words).matcher(vocab)
+    rnd = random.Random(5)
+    for _ in range(12):
+        mask = np.zeros(cengine.mask_words(vocab.size), np.int32)
+        m.fill_mask(mask)
+        for i, tok in enumerate(tokens):
+            bit = bool((int(mask[i // 32]) >> (i % 32)) & 1)
+            assert bit == (m.is_accepting() if i == 0 else m.copy().accept_bytes(tok)), tok
+        legal = [i for i, tok in enumerate(tokens) if tok and m.copy().accept_bytes(tok)]
+        if not legal:
+            break
+        assert m.accept_token(rnd.choice(legal))

@@ -7,8 +7,10 @@ Python translation, and ECMA-only behaviour has its own table of expected answer
 from __future__ import annotations
 
 import itertools
+import random
 import re
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -335,3 +337,31 @@ def test_every_walked_document_matches_python(case, data):
 def test_every_python_match_is_accepted(case, data):
     text = data.draw(st.from_regex(_py(case), fullmatch=True))
     assert accepts(cengine.compile_regex(case[0]), text), (case[0], text)
+
+
+# --- token masks over a small vocabulary agree with byte-level acceptance ------------------
+
+MASK_TOKENS = [bytes([b]) for b in range(32, 127)] + [
+    b"", b"ab", b"abc", b"12", b"123-", b"-45", b"\n", b"\r", b"\xc3", b"\xa9", b"\xc3\xa9",
+    "😀".encode(), "😀".encode()[:2], b"  ", b"x{2", b"$1", b".50"]
+
+
+@pytest.mark.parametrize("pattern", [r"\d{3}-\d{2,4}", "(ab|c)*x{2,3}", r"^\$\d+(\.\d\d)?$", ".{0,3}é"])
+def test_fill_mask_matches_byte_level_acceptance(pattern):
+    vocab = cengine.Vocabulary(MASK_TOKENS, eos_ids=[MASK_TOKENS.index(b"")])
+    g = cengine.compile_regex(pattern)
+    m = g.matcher(vocab)
+    rnd = random.Random(pattern)
+    for _ in range(6):
+        mask = np.zeros(cengine.mask_words(vocab.size), np.int32)
+        m.fill_mask(mask)
+        for i, tok in enumerate(MASK_TOKENS):
+            bit = bool((int(mask[i // 32]) >> (i % 32)) & 1)
+            if i in vocab.eos_ids:
+                assert bit == m.is_accepting()
+            else:
+                assert bit == m.copy().accept_bytes(tok), (pattern, tok)
+        legal = [i for i, tok in enumerate(MASK_TOKENS) if tok and m.copy().accept_bytes(tok)]
+        if not legal:
+            break
+        assert m.accept_token(rnd.choice(legal))
