@@ -43,7 +43,8 @@ def _tool_uses(content, offered):
 
 def test_plain_message(client, live):
     m = client.messages.create(model=live.model_name, max_tokens=12, messages=MSGS,
-                               system="Be terse.", temperature=0.7)
+                               system="Be terse.",
+                               extra_body={"temperature": 0.7, "top_k": 40})
     assert m.type == "message" and m.role == "assistant"
     assert m.stop_reason in ("end_turn", "max_tokens")
     assert [b.type for b in m.content] == ["text"]

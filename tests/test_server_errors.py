@@ -118,7 +118,7 @@ REFUSED = [
     ("llamay_schema", {"type": "object", "x-unknown-validator": 3}, "x-unknown-validator"),
     ("llamay_grammar", "root ::= item\nitem ::= (", "line 2"),
     ("llamay_grammar", "root ::= missing", "missing"),
-    ("llamay_regex", "(a", "("),
+    ("llamay_regex", "(a", "column 1"),
 ]
 
 

@@ -17,7 +17,7 @@ WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLengt
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather",
                                             "parameters": WEATHER}}]
 PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
-                                           "age": {"type": "integer", "minimum": 0, "maximum": 99}},
+                                           "age": {"type": "integer"}},
           "required": ["name", "age"]}
 MSGS = [{"role": "user", "content": "Hello"}]
 

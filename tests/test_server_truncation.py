@@ -22,13 +22,13 @@ SURELY_CUT = 8
 
 ORDER = {"type": "object",
          "properties": {"item": {"type": "string", "minLength": 2, "maxLength": 20},
-                        "qty": {"type": "integer", "minimum": 1, "maximum": 99},
+                        "qty": {"type": "integer"},
                         "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 1,
                                  "maxItems": 3},
                         "note": {"type": "object", "properties": {"text": {"type": "string"}},
                                  "required": ["text"]}},
          "required": ["item", "qty", "tags", "note"]}
-LOOKUP = {"type": "object", "properties": {"id": {"type": "integer", "minimum": -50, "maximum": 50}},
+LOOKUP = {"type": "object", "properties": {"id": {"type": "integer"}},
           "required": ["id"]}
 SCHEMAS = {"place_order": ORDER, "lookup": LOOKUP}
 OA_TOOLS = [{"type": "function", "function": {"name": n, "parameters": s}} for n, s in SCHEMAS.items()]
