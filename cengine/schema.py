@@ -68,6 +68,11 @@ _TYPE_KEYWORDS = {
 _COUPLED = (frozenset({"properties", "additionalProperties"}), frozenset({"prefixItems", "items"}))
 
 
+def _is_annotation(key: str) -> bool:
+    # vendor extensions (OpenAPI `x-...`) are annotations by convention
+    return key in ANNOTATIONS or key.startswith("x-")
+
+
 def _ptr(base: str, *tokens) -> str:
     return base + "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
 
@@ -134,12 +139,12 @@ class _Compiler:
         return out
 
     def _validating_keys(self, schema: dict) -> List[str]:
-        return [k for k in schema if k not in ANNOTATIONS and k != "$id"]
+        return [k for k in schema if not _is_annotation(k) and k != "$id"]
 
     def _check_keywords(self, schema: dict, ptr: str, types: List[str]) -> None:
         """Refuse every keyword that would change validity and is not enforced here."""
         for k, v in schema.items():
-            if k in ANNOTATIONS or k in ENFORCED:
+            if _is_annotation(k) or k in ENFORCED:
                 continue
             if k in NEEDS_PARTNER and NEEDS_PARTNER[k] not in schema:
                 continue        # e.g. 'then' without 'if' is ignored by the spec
@@ -197,7 +202,7 @@ class _Compiler:
     # --- enum / const: a finite set, every sibling keyword enforced by filtering ------------
     def _enum(self, schema: dict, ptr: str) -> ir.Expr:
         for k in schema:
-            if k not in ANNOTATIONS and k not in ENFORCED and k not in TYPE_SPECIFIC \
+            if not _is_annotation(k) and k not in ENFORCED and k not in TYPE_SPECIFIC \
                     and k not in NEEDS_PARTNER and k not in ("if", "allOf", "oneOf", "not",
                                                              "format", "$dynamicRef"):
                 raise CompileError(f"keyword '{k}' is not enforced", keyword=k, pointer=_ptr(ptr, k))
@@ -347,7 +352,7 @@ class _Compiler:
                 out[k] = max(out[k], v)
             elif k in ("maxLength", "maxItems") and _is_count(v) and _is_count(out[k]):
                 out[k] = min(out[k], v)
-            elif k in ANNOTATIONS:
+            elif _is_annotation(k):
                 continue
             else:
                 return None

@@ -326,7 +326,8 @@ def test_refused_keywords_name_keyword_and_pointer(schema, keyword, pointer):
 NOOPS = [{"uniqueItems": False}, {"minProperties": 0}, {"then": {"minLength": 3}},
          {"maxContains": 1}, {"if": {"type": "string"}}, {"propertyNames": True},
          {"title": "t", "description": "d", "examples": [1], "default": 2, "$comment": "c",
-          "deprecated": True, "readOnly": True, "writeOnly": False, "contentMediaType": "text/plain"}]
+          "deprecated": True, "readOnly": True, "writeOnly": False, "contentMediaType": "text/plain",
+          "x-vendor": {"minimum": 3}}]
 
 
 @pytest.mark.parametrize("schema", NOOPS)
