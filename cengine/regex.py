@@ -22,6 +22,8 @@ from .utf8 import sequences
 
 # Same cap as GBNF repetition: {m,n} is unrolled into copies of the item.
 MAX_REPEAT = 4096
+# groups nest at most this deep: parsing and the automaton builder recurse per level
+MAX_GROUP_DEPTH = 100
 
 _LINE_TERMINATORS = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
 # ECMA-262 WhiteSpace (incl. every Zs code point) plus LineTerminator
@@ -243,6 +245,8 @@ class _Parser:
                 raise self.error(f"inline flags '(?{two[1]}' are not supported", at)
             else:
                 raise self.error("invalid group '(?'", at)
+        if self.depth >= MAX_GROUP_DEPTH:
+            raise self.error(f"groups nest more than {MAX_GROUP_DEPTH} deep", at, limit=True)
         self.depth += 1
         expr = self.disjunction()
         self.depth -= 1

@@ -19,7 +19,7 @@ import cengine
 from cengine import ir
 from cengine.errors import CompileError, LimitError
 from cengine.grammar import Grammar
-from cengine.regex import MAX_REPEAT, regex_to_expr, regex_to_ir
+from cengine.regex import MAX_GROUP_DEPTH, MAX_REPEAT, regex_to_expr, regex_to_ir
 
 # Python spellings of the ECMA-262 classes that differ from re.ASCII's
 PY_DOT = "[^\n\r\u2028\u2029]"
@@ -225,6 +225,8 @@ def test_refusals_name_the_construct_and_column(pattern, fragment, column):
 @pytest.mark.parametrize("pattern", [
     f"a{{{MAX_REPEAT + 1}}}", f"a{{1,{MAX_REPEAT + 1}}}", f"a{{{MAX_REPEAT + 1},}}",
     "a{99999999999999999999}", "(?:a{1000}){1000}", "(?:(?:.{64}){64}){64}",
+    "(" * (MAX_GROUP_DEPTH + 1) + "a" + ")" * (MAX_GROUP_DEPTH + 1),
+    "(?:a*" * 5000 + ")*" * 5000,
 ])
 def test_limits_raise_limit_error(pattern):
     with pytest.raises(LimitError):
@@ -236,6 +238,12 @@ def test_repetition_at_the_cap_compiles():
     assert accepts(g, "a" * MAX_REPEAT)
     assert not accepts(g, "a" * (MAX_REPEAT - 1))
     assert not accepts(g, "a" * (MAX_REPEAT + 1))
+
+
+def test_deepest_nesting_allowed_compiles():
+    pattern = "(?:a|" * MAX_GROUP_DEPTH + "b" + ")*" * MAX_GROUP_DEPTH
+    g = cengine.compile_regex(pattern)
+    assert accepts(g, "aab") and accepts(g, "") and not accepts(g, "c")
 
 
 def test_empty_language_is_refused():
