@@ -21,12 +21,13 @@ prints would let a "valid" token produce an invalid document:
 - Tokens llama.cpp forces to CONTROL by their text (end-of-turn, end-of-generation and
   fill-in-the-middle markers that the file left NORMAL or USER_DEFINED) get b"". Where
   llama.cpp's choice among several FIM candidates depends on hash order, every candidate
-  gets b"" (never allowed is always safe).
+  gets b"" and none is an eos id, so none is ever allowed (safe whichever it picked).
 - Empty token texts (llama.cpp renames them `[EMPTY_i]`) get b"".
 - eos_ids: llama.cpp's end-of-generation set: tokenizer.ggml.eos_token_id (or the tokenizer's
   default), eot_token_id and eom_token_id (given or found by text, e.g. `<|im_end|>`,
   `<|eot_id|>`), the tokens llama.cpp recognises by end-of-turn text, and the FIM pad/repo/
-  separator tokens. This is a superset of eos+eot+eom, equal to `llama_vocab_is_eog`.
+  separator tokens. This is a superset of eos+eot+eom, equal to `llama_vocab_is_eog`
+  (except for the ambiguous FIM candidates above, left out).
 
 Not supported (ValueError): `rwkv`, `plamo2`, `test` and vocabulary-less (`none`) files.
 """
@@ -131,7 +132,7 @@ class Vocabulary:
     """Token id -> output bytes, plus the end-of-generation ids. Immutable once built."""
 
     __slots__ = ("tokens", "eos_ids", "name", "bos_id", "eos_id", "eot_id", "add_bos",
-                 "special_texts", "model", "_fingerprint")
+                 "special_texts", "model", "withheld_ids", "_fingerprint")
 
     def __init__(self, tokens: Sequence[bytes], eos_ids: Iterable[int] = (), *,
                  name: Optional[str] = None, bos_id: Optional[int] = None,
@@ -157,6 +158,8 @@ class Vocabulary:
         # literal text of tokens that print nothing (control tokens such as <|im_end|>), for
         # chat templates and logs; never part of generated output
         self.special_texts: Dict[int, bytes] = dict(special_texts or {})
+        # ids given b"" although llama.cpp might print them (see from_gguf): never allowed
+        self.withheld_ids: FrozenSet[int] = frozenset()
         self._fingerprint: Optional[str] = None
 
     # --- contract -------------------------------------------------------------------
@@ -256,6 +259,7 @@ class Vocabulary:
             return [by_text[c.encode()] for c in cands if c.encode() in by_text]
 
         force_control = set()
+        withheld = set()
         eog = set()
         # eot/eom found by text when no key names them (all candidates are EOG texts, so
         # they are forced to CONTROL below); the id itself is ambiguous if several exist
@@ -269,10 +273,15 @@ class Vocabulary:
             if fim[k] is not None:
                 continue
             found = present(cands)
-            # llama.cpp forces one of them (hash order decides): force all, never allowed
             force_control.update(found)
-            if k in _FIM_EOG:
-                eog.update(found)
+            if len(found) == 1:
+                if k in _FIM_EOG:
+                    eog.update(found)
+            else:
+                withheld.update(found)
+            # with several candidates llama.cpp picks one by hash order and leaves the others
+            # as they were: all of them get b"" and none ends generation here, so none is
+            # ever allowed (safe whichever llama.cpp picked)
         for k in _FIM_EOG:
             if fim[k] is not None:
                 eog.add(fim[k])
@@ -289,9 +298,9 @@ class Vocabulary:
                 eog.add(i)
         # harmony / solar-open: "<|end|>" is not an end of generation there
         eog_texts = {texts[i] for i in eog}
-        if ((b"<|return|>" in eog_texts and (b"<|call|>" in eog_texts) and b"<|end|>" in eog_texts)
-                or ((b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts)
-                    and b"<|flush|>" in eog_texts and b"<|end|>" in eog_texts)):
+        has_call = b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts
+        if b"<|end|>" in eog_texts and has_call \
+                and (b"<|return|>" in eog_texts or b"<|flush|>" in eog_texts):
             end_id = by_text[b"<|end|>"]
             eog.discard(end_id)
             attrs[end_id] = ATTR_USER_DEFINED
@@ -337,5 +346,6 @@ class Vocabulary:
         v.add_bos = bool(add_bos) if add_bos is not None else kind in ("spm", "wpm")
         v.special_texts = special_texts
         v.model = model
+        v.withheld_ids = frozenset(withheld - eog)
         v._fingerprint = None
         return v
