@@ -24,8 +24,11 @@ FINAL_MARKS: Tuple[str, ...] = (".", "!", "?")
 
 # documented limits
 MAX_WORDS = 100_000
-MAX_WORD_BYTES = 256          # also bounds the nesting of the trie expression
+MAX_WORD_BYTES = 256
 MAX_TOTAL_BYTES = 1 << 20     # sum of the distinct words' UTF-8 lengths (1 MiB)
+# branch points factored along one path; deeper, the remaining suffixes are listed flat.
+# Keeps the expression shallow for the recursive walkers of the IR (same language).
+MAX_TRIE_NESTING = 32
 
 WORD_RULE = "word"
 
@@ -69,12 +72,16 @@ def _common_prefix(a: bytes, b: bytes, start: int) -> int:
     return i
 
 
-def trie_expr(words: List[bytes], depth: int = 0) -> ir.Expr:
+def trie_expr(words: List[bytes], depth: int = 0, nesting: int = 0) -> ir.Expr:
     """The alternatives of `words` (sorted, distinct, sharing words[k][:depth]) as a prefix tree.
 
     Each node is Alt(end-of-word?, one branch per next byte); a branch starts with the
-    longest literal its words share, so chains without choices stay single Bytes.
+    longest literal its words share, so chains without choices stay single Bytes. Below
+    MAX_TRIE_NESTING branch points the suffixes are plain alternatives (the DFA still
+    merges them into the trie; only the NFA stops sharing their prefixes).
     """
+    if nesting >= MAX_TRIE_NESTING and len(words) > 1:
+        return ir.Alt(tuple(ir.Bytes(w[depth:]) for w in words))
     branches: List[ir.Expr] = []
     i = 0
     if len(words[0]) == depth:      # sorted: the word equal to the prefix comes first
@@ -88,7 +95,7 @@ def trie_expr(words: List[bytes], depth: int = 0) -> ir.Expr:
         group = words[i:j]
         # sorted group: the first and last words bound the common prefix of all of them
         end = _common_prefix(group[0], group[-1], depth + 1)
-        branches.append(ir.seq(ir.Bytes(group[0][depth:end]), trie_expr(group, end)))
+        branches.append(ir.seq(ir.Bytes(group[0][depth:end]), trie_expr(group, end, nesting + 1)))
         i = j
     # branches are distinct by construction; building Alt directly skips ir.alt's dedup,
     # which would hash whole (deep) subtrees at every level

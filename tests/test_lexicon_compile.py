@@ -17,8 +17,14 @@ import cengine
 from cengine import ir
 from cengine.automaton import MAX_NFA_STATES, _RuleCompiler
 from cengine.errors import CompileError, LimitError
-from cengine.lexicon import (FINAL_MARKS, MAX_TOTAL_BYTES, MAX_WORD_BYTES, MAX_WORDS,
-                             SEPARATORS, lexicon_to_ir, nfa_states, trie_expr)
+from cengine.lexicon import (FINAL_MARKS, MAX_TOTAL_BYTES, MAX_TRIE_NESTING, MAX_WORD_BYTES,
+                             MAX_WORDS, SEPARATORS, lexicon_to_ir, nfa_states, trie_expr)
+
+
+def expr_depth(e) -> int:
+    if isinstance(e, (ir.Seq, ir.Alt)):
+        return 1 + max(expr_depth(x) for x in e.items)
+    return 1
 
 
 def oracle(words):
@@ -116,6 +122,8 @@ def test_completion_is_the_shortest_word():
 def test_deepest_prefix_chain_compiles():
     # every byte of the longest word is a branch point: the deepest trie the limits allow
     words = ["a" * k for k in range(1, MAX_WORD_BYTES + 1)]
+    # the expression stays shallow (the IR's walkers recurse): flat suffixes below the cap
+    assert expr_depth(trie_expr([w.encode() for w in words])) <= 2 * MAX_TRIE_NESTING + 2
     g = cengine.compile_lexicon(words)
     assert accepts(g, "a" * MAX_WORD_BYTES + " a")
     assert not accepts(g, "a" * (MAX_WORD_BYTES + 1))
