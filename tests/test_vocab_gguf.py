@@ -360,3 +360,37 @@ def test_random_vocab_matches_llama_cpp(tmp_path, model, entries):
                              if t not in ("<unk>", "<s>", "</s>")]
     path = _write_vocab(tmp_path / "r.gguf", model, texts, types)
     _check_against_oracle(Vocabulary.from_gguf(path), path)
+
+
+# --- the vocabulary in a matcher ---------------------------------------------------------
+
+def _mask_bits(m, size):
+    words = np.zeros(cengine.mask_words(size), dtype=np.int32)
+    m.fill_mask(words)
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:size]
+    return {int(i) for i in np.flatnonzero(bits)}
+
+
+def test_fixture_vocab_in_a_matcher(fixture_vocab):
+    """The mask over the fixture vocabulary is exactly the tokens whose bytes the grammar
+    accepts next: the one-token `<tool_call>` included, control tokens never, eos at the end."""
+    g = cengine.compile_gbnf('root ::= "<tool_call>" [a-z]+ "</tool_call>"')
+    m = g.matcher(fixture_vocab)
+    ref = g.reference_matcher(fixture_vocab)
+    tool_call = fixture_vocab.tokens.index(b"<tool_call>")
+    end_call = fixture_vocab.tokens.index(b"</tool_call>")
+    for step in (b"", b"<tool_call>", b"abc", b"</tool_call>"):
+        if step:
+            assert m.accept_bytes(step) and ref.accept_bytes(step)
+        expected = set()
+        for i, t in enumerate(fixture_vocab.tokens):
+            if t and ref.copy().accept_bytes(t):
+                expected.add(i)
+        if ref.is_accepting():
+            expected |= fixture_vocab.eos_ids
+        got = _mask_bits(m, fixture_vocab.size)
+        assert got == expected, step
+        assert (tool_call in got) == (step == b"")
+        assert (end_call in got) == (step == b"abc")
+        assert not got & (set(fixture_vocab.special_texts) - fixture_vocab.eos_ids)
+    assert fixture_vocab.eos_ids <= got
