@@ -22,7 +22,9 @@ prints would let a "valid" token produce an invalid document:
   fill-in-the-middle markers that the file left NORMAL or USER_DEFINED) get b"". Where
   llama.cpp's choice among several FIM candidates depends on hash order, every candidate
   gets b"" and none is an eos id, so none is ever allowed (safe whichever it picked).
-- Empty token texts (llama.cpp renames them `[EMPTY_i]`) get b"".
+- Empty token texts (llama.cpp renames them `[EMPTY_i]`) and BYTE tokens not spelled
+  `<0xNN>` get b"". Every token given b"" although llama.cpp might print something is
+  listed in `withheld_ids` (besides the `[UNK_BYTE_…]` ones).
 - eos_ids: llama.cpp's end-of-generation set: tokenizer.ggml.eos_token_id (or the tokenizer's
   default), eot_token_id and eom_token_id (given or found by text, e.g. `<|im_end|>`,
   `<|eot_id|>`), the tokens llama.cpp recognises by end-of-turn text, and the FIM pad/repo/
@@ -319,6 +321,7 @@ class Vocabulary:
             a = attr_list[i]
             t = texts[i]
             if not t:
+                withheld.add(i)     # llama.cpp prints "[EMPTY_<i>]" for these
                 continue
             if a & (ATTR_UNKNOWN | ATTR_CONTROL):
                 special_texts[i] = bytes(t)
@@ -331,6 +334,8 @@ class Vocabulary:
                     tokens[i] = _bpe_bytes(t)
             elif a & ATTR_BYTE:
                 tokens[i] = _byte_token(t)
+                if not tokens[i]:
+                    withheld.add(i)     # not "<0xNN>": llama.cpp would print some byte
 
         vocab_name = name
         if vocab_name is None and "general.name" in meta:
