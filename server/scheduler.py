@@ -50,8 +50,10 @@ class Job:
             if not self.cancel.is_set():
                 it = iter(self.fn(model, self.cancel))
                 try:
+                    # a cancelled job is not cut off here: generate() sees the cancel event at
+                    # its next step and finishes cleanly (reason "cancelled")
                     for ev in it:
-                        if not self._post(ev) or self.cancel.is_set():
+                        if not self._post(ev):
                             break
                 finally:
                     close = getattr(it, "close", None)
@@ -107,8 +109,9 @@ class Scheduler:
         return job
 
     def queued(self) -> int:
+        """Requests waiting (cancelled ones no longer count)."""
         with self._cv:
-            return len(self._pending)
+            return sum(1 for j in self._pending if not j.cancel.is_set())
 
     def _worker(self) -> None:
         while True:
