@@ -79,6 +79,8 @@ def compile_regex(pattern: str) -> Grammar:
 
 def compile_lexicon(words: Iterable[str]) -> Grammar:
     """Output made only of these words; see docs/lexicon.md for what may stand between them."""
+    if isinstance(words, (str, bytes)):
+        raise CompileError("a lexicon is a list of words, not a single string")
     words = tuple(words)
 
     def build():

@@ -147,7 +147,7 @@ cdef int walk(const Prog* p, Store* s, const TrieC* t, int32_t start, const Entr
                         i32_push(cond, st[i].ws)
                         i32_push(cond, st[i].pmax)
             for i in range(got):
-                if st[i].node == NODE_EXIT:
+                if st[i].node == NODE_EXIT and exits != NULL:
                     i32_push(exits, x)
                     i32_push(exits, st[i].ws)
                     i32_push(exits, st[i].pmax)
@@ -332,6 +332,7 @@ cdef class TokenTables:
     cdef object automaton
     cdef object lock
     cdef object shared_keys
+    cdef object called_rules
 
     def __init__(self, automaton, vocab):
         self.automaton = automaton
@@ -340,6 +341,7 @@ cdef class TokenTables:
         self.tables = {}
         self.lock = threading.Lock()
         self.shared_keys = _signatures(automaton)
+        self.called_rules = frozenset(int(r) for r in automaton.call_rule)
 
     def table(self, int p):
         t = self.tables.get(p)
@@ -386,9 +388,12 @@ cdef class TokenTables:
         init.data[0].ws = 0
         init.data[0].pmax = 0
         init.n = 1
+        # a frame that is always the bottom of the stack (a root nobody calls) has no frame
+        # below it to continue in: its exits are never walked, so don't record them
+        cdef I32Vec* exits_p = &exits if self.automaton.pos_rule[p] in self.called_rules else NULL
         with nogil:
             rc = walk(&prog, &store, &self.trie.c, 0, init.data, 1, 1 << 30, bits_p, True,
-                      base_pm, &cond, &exits)
+                      base_pm, &cond, exits_p)
         store_free(&store)
         vec_free(&init)
         cond_arr = np.array(<int32_t[:cond.n]> cond.data if cond.n else [], dtype=np.int32).reshape(-1, 3)
@@ -483,11 +488,14 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
 @cython.boundscheck(True)
 def _make_table(TokenTrie trie, bits, cond_arr, exit_arr):
     cdef PosTable t = PosTable.__new__(PosTable)
-    n_acc = int(np.unpackbits(bits.view(np.uint8)).sum())
+    n_acc = int(np.bitwise_count(bits).sum())
     t.n_accepted = n_acc
     if n_acc * 2 < bits.shape[0]:
         # few tokens: an id list is smaller than the bitset
-        ids = np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little")).astype(np.int32)
+        words = np.flatnonzero(bits)
+        sub = np.unpackbits(bits[words].view(np.uint8), bitorder="little").reshape(-1, 32)
+        r, c = np.nonzero(sub)
+        ids = (words[r] * 32 + c).astype(np.int32)
         t.ids = ids
         t.bits = None
     else:
@@ -579,7 +587,8 @@ def _signatures(a):
                 c0, c1 = int(a.call_off[q]), int(a.call_off[q + 1])
                 h.update(repr((
                     ren[x], q - lo, int(a.pos_flags[q]),
-                    [(int(a.edge_lo[k]), int(a.edge_hi[k]), int(a.edge_to[k]) - lo) for k in range(e0, e1)],
+                    [(int(a.edge_lo[k]), int(a.edge_hi[k]), int(a.edge_to[k]) - lo, int(a.edge_ws[k]))
+                     for k in range(e0, e1)],
                     [(ren[int(a.call_rule[k])], int(a.call_to[k]) - lo) for k in range(c0, c1)],
                 )).encode())
         digest = h.hexdigest()

@@ -14,6 +14,7 @@ cdef struct Prog:
     const uint8_t* edge_lo
     const uint8_t* edge_hi
     const int32_t* edge_to
+    const uint8_t* edge_ws
     const int32_t* clo_off
     const int32_t* clo_chain
     const int32_t* chain_off
@@ -56,7 +57,7 @@ cdef int store_init(Store* s, int32_t cap) noexcept nogil
 cdef void store_free(Store* s) noexcept nogil
 cdef int store_copy(Store* dst, const Store* src) noexcept nogil
 cdef int32_t store_intern(Store* s, int32_t pos, int32_t parent, int32_t depth) noexcept nogil
-cdef int32_t find_edge(const Prog* p, int32_t q, uint8_t b) noexcept nogil
+cdef int32_t find_edge(const Prog* p, int32_t q, uint8_t b) noexcept nogil   # edge index or -1
 cdef void expand(const Prog* p, Store* s, int32_t q, int32_t base, int32_t ws, int32_t pmax,
                  int32_t max_depth, EntryVec* out) noexcept nogil
 cdef int32_t step(const Prog* p, Store* s, const Entry* src, int32_t n, uint8_t b,

@@ -171,7 +171,7 @@ cdef int32_t find_edge(const Prog* p, int32_t q, uint8_t b) noexcept nogil:
     cdef int32_t k
     for k in range(p.edge_off[q], p.edge_off[q + 1]):
         if p.edge_lo[k] <= b and b <= p.edge_hi[k]:
-            return p.edge_to[k]
+            return k
         if p.edge_lo[k] > b:
             break
     return -1
@@ -239,22 +239,22 @@ cdef void dedup(EntryVec* v, int32_t start) noexcept nogil:
 cdef int32_t step(const Prog* p, Store* s, const Entry* src, int32_t n, uint8_t b,
                   int32_t max_depth, EntryVec* out) noexcept nogil:
     """Append to `out` the entries after consuming byte b from src[0:n]; returns how many."""
-    cdef int32_t i, node, q, t, ws
+    cdef int32_t i, node, q, k, ws
     cdef int32_t start = out.n
     for i in range(n):
         node = src[i].node
         if node < 0:
             continue
         q = s.pos[node]
-        t = find_edge(p, q, b)
-        if t < 0:
+        k = find_edge(p, q, b)
+        if k < 0:
             continue
         ws = src[i].ws
-        if p.flags[q] & FLAG_WS:
+        if p.edge_ws[k]:
             ws += 1
             if p.ws_budget >= 0 and ws > p.ws_budget:
                 continue
-        expand(p, s, t, s.parent[node], ws, src[i].pmax, max_depth, out)
+        expand(p, s, p.edge_to[k], s.parent[node], ws, src[i].pmax, max_depth, out)
     if out.n - start > 1:
         dedup(out, start)
     if out.n - start > MAX_STACKS:
@@ -290,7 +290,7 @@ cdef class Program:
         self.automaton = a
         arrs = {}
         for name, dtype in (("edge_off", np.int32), ("edge_lo", np.uint8), ("edge_hi", np.uint8),
-                            ("edge_to", np.int32), ("clo_off", np.int32), ("clo_chain", np.int32),
+                            ("edge_to", np.int32), ("edge_ws", np.uint8), ("clo_off", np.int32), ("clo_chain", np.int32),
                             ("chain_off", np.int32), ("chain_pos", np.int32), ("clo_pop", np.uint8),
                             ("pos_flags", np.uint8), ("short_len", np.int64),
                             ("short_kind", np.uint8), ("short_byte", np.uint8),
@@ -306,6 +306,7 @@ cdef class Program:
         self.c.edge_lo = <const uint8_t*> cnp.PyArray_DATA(arrs["edge_lo"])
         self.c.edge_hi = <const uint8_t*> cnp.PyArray_DATA(arrs["edge_hi"])
         self.c.edge_to = <const int32_t*> cnp.PyArray_DATA(arrs["edge_to"])
+        self.c.edge_ws = <const uint8_t*> cnp.PyArray_DATA(arrs["edge_ws"])
         self.c.clo_off = <const int32_t*> cnp.PyArray_DATA(arrs["clo_off"])
         self.c.clo_chain = <const int32_t*> cnp.PyArray_DATA(arrs["clo_chain"])
         self.c.chain_off = <const int32_t*> cnp.PyArray_DATA(arrs["chain_off"])

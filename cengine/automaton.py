@@ -45,7 +45,7 @@ class _NFA:
 
     def __init__(self):
         self.eps: List[List[int]] = []
-        self.bytes_: List[List[Tuple[int, int, int]]] = []
+        self.bytes_: List[List[Tuple[int, int, int, int]]] = []   # (lo, hi, to, whitespace)
         self.calls: List[List[Tuple[int, int]]] = []
 
     def new(self) -> int:
@@ -60,8 +60,9 @@ class _NFA:
 class _RuleCompiler:
     """Thompson construction of one rule's expression over bytes and calls."""
 
-    def __init__(self, rule_index: Dict[str, int], rule_name: str):
+    def __init__(self, rule_index: Dict[str, int], rule_name: str, whitespace: bool = False):
         self.nfa = _NFA()
+        self.ws = 1 if whitespace else 0    # bytes emitted now spend the whitespace budget
         self.rule_index = rule_index
         self.rule_name = rule_name
         self._charset_cache: Dict[ir.Ranges, List[List[Tuple[int, int]]]] = {}
@@ -78,13 +79,13 @@ class _RuleCompiler:
             cur = s
             for i, b in enumerate(e.data):
                 nxt = t if i == len(e.data) - 1 else nfa.new()
-                nfa.bytes_[cur].append((b, b, nxt))
+                nfa.bytes_[cur].append((b, b, nxt, self.ws))
                 cur = nxt
             if not e.data:
                 nfa.eps[s].append(t)
         elif isinstance(e, ir.ByteSet):
             for lo, hi in e.ranges:
-                nfa.bytes_[s].append((lo, hi, t))
+                nfa.bytes_[s].append((lo, hi, t, self.ws))
         elif isinstance(e, ir.CharSet):
             seqs = self._charset_cache.get(e.ranges)
             if seqs is None:
@@ -95,7 +96,7 @@ class _RuleCompiler:
                 cur = s
                 for i, (lo, hi) in enumerate(sq):
                     nxt = t if i == len(sq) - 1 else nfa.new()
-                    nfa.bytes_[cur].append((lo, hi, nxt))
+                    nfa.bytes_[cur].append((lo, hi, nxt, self.ws))
                     cur = nxt
         elif isinstance(e, ir.Seq):
             cur = s
@@ -136,6 +137,11 @@ class _RuleCompiler:
             if idx is None:
                 raise CompileError(f"rule '{e.name}' is used but never defined", rule=self.rule_name)
             nfa.calls[s].append((idx, t))
+        elif isinstance(e, _Whitespace):
+            saved = self.ws
+            self.ws = 1
+            self._emit(e.item, s, t)
+            self.ws = saved
         elif isinstance(e, ir.Nothing):
             pass
         else:  # pragma: no cover - a front end produced something unknown
@@ -169,24 +175,29 @@ def _determinize(nfa: _NFA, start: int, accept: int):
         finals.append(accept in cur)
         # byte edges: partition [0, 255] by range boundaries
         ranges = [e for q in cur for e in nfa.bytes_[q]]
-        edges: List[Tuple[int, int, int]] = []
+        edges: List[Tuple[int, int, int, int]] = []
         if ranges:
-            bounds = sorted({lo for lo, _, _ in ranges} | {hi + 1 for _, hi, _ in ranges})
+            bounds = sorted({e[0] for e in ranges} | {e[1] + 1 for e in ranges})
             for a, b in zip(bounds, bounds[1:]):
-                targets = [t for lo, hi, t in ranges if lo <= a and b - 1 <= hi]
-                if not targets:
+                hits = [(t, w) for lo, hi, t, w in ranges if lo <= a and b - 1 <= hi]
+                if not hits:
                     continue
-                tset = closure(targets)
+                wsflags = {w for _, w in hits}
+                if len(wsflags) > 1:
+                    raise CompileError(f"byte 0x{a:02x} is whitespace on one path and content on "
+                                       "another: the whitespace budget would be ambiguous")
+                ws = wsflags.pop()
+                tset = closure([t for t, _ in hits])
                 j = index.get(tset)
                 if j is None:
                     j = index[tset] = len(order)
                     order.append(tset)
                     if len(order) > MAX_POSITIONS:
                         raise LimitError(f"grammar needs more than {MAX_POSITIONS} positions")
-                if edges and edges[-1][2] == j and edges[-1][1] == a - 1:
-                    edges[-1] = (edges[-1][0], b - 1, j)
+                if edges and edges[-1][2] == j and edges[-1][1] == a - 1 and edges[-1][3] == ws:
+                    edges[-1] = (edges[-1][0], b - 1, j, ws)
                 else:
-                    edges.append((a, b - 1, j))
+                    edges.append((a, b - 1, j, ws))
         byte_edges.append(edges)
         calls: Dict[int, List[int]] = {}
         for q in cur:
@@ -216,6 +227,7 @@ class Automaton:
     edge_lo: np.ndarray         # uint8[E]
     edge_hi: np.ndarray         # uint8[E]
     edge_to: np.ndarray         # int32[E]
+    edge_ws: np.ndarray         # uint8[E]   1: this byte spends the whitespace budget
     call_off: np.ndarray        # int32[P+1] call edges (rule, return position)
     call_rule: np.ndarray       # int32[C]
     call_to: np.ndarray         # int32[C]
@@ -283,10 +295,163 @@ def _check_left_recursion(names, starts, finals, bedges, cedges, nullable, origi
                 iters.append(iter(sorted(left[nxt])))
 
 
+INLINE_MAX_SIZE = 256
+
+
+@dataclass(frozen=True)
+class _Whitespace:
+    """An inlined whitespace rule: the bytes it matches spend the whitespace budget."""
+    item: object
+
+
+def _expr_refs(e, out: set) -> None:
+    if isinstance(e, ir.Ref):
+        out.add(e.name)
+    elif isinstance(e, (ir.Seq, ir.Alt)):
+        for it in e.items:
+            _expr_refs(it, out)
+    elif isinstance(e, (ir.Repeat, _Whitespace)):
+        _expr_refs(e.item, out)
+
+
+def _expr_size(e) -> int:
+    if isinstance(e, (ir.Seq, ir.Alt)):
+        return 1 + sum(_expr_size(it) for it in e.items)
+    if isinstance(e, ir.Repeat):
+        return 1 + _expr_size(e.item) * max(1, min(e.hi if e.hi is not None else e.lo + 1, 64))
+    if isinstance(e, _Whitespace):
+        return _expr_size(e.item)
+    if isinstance(e, ir.Bytes):
+        return max(1, len(e.data))
+    return 1
+
+
+INLINE_MAX_MATCH = 16
+
+
+def _max_match(e, rule_max) -> float:
+    """Longest byte string the expression can match (inf when unbounded)."""
+    if isinstance(e, ir.Bytes):
+        return len(e.data)
+    if isinstance(e, ir.ByteSet):
+        return 1
+    if isinstance(e, ir.CharSet):
+        top = e.ranges[-1][1] if e.ranges else 0
+        return 1 if top < 0x80 else 2 if top < 0x800 else 3 if top < 0x10000 else 4
+    if isinstance(e, ir.Seq):
+        return sum(_max_match(it, rule_max) for it in e.items)
+    if isinstance(e, ir.Alt):
+        return max(_max_match(it, rule_max) for it in e.items)
+    if isinstance(e, ir.Repeat):
+        m = _max_match(e.item, rule_max)
+        if m == 0:
+            return 0
+        return float("inf") if e.hi is None else e.hi * m
+    if isinstance(e, ir.Ref):
+        return rule_max(e.name)
+    if isinstance(e, _Whitespace):
+        return _max_match(e.item, rule_max)
+    return 0
+
+
+def _inline_small_rules(grammar: ir.GrammarIR) -> Dict[str, ir.Expr]:
+    """Rule expressions with small, non-recursive, flag-free rules substituted into callers.
+
+    Why: a rule that matches one character and is called in a loop (`char*`) pops after
+    every byte, which makes nearly every token cross a rule end: the mask tables then can
+    decide little ahead of time. Inlined, the loop is one DFA. Recursive rules, rules with
+    container/whitespace semantics and the root keep their frames.
+    """
+    rules = grammar.rules
+    refs = {}
+    for n, r in rules.items():
+        s: set = set()
+        _expr_refs(r.expr, s)
+        refs[n] = s
+    for n, rs in refs.items():
+        for m in rs:
+            if m not in rules:
+                line, col = (rules[n].origin or (None, None))
+                raise CompileError(f"rule '{m}' is used but never defined", rule=m,
+                                   line=line, column=col)
+    # recursive = reaches itself
+    recursive = set()
+    for n in rules:
+        seen = set()
+        stack = list(refs[n])
+        while stack:
+            m = stack.pop()
+            if m == n:
+                recursive.add(n)
+                break
+            if m not in seen:
+                seen.add(m)
+                stack.extend(refs[m])
+    maxlen: Dict[str, float] = {}
+
+    def rule_max(n):
+        if n in recursive:
+            return float("inf")
+        if n not in maxlen:
+            maxlen[n] = float("inf")      # provisional; non-recursive rules never see it
+            maxlen[n] = _max_match(rules[n].expr, rule_max)
+        return maxlen[n]
+
+    # only rules matching short strings (a character, an escape): long or unbounded ones
+    # (string bodies, numbers) keep their frames so their mask tables are shared
+    # Whitespace rules inline too (wrapped, so their bytes still spend the budget): a separate
+    # whitespace frame would make every token that starts with a space cross a rule end.
+    inlinable = {n for n, r in rules.items()
+                 if n != grammar.root and n not in recursive and not r.container
+                 and (r.whitespace or rule_max(n) <= INLINE_MAX_MATCH)}
+    done: Dict[str, ir.Expr] = {}
+
+    def subst(e):
+        if isinstance(e, ir.Ref):
+            if e.name in inlinable:
+                x = resolved(e.name)
+                if x is not None:
+                    return x
+            return e
+        if isinstance(e, ir.Seq):
+            return ir.Seq(tuple(subst(it) for it in e.items))
+        if isinstance(e, ir.Alt):
+            return ir.Alt(tuple(subst(it) for it in e.items))
+        if isinstance(e, ir.Repeat):
+            return ir.Repeat(subst(e.item), e.lo, e.hi)
+        return e
+
+    def resolved(n):
+        # the inlined body of an inlinable rule, or None when it is too big to copy
+        if n in done:
+            return done[n]
+        done[n] = None          # non-recursive, so no cycle reaches here again
+        x = subst(rules[n].expr)
+        if rules[n].whitespace:
+            x = _Whitespace(x)
+        done[n] = x if _expr_size(x) <= INLINE_MAX_SIZE else None
+        return done[n]
+
+    try:
+        return {n: subst(r.expr) for n, r in rules.items()}
+    except RecursionError:
+        raise LimitError("grammar expressions nest too deeply") from None
+
+
 def build(grammar: ir.GrammarIR) -> Automaton:
-    names = list(grammar.rules)
     if grammar.root not in grammar.rules:
         raise CompileError(f"root rule '{grammar.root}' is not defined", rule=grammar.root)
+    exprs = _inline_small_rules(grammar)
+    # rules nobody calls any more (all inlined) are dropped; the root always stays
+    used = {grammar.root}
+    stack = [grammar.root]
+    while stack:
+        s: set = set()
+        _expr_refs(exprs[stack.pop()], s)
+        for m in s - used:
+            used.add(m)
+            stack.append(m)
+    names = [n for n in grammar.rules if n in used]
     rule_index = {n: i for i, n in enumerate(names)}
     origins = {n: r.origin for n, r in grammar.rules.items() if r.origin}
 
@@ -297,9 +462,9 @@ def build(grammar: ir.GrammarIR) -> Automaton:
     cedges: List[List[Tuple[int, int]]] = []
     pos_rule: List[int] = []
     for ri, name in enumerate(names):
-        rc = _RuleCompiler(rule_index, name)
+        rc = _RuleCompiler(rule_index, name, whitespace=grammar.rules[name].whitespace)
         try:
-            s, t = rc.build(grammar.rules[name].expr)
+            s, t = rc.build(exprs[name])
         except CompileError as e:
             if e.rule is None or e.line is None:
                 line, col = origins.get(name) or (None, None)
@@ -311,7 +476,7 @@ def build(grammar: ir.GrammarIR) -> Automaton:
             raise LimitError(f"grammar needs more than {MAX_POSITIONS} positions")
         starts.append(base)
         finals.extend(f)
-        bedges.extend([(lo, hi, base + j) for lo, hi, j in es] for es in be)
+        bedges.extend([(lo, hi, base + j, w) for lo, hi, j, w in es] for es in be)
         cedges.extend([(r, base + j) for r, j in es] for es in ce)
         pos_rule.extend([ri] * len(f))
     P = len(finals)
@@ -354,7 +519,7 @@ def build(grammar: ir.GrammarIR) -> Automaton:
         changed = False
         for p in range(P - 1, -1, -1):
             best = short_len[p]
-            for lo, hi, t in bedges[p]:
+            for lo, hi, t, _ in bedges[p]:
                 v = 1 + short_len[t]
                 if v < best:
                     best = v
@@ -453,6 +618,7 @@ def build(grammar: ir.GrammarIR) -> Automaton:
         edge_lo=np.asarray([e[0] for e in flat_e], np.uint8),
         edge_hi=np.asarray([e[1] for e in flat_e], np.uint8),
         edge_to=i32([e[2] for e in flat_e]),
+        edge_ws=np.asarray([e[3] for e in flat_e], np.uint8),
         call_off=call_off,
         call_rule=i32([e[0] for e in flat_c]),
         call_to=i32([e[1] for e in flat_c]),

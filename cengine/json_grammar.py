@@ -164,12 +164,17 @@ def string_char(g: ir.GrammarIR) -> ir.Ref:
 
 
 def string_body(g: ir.GrammarIR) -> ir.Ref:
-    """The unconstrained string body, shared by every unconstrained string."""
-    return _ensure(g, STRING_BODY, lambda: ir.repeat(char_in(_ALL), 0, None))
+    """The unconstrained rest of a string, closing quote included; shared by every string.
+
+    The quote belongs to the rule so that the rule can end only at a quote: a rule that may
+    end after any character makes every token cross its end, and the mask tables then
+    decide nothing ahead of time.
+    """
+    return _ensure(g, STRING_BODY, lambda: ir.seq(ir.repeat(char_in(_ALL), 0, None), ir.lit('"')))
 
 
 def string(g: ir.GrammarIR) -> ir.Ref:
-    return _ensure(g, STRING, lambda: ir.seq(ir.lit('"'), string_body(g), ir.lit('"')))
+    return _ensure(g, STRING, lambda: ir.seq(ir.lit('"'), string_body(g)))
 
 
 def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
@@ -180,10 +185,8 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
         return ir.NOTHING
     ch = string_char(g)
     if hi is None:
-        body = ir.seq(ir.repeat(ch, lo, lo), string_body(g))
-    else:
-        body = ir.repeat(ch, lo, hi)
-    return ir.seq(ir.lit('"'), body, ir.lit('"'))
+        return ir.seq(ir.lit('"'), ir.repeat(ch, lo, lo), string_body(g))
+    return ir.seq(ir.lit('"'), ir.repeat(ch, lo, hi), ir.lit('"'))
 
 
 def _int_part() -> ir.Expr:
@@ -327,7 +330,7 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
         if END not in node:
             opts.append(ir.lit('"'))
         leave = char_in(ir.negate_ranges((k, k) for k in kids))
-        opts.append(ir.seq(leave, body, ir.lit('"')))
+        opts.append(ir.seq(leave, body))
         for k in kids:
             opts.append(ir.seq(char_in(((k, k),)), walk(node[k])))
         return ir.alt(*opts)

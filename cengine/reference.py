@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import FrozenSet, List, Optional, Tuple
 
-from .automaton import FLAG_CONTAINER, FLAG_WS, INF, Automaton
+from .automaton import FLAG_CONTAINER, INF, Automaton
 
 State = FrozenSet[Tuple[Tuple[int, ...], int]]
 
@@ -51,7 +51,7 @@ class ReferenceMatcher:
             q = stack[0]
             for k in range(a.edge_off[q], a.edge_off[q + 1]):
                 if a.edge_lo[k] <= byte <= a.edge_hi[k]:
-                    nws = ws + (1 if a.pos_flags[q] & FLAG_WS else 0)
+                    nws = ws + int(a.edge_ws[k])
                     if a.whitespace_budget >= 0 and nws > a.whitespace_budget:
                         break
                     out.update(self._expand(int(a.edge_to[k]), stack[1:], nws))
