@@ -406,8 +406,8 @@ class Model:
                         if covered == len(head) and ids:
                             pending = ids
                             n_gen += len(ids) - 1
-                            for _ in ids:
-                                history.append(ids[-1])
+                            history.pop()
+                            history.extend(ids)
                             ev = TokenEvent(ids[0] if len(ids) == 1 else -1, head, lp, top, False)
                         else:
                             log.warning("could not respell the token that completed the trigger")
