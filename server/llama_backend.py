@@ -98,7 +98,7 @@ class LlamaRuntime:
     # --- model facts ---------------------------------------------------------------------
     def _read_metadata(self) -> Dict[str, str]:
         out: Dict[str, str] = {}
-        size = 4096
+        size = 1024
         buf = ctypes.create_string_buffer(size)
         for i in range(int(L.llama_model_meta_count(self._model))):
             n = L.llama_model_meta_key_by_index(self._model, i, buf, size)
@@ -106,7 +106,7 @@ class LlamaRuntime:
                 continue
             key = buf.value.decode("utf-8", "replace")
             n = L.llama_model_meta_val_str_by_index(self._model, i, buf, size)
-            if n >= size:     # chat templates run to tens of kilobytes
+            if n >= size:     # chat templates run to tens of kilobytes: grow and read again
                 size = n + 1
                 buf = ctypes.create_string_buffer(size)
                 n = L.llama_model_meta_val_str_by_index(self._model, i, buf, size)

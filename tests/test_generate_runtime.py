@@ -1,0 +1,84 @@
+"""The llama.cpp runtime: batching, KV-cache prefix reuse, tokenisation, metadata."""
+from __future__ import annotations
+
+import fixture_model
+import numpy as np
+import pytest
+
+from server.llama_backend import LlamaRuntime
+
+
+@pytest.fixture(scope="module")
+def runtimes(fixture_model_path):
+    small = LlamaRuntime(str(fixture_model_path), n_ctx=256, n_batch=8)
+    big = LlamaRuntime(str(fixture_model_path), n_ctx=256, n_batch=128)
+    yield small, big
+    small.close()
+    big.close()
+
+
+def test_batches_of_8_give_the_logits_of_one_batch(runtimes):
+    small, big = runtimes
+    ids = small.tokenize(b"The quick brown fox jumps over the lazy dog, " * 3,
+                         add_special=True, parse_special=False)
+    assert len(ids) > 8 * 3
+    small.truncate(0)
+    big.truncate(0)
+    a = small.eval(ids)
+    b = big.eval(ids)
+    assert a.shape == (small.n_vocab,) and a.dtype == np.float32
+    assert np.allclose(a, b, atol=1e-3)
+    assert small.tokens == ids == big.tokens
+
+
+def test_prefix_reuse_keeps_the_common_part_and_gives_the_same_logits(runtimes):
+    rt, fresh = runtimes
+    a = rt.tokenize(b"one two three four five six", add_special=True, parse_special=False)
+    b = a[:4] + rt.tokenize(b" seven eight", add_special=False, parse_special=False)
+    rt.truncate(0)
+    rt.eval(a)
+    keep = rt.reuse_prefix(b)
+    assert keep == 4 and rt.tokens == b[:4]
+    got = rt.eval(b[keep:])
+    fresh.truncate(0)
+    want = fresh.eval(b)
+    assert np.allclose(got, want, atol=1e-3)
+    # the whole prompt cached: the last token is evaluated again for its logits
+    assert rt.reuse_prefix(b) == len(b) - 1
+
+
+def test_context_overflow_is_refused_without_touching_the_cache(runtimes):
+    rt, _ = runtimes
+    rt.truncate(0)
+    rt.eval([1, 2, 3])
+    with pytest.raises(ValueError, match="context"):
+        rt.eval([5] * rt.n_ctx)
+    assert rt.tokens == [1, 2, 3]
+
+
+def test_tokenise_detokenise_and_special_tokens(runtimes):
+    rt, _ = runtimes
+    text = b"<|im_start|>user\nhello<|im_end|>"
+    special = rt.tokenize(text, add_special=False, parse_special=True)
+    plain = rt.tokenize(text, add_special=False, parse_special=False)
+    assert len(special) < len(plain)
+    assert rt.token_text(special[0]) == "<|im_start|>"
+    assert rt.detokenize(special, special=True) == text
+    assert rt.detokenize(plain) == text
+    im_end = special[-1]
+    assert im_end in rt.eog_ids
+    assert b"".join(rt.token_to_piece(t) for t in plain) == text
+
+
+def test_metadata_and_shape(runtimes, fixture_model_path):
+    rt, _ = runtimes
+    assert rt.metadata["general.architecture"] == "llama"
+    # longer than the first read buffer (1 KiB): read whole after growing it
+    assert len(fixture_model.CHAT_TEMPLATE) > 1024
+    assert rt.metadata["tokenizer.chat_template"] == fixture_model.CHAT_TEMPLATE
+    assert rt.n_ctx == 256 and rt.n_vocab > 50000
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        LlamaRuntime(str(tmp_path / "nope.gguf"))
