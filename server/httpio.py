@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from typing import Any, AsyncIterator, Callable, List, Optional
 
 from starlette.requests import Request
@@ -75,8 +76,8 @@ class Fields:
         v = self._get(key, default)
         if v is None:
             return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise InvalidRequest(f"'{self._name(key)}' must be a number", param=self._name(key))
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise InvalidRequest(f"'{self._name(key)}' must be a finite number", param=self._name(key))
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             raise InvalidRequest(f"'{self._name(key)}' must be between {lo} and {hi}",
                                  param=self._name(key))

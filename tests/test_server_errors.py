@@ -159,6 +159,13 @@ def test_anthropic_and_ollama_clients_see_typed_errors(live):
     assert e.value.status_code == 400
 
 
+@pytest.mark.parametrize("raw", [b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}',
+                                 b'{"messages": [{"role": "user", "content": "hi"}], "top_p": Infinity}'])
+def test_non_finite_numbers_400(live, raw):
+    r = httpx.post(live.base + "/v1/chat/completions", content=raw)
+    assert r.status_code == 400 and "finite" in _shape("openai", r.json())
+
+
 def test_unknown_route_and_method(live):
     r = httpx.get(live.base + "/v1/nothing")
     assert r.status_code == 404 and _shape("openai", r.json())
@@ -166,7 +173,7 @@ def test_unknown_route_and_method(live):
     assert r.status_code == 405 and _shape("ollama", r.json())
 
 
-_json = st.recursive(st.none() | st.booleans() | st.integers(-3, 10**6) | st.floats(allow_nan=False)
+_json = st.recursive(st.none() | st.booleans() | st.integers(-3, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
                      | st.text(max_size=8),
                      lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3),
                      max_leaves=8)
