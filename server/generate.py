@@ -298,7 +298,8 @@ class Model:
         lazy_grammar = lazy[1] if lazy is not None else None
         # inside a constrained document stop sequences are not honoured: cutting there would
         # break the document the grammar guarantees (docs/generation.md)
-        stream = _StopScanner(params.stop if matcher is None else [])
+        stops = [params.stop] if isinstance(params.stop, str) else list(params.stop or [])
+        stream = _StopScanner(stops if matcher is None else [])
         want_lp = params.logprobs is not None
         k_top = params.logprobs or 0
 

@@ -161,6 +161,15 @@ def test_stop_sequence_across_tokens_cuts_the_text(model, prompt):
     assert out == full[:full.index(stop_b)]
 
 
+def test_a_single_stop_string_and_none_are_accepted(model, prompt):
+    full, _, toks = run(model, prompt, max_tokens=6, temperature=0.0)
+    stop = toks[2].text.decode("utf-8")
+    out, fin, _ = run(model, prompt, max_tokens=6, temperature=0.0, stop=stop)
+    assert fin.reason == "stop_sequence" and out == full[:full.index(toks[2].text)]
+    out, fin, _ = run(model, prompt, max_tokens=6, temperature=0.0, stop=None)
+    assert out == full
+
+
 def test_stop_sequences_do_not_cut_a_constrained_document(model, prompt):
     g = GRAMMARS["gbnf"]()
     out, fin, _ = run(model, prompt, grammar=g, max_tokens=30, temperature=0.0, stop=["answer"])
