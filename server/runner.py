@@ -43,6 +43,14 @@ class Turn:
     constraint: Constraint = field(default_factory=Constraint)
     choice_logprobs: bool = False
 
+    def __post_init__(self):
+        # the call grammar would replace the constraint: refuse rather than drop it silently
+        if self.constraint.grammar is not None and self.tool_mode != "none":
+            from .errors import InvalidRequest
+            raise InvalidRequest(f"'{self.constraint.param}' cannot be combined with tool calls; "
+                                 f"send tool_choice none or leave out the tools",
+                                 param=self.constraint.param)
+
     def offered_tools(self) -> List[ToolSpec]:
         if self.tool_mode == "named":
             return [t for t in self.tools if t.name == self.tool_name]
