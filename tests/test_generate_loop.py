@@ -140,6 +140,14 @@ def test_fast_forward_appends_forced_tokens_without_passes(model, prompt):
     assert fin.forward_passes < fin0.forward_passes
 
 
+def test_a_fully_forced_document_needs_no_forward_pass(model, prompt):
+    g = cengine.compile_regex('\\{"status": "ok"\\}')
+    out, fin, toks = run(model, prompt, grammar=g, max_tokens=50, temperature=1.0, seed=0)
+    assert out == b'{"status": "ok"}'
+    assert fin.reason == "stop" and fin.forward_passes == 0
+    assert fin.fast_forward_tokens == fin.completion_tokens == len(toks) and all(e.forced for e in toks)
+
+
 def test_forced_tokens_spell_exactly_the_forced_bytes(model):
     g = cengine.compile_regex("fixed prefix: (a|b)")
     m = g.matcher(model.vocab)
