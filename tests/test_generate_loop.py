@@ -9,6 +9,8 @@ import threading
 import jsonschema
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import cengine
 from server.generate import FinishEvent, Model, SamplingParams, TokenEvent
@@ -156,6 +158,16 @@ def test_forced_tokens_spell_exactly_the_forced_bytes(model):
     assert ids and b"fixed prefix: ".startswith(spelled)
     assert len(spelled) < len(b"fixed prefix: ")    # the last token is left to the sampler
     assert model._fast_forward(g.matcher(model.vocab), limit=1).__len__() == 1
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(min_size=1, max_size=40))
+def test_any_bytes_can_be_spelled_exactly(model, data):
+    # byte-level BPE has a token for every byte, so spelling never falls short
+    ids, covered = model.tokens_for_bytes(data)
+    assert covered == len(data)
+    assert b"".join(model.vocab.tokens[t] for t in ids) == data
+    assert not set(ids) & model.stop_ids
 
 
 def test_stop_sequence_across_tokens_cuts_the_text(model, prompt):
