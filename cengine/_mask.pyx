@@ -352,11 +352,11 @@ cdef class TokenTables:
                     key = self.shared_keys.get(p)
                     if key is not None:
                         key = (self.trie.node_byte.shape[0], id(self.trie), key)
-                        t = _SHARED.get(key)
+                        t = _shared_get(key)
                     if t is None:
                         t = self._compute(p)
                         if key is not None:
-                            _SHARED[key] = t
+                            _shared_put(key, t)
                     self.tables[p] = t
         return t
 
@@ -538,8 +538,37 @@ def _make_table(TokenTrie trie, bits, cond_arr, exit_arr):
     return t
 
 
-# tables of small self-contained rules, shared across grammars (key: rule structure)
-_SHARED = {}
+# tables of small self-contained rules, shared across grammars (key: rule structure),
+# least recently used first out once they hold more than SHARED_MAX_BYTES
+from collections import OrderedDict
+SHARED_MAX_BYTES = 256 << 20
+_SHARED = OrderedDict()
+_SHARED_BYTES = [0]
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared_get(key):
+    with _SHARED_LOCK:
+        t = _SHARED.get(key)
+        if t is not None:
+            _SHARED.move_to_end(key)
+        return t
+
+
+def _shared_put(key, t):
+    with _SHARED_LOCK:
+        if key in _SHARED:
+            return
+        _SHARED[key] = t
+        _SHARED_BYTES[0] += t.nbytes()
+        while _SHARED_BYTES[0] > SHARED_MAX_BYTES and len(_SHARED) > 1:
+            _, old = _SHARED.popitem(last=False)
+            _SHARED_BYTES[0] -= old.nbytes()
+
+
+def shared_tables_nbytes():
+    """Bytes held by the tables shared across grammars."""
+    return _SHARED_BYTES[0]
 
 
 @cython.wraparound(True)
