@@ -14,7 +14,7 @@ from .grammar import CACHE, Grammar, GrammarCache
 __all__ = [
     "CompileError", "LimitError", "Grammar", "GrammarCache", "Vocabulary", "Matcher",
     "compile_json_schema", "compile_gbnf", "compile_regex", "compile_lexicon", "compile_any_json",
-    "apply_mask", "mask_words",
+    "apply_mask", "mask_words", "prepare",
 ]
 
 
@@ -30,6 +30,21 @@ def __getattr__(name):
         from ._mask import apply_mask
         return apply_mask
     raise AttributeError(name)
+
+
+def prepare(vocab, *, json: bool = True) -> None:
+    """Build what every mask over `vocab` shares, ahead of the first request: the token trie
+    and (json=True) the tables of the JSON rules that every schema reuses (string bodies,
+    numbers, integers). Idempotent; later grammars find these in the shared cache."""
+    from ._mask import trie_of
+    trie_of(vocab)
+    if json:
+        g = compile_any_json()
+        tables = g.token_tables(vocab)
+        a = g.automaton
+        shared = tables.shared_positions()
+        for p in shared:
+            tables.table(p)
 
 
 def mask_words(vocab_size: int) -> int:

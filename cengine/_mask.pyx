@@ -343,6 +343,10 @@ cdef class TokenTables:
         self.shared_keys = _signatures(automaton)
         self.called_rules = frozenset(int(r) for r in automaton.call_rule)
 
+    def shared_positions(self):
+        """Positions whose tables are shared across grammars (small self-contained rules)."""
+        return sorted(self.shared_keys)
+
     def table(self, int p):
         t = self.tables.get(p)
         if t is None:

@@ -62,6 +62,9 @@ class Engines:
         vocab_ptr = llama_cpp.llama_model_get_vocab(self.llm.model)
         self.lltok = llguidance.llamacpp.lltokenizer_from_vocab(vocab_ptr)
         self.vocab = cengine.Vocabulary.from_gguf(path)
+        # per-vocabulary preparation, like llguidance's tokenizer creation (trie + slices)
+        # above: both happen once per vocabulary, outside the timed part
+        cengine.prepare(self.vocab)
         if self.vocab.size != self.lltok.vocab_size:
             raise SystemExit(f"vocabulary sizes differ: ours {self.vocab.size}, "
                              f"llguidance {self.lltok.vocab_size}")

@@ -161,6 +161,8 @@ class Model:
         self.chat_template: Optional[str] = self.metadata.get("tokenizer.chat_template") or None
         self.n_ctx = self.runtime.n_ctx
         self.vocab = cengine.Vocabulary.from_gguf(self.path)
+        # the token trie and the shared JSON tables, so the first request doesn't pay for them
+        cengine.prepare(self.vocab)
         if self.vocab.size > self.runtime.n_vocab:
             raise ValueError(f"vocabulary of {self.vocab.size} tokens but the model has "
                              f"{self.runtime.n_vocab} logits")
