@@ -148,12 +148,31 @@ class _RuleCompiler:
             raise TypeError(f"not a grammar expression: {e!r}")
 
 
-def _determinize(nfa: _NFA, start: int, accept: int):
+class _Budget:
+    """Deterministic cap on compile work (DFA construction), so no request can tie up a core
+    for seconds: the count is of NFA states touched, independent of machine speed."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+
+    def spend(self, n: int) -> None:
+        self.used += n
+        if self.used > self.limit:
+            raise LimitError(f"grammar too costly to compile: more than {self.limit:,} units "
+                             "of automaton construction work (MAX_COMPILE_WORK)")
+
+
+MAX_COMPILE_WORK = 30_000_000
+
+
+def _determinize(nfa: _NFA, start: int, accept: int, budget: "_Budget"):
     """Subset construction. Returns (final flags, byte edges, call edges) per DFA state."""
 
     def closure(states):
         stack = list(states)
         seen = set(states)
+        budget.spend(8 + len(seen))
         while stack:
             q = stack.pop()
             for r in nfa.eps[q]:
@@ -175,9 +194,11 @@ def _determinize(nfa: _NFA, start: int, accept: int):
         finals.append(accept in cur)
         # byte edges: partition [0, 255] by range boundaries
         ranges = [e for q in cur for e in nfa.bytes_[q]]
+        budget.spend(len(cur) + len(ranges))
         edges: List[Tuple[int, int, int, int]] = []
         if ranges:
             bounds = sorted({e[0] for e in ranges} | {e[1] + 1 for e in ranges})
+            budget.spend(len(bounds) * len(ranges))
             for a, b in zip(bounds, bounds[1:]):
                 hits = [(t, w) for lo, hi, t, w in ranges if lo <= a and b - 1 <= hi]
                 if not hits:
@@ -452,6 +473,7 @@ def build(grammar: ir.GrammarIR) -> Automaton:
             used.add(m)
             stack.append(m)
     names = [n for n in grammar.rules if n in used]
+    budget = _Budget(MAX_COMPILE_WORK)
     rule_index = {n: i for i, n in enumerate(names)}
     origins = {n: r.origin for n, r in grammar.rules.items() if r.origin}
 
@@ -470,7 +492,7 @@ def build(grammar: ir.GrammarIR) -> Automaton:
                 line, col = origins.get(name) or (None, None)
                 raise type(e)(e.reason, rule=name, line=line, column=col) from None
             raise
-        f, be, ce = _determinize(rc.nfa, s, t)
+        f, be, ce = _determinize(rc.nfa, s, t, budget)
         base = len(finals)
         if base + len(f) > MAX_POSITIONS:
             raise LimitError(f"grammar needs more than {MAX_POSITIONS} positions")
