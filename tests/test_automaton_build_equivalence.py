@@ -1,0 +1,254 @@
+"""The fast automaton builder (cengine.automaton.build) against the frozen pure-Python one
+(cengine.automaton_reference.build_reference): for every grammar of a broad corpus the tables
+must be identical, array for array, and a refused grammar must be refused by both with the
+same error type and message.
+
+Corpus: llama.cpp's grammars, the tool schemas of the benchmark (closed and open objects),
+every JSON-Schema-Test-Suite schema that our schema compiler accepts, regexes, lexicons, the
+IR grammars of tests/grammars_ir.py, hand-made refusals, and random small IR grammars.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import grammars_ir
+import material
+from cengine import CompileError, automaton, automaton_reference, ir
+from cengine.gbnf import parse_gbnf
+from cengine.lexicon import lexicon_to_ir
+from cengine.regex import regex_to_ir
+from cengine.schema import schema_to_ir
+
+TOOLS = Path(__file__).resolve().parent.parent / "testdata" / "bench_schemas" / "tools"
+
+
+def _outcome(build, g):
+    try:
+        return build(g), None
+    except CompileError as e:
+        return None, e
+
+
+def assert_same_build(g: ir.GrammarIR) -> None:
+    fast, fast_err = _outcome(automaton.build, g)
+    ref, ref_err = _outcome(automaton_reference.build_reference, g)
+    if ref_err is not None or fast_err is not None:
+        assert fast_err is not None and ref_err is not None, (fast_err, ref_err)
+        assert type(fast_err) is type(ref_err)
+        assert str(fast_err) == str(ref_err)
+        assert (fast_err.rule, fast_err.line, fast_err.column) == \
+            (ref_err.rule, ref_err.line, ref_err.column)
+        return
+    for f in dataclasses.fields(ref):
+        a, b = getattr(fast, f.name), getattr(ref, f.name)
+        if isinstance(b, np.ndarray):
+            assert isinstance(a, np.ndarray), f.name
+            assert a.dtype == b.dtype, f.name
+            assert np.array_equal(a, b), f.name
+        else:
+            assert a == b, f.name
+
+
+def _ir_or_none(fn, *args, **kw):
+    """A front end's IR, or None when the front end itself refuses (not the builder's case)."""
+    try:
+        return fn(*args, **kw)
+    except CompileError:
+        return None
+
+
+# --- corpus ------------------------------------------------------------------------------
+
+GBNF = material.gbnf_grammars()
+
+
+@pytest.mark.parametrize("name", sorted(GBNF))
+def test_build_equivalence_llamacpp_gbnf(name):
+    g = _ir_or_none(parse_gbnf, GBNF[name])
+    assert g is not None, f"{name}.gbnf no longer parses"
+    assert_same_build(g)
+
+
+TOOL_FILES = sorted(p.name for p in TOOLS.glob("*.json"))
+
+
+@pytest.mark.parametrize("closed", [True, False])
+@pytest.mark.parametrize("fname", TOOL_FILES)
+def test_build_equivalence_tool_schemas(fname, closed):
+    d = json.loads((TOOLS / fname).read_text(encoding="utf-8"))
+    g = _ir_or_none(schema_to_ir, d.get("parameters", d), closed_objects=closed)
+    if g is None:
+        pytest.skip("schema compiler refuses this schema")
+    assert_same_build(g)
+
+
+SUITE = material.json_schema_test_suite("draft2020-12")
+
+
+@pytest.mark.parametrize("stem", sorted(SUITE))
+def test_build_equivalence_schema_suite(stem):
+    compiled = 0
+    for group in SUITE[stem]:
+        for closed in (False, True):
+            g = _ir_or_none(schema_to_ir, group["schema"], closed_objects=closed)
+            if g is not None:
+                compiled += 1
+                assert_same_build(g)
+    if compiled == 0:
+        pytest.skip("no schema of this file compiles")
+
+
+REGEXES = [
+    r"[a-z]+", r"(a|b)*a(a|b){3}", r"\d{3}-\d{4}", r"(foo|foobar|fo+)?x*", r"[^\n]{0,20}",
+    r"é[α-ω]{2,3}[😀-🙏]?", r"(ab|a)(bc|c)*", r"^\w+@\w+\.(com|org)$", r"(\s*|x)+y",
+    r"[\u0000-\uffff]{1,2}", r"a{0,5}b{2}c*",
+]
+
+
+@pytest.mark.parametrize("pattern", REGEXES)
+def test_build_equivalence_regex(pattern):
+    g = _ir_or_none(regex_to_ir, pattern)
+    assert g is not None, pattern
+    assert_same_build(g)
+
+
+LEXICONS = [
+    ("yes", "no", "maybe"),
+    ("a", "ab", "abc", "b", "ba"),
+    ("héllo", "wörld", "日本", "日本語", "emoji 😀"),
+    tuple(f"word{i}" for i in range(60)),
+]
+
+
+@pytest.mark.parametrize("words", LEXICONS, ids=lambda w: f"{len(w)}words")
+def test_build_equivalence_lexicon(words):
+    g = _ir_or_none(lexicon_to_ir, words)
+    assert g is not None, words
+    assert_same_build(g)
+
+
+@pytest.mark.parametrize("name", sorted(grammars_ir.ALL))
+def test_build_equivalence_ir_grammars(name):
+    assert_same_build(grammars_ir.ALL[name]())
+
+
+# --- refusals: the same error, word for word ----------------------------------------------
+
+def _g(root="root", **rules):
+    g = ir.GrammarIR()
+    for n, e in rules.items():
+        g.add(n, e)
+    g.root = root
+    return g
+
+
+REFUSALS = {
+    "undefined_rule": lambda: _g(root=ir.Ref("nope")),
+    "missing_root": lambda: _g(x=ir.lit("a")),
+    "left_recursion_direct": lambda: _g(root=ir.alt(ir.seq(ir.Ref("root"), ir.lit("a")), ir.lit("b"))),
+    "left_recursion_indirect": lambda: _g(
+        root=ir.Ref("a"), a=ir.alt(ir.seq(ir.Ref("b"), ir.lit("x")), ir.lit("y")),
+        b=ir.seq(ir.repeat(ir.lit("z"), 0, 1), ir.Ref("a"))),
+    "left_recursion_nullable_prefix": lambda: _g(
+        root=ir.Ref("a"), n=ir.repeat(ir.lit("q"), 0, None),
+        a=ir.alt(ir.seq(ir.Ref("n"), ir.Ref("n"), ir.Ref("a"), ir.lit("x")), ir.lit("y"))),
+    "no_document": lambda: _g(root=ir.seq(ir.lit("a"), ir.Ref("loop")),
+                              loop=ir.seq(ir.lit("b"), ir.Ref("loop"))),
+    "nothing": lambda: _g(root=ir.NOTHING),
+    "whitespace_ambiguous": lambda: _whitespace_ambiguous(),
+    "nest_too_deep": lambda: _deep_nullable_chain(300),
+}
+
+
+def _whitespace_ambiguous():
+    g = ir.GrammarIR()
+    ws = g.add("ws", ir.repeat(ir.ByteSet(((0x20, 0x20),)), 0, None), whitespace=True)
+    g.add("root", ir.alt(ir.seq(ws, ir.lit("a")), ir.lit(" b")))
+    return g
+
+
+def _deep_nullable_chain(n):
+    # r0 -> r1 -> ... each rule is recursive (so not inlined) and reaches the next rule
+    # without consuming a byte
+    g = ir.GrammarIR()
+    for i in range(n):
+        nxt = ir.Ref(f"r{i + 1}") if i + 1 < n else ir.lit("z")
+        g.add(f"r{i}", ir.alt(ir.seq(nxt, ir.lit("!")), ir.seq(ir.lit("("), ir.Ref(f"r{i}"), ir.lit(")"))))
+    g.root = "r0"
+    return g
+
+
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+def test_build_equivalence_refusals(name):
+    g = REFUSALS[name]()
+    with pytest.raises(CompileError):
+        automaton_reference.build_reference(g)
+    assert_same_build(g)
+
+
+@pytest.mark.parametrize("limit", [2_000, 50_000, 200_000, 1_000_000])
+def test_build_equivalence_work_budget(monkeypatch, limit):
+    # the same units: with the same budget, the same grammars are refused
+    monkeypatch.setattr(automaton, "MAX_COMPILE_WORK", limit)
+    monkeypatch.setattr(automaton_reference, "MAX_COMPILE_WORK", limit)
+    for pattern in [r"(a|b)*a(a|b){6}", r"(a|b)*a(a|b){10}", r"[a-z]{1,12}@[a-z]+"]:
+        assert_same_build(regex_to_ir(pattern))
+    assert_same_build(parse_gbnf(GBNF["json"]))
+    assert_same_build(grammars_ir.json_like())
+
+
+@pytest.mark.parametrize("limit", [5, 40, 400])
+def test_build_equivalence_position_limit(monkeypatch, limit):
+    monkeypatch.setattr(automaton, "MAX_POSITIONS", limit)
+    monkeypatch.setattr(automaton_reference, "MAX_POSITIONS", limit)
+    assert_same_build(regex_to_ir(r"(a|b)*a(a|b){6}"))
+    assert_same_build(grammars_ir.json_like())
+
+
+# --- random grammars ------------------------------------------------------------------------
+
+RULES = ["root", "a", "b", "c"]
+
+
+def _exprs(depth):
+    leaf = st.one_of(
+        st.binary(min_size=0, max_size=3).map(ir.Bytes),
+        st.lists(st.tuples(st.integers(0x20, 0x7F), st.integers(0, 40)), min_size=1, max_size=3)
+        .map(lambda rs: ir.ByteSet(ir.normalize_ranges((lo, min(255, lo + w)) for lo, w in rs))),
+        st.lists(st.tuples(st.integers(0x60, 0x2000), st.integers(0, 0x900)), min_size=1, max_size=2)
+        .map(lambda rs: ir.charset((lo, lo + w) for lo, w in rs)),
+        st.sampled_from(RULES).map(ir.Ref),
+    )
+    if depth == 0:
+        return leaf
+    sub = _exprs(depth - 1)
+    return st.one_of(
+        leaf,
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: ir.Seq(tuple(xs))),
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: ir.Alt(tuple(xs))),
+        st.tuples(sub, st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3)))
+        .map(lambda t: ir.Repeat(t[0], t[1], None if t[2] is None else t[1] + t[2])),
+    )
+
+
+@st.composite
+def random_grammars(draw):
+    g = ir.GrammarIR()
+    for n in RULES:
+        g.add(n, draw(_exprs(2)), container=draw(st.booleans()), whitespace=draw(st.booleans()))
+    g.max_depth = draw(st.one_of(st.none(), st.integers(1, 5)))
+    g.whitespace_budget = draw(st.one_of(st.none(), st.integers(0, 5)))
+    return g
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_grammars())
+def test_build_equivalence_random_ir(g):
+    assert_same_build(g)
