@@ -11,6 +11,10 @@ extensions = [
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
               extra_compile_args=COMPILE_ARGS)
     for name in ("_matcher", "_mask")
+] + [
+    # the automaton builder's kernels use C++ containers (vectors, hash maps)
+    Extension("cengine._build", ["cengine/_build.pyx"], language="c++",
+              extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
 ]
 
 setup(

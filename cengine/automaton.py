@@ -28,6 +28,7 @@ import numpy as np
 from . import ir
 from .errors import CompileError, LimitError
 from .utf8 import sequences
+from ._build import Builder
 
 # documented limits
 MAX_NFA_STATES = 400_000
@@ -41,20 +42,20 @@ INF = 1 << 40
 
 
 class _NFA:
-    __slots__ = ("eps", "bytes_", "calls")
+    """Thompson NFA of one rule as flat int lists (handed to the C++ determinizer as is)."""
+    __slots__ = ("n", "eps", "bytes_", "calls")
 
     def __init__(self):
-        self.eps: List[List[int]] = []
-        self.bytes_: List[List[Tuple[int, int, int, int]]] = []   # (lo, hi, to, whitespace)
-        self.calls: List[List[Tuple[int, int]]] = []
+        self.n = 0
+        self.eps: List[int] = []        # (from, to)*
+        self.bytes_: List[int] = []     # (from, lo, hi, to, whitespace)*
+        self.calls: List[int] = []      # (from, rule, return state)*
 
     def new(self) -> int:
-        if len(self.eps) >= MAX_NFA_STATES:
+        if self.n >= MAX_NFA_STATES:
             raise LimitError(f"grammar needs more than {MAX_NFA_STATES} automaton states")
-        self.eps.append([])
-        self.bytes_.append([])
-        self.calls.append([])
-        return len(self.eps) - 1
+        self.n += 1
+        return self.n - 1
 
 
 class _RuleCompiler:
@@ -79,13 +80,13 @@ class _RuleCompiler:
             cur = s
             for i, b in enumerate(e.data):
                 nxt = t if i == len(e.data) - 1 else nfa.new()
-                nfa.bytes_[cur].append((b, b, nxt, self.ws))
+                nfa.bytes_ += (cur, b, b, nxt, self.ws)
                 cur = nxt
             if not e.data:
-                nfa.eps[s].append(t)
+                nfa.eps += (s, t)
         elif isinstance(e, ir.ByteSet):
             for lo, hi in e.ranges:
-                nfa.bytes_[s].append((lo, hi, t, self.ws))
+                nfa.bytes_ += (s, lo, hi, t, self.ws)
         elif isinstance(e, ir.CharSet):
             seqs = self._charset_cache.get(e.ranges)
             if seqs is None:
@@ -96,7 +97,7 @@ class _RuleCompiler:
                 cur = s
                 for i, (lo, hi) in enumerate(sq):
                     nxt = t if i == len(sq) - 1 else nfa.new()
-                    nfa.bytes_[cur].append((lo, hi, nxt, self.ws))
+                    nfa.bytes_ += (cur, lo, hi, nxt, self.ws)
                     cur = nxt
         elif isinstance(e, ir.Seq):
             cur = s
@@ -108,9 +109,9 @@ class _RuleCompiler:
             for it in e.items:
                 a = nfa.new()
                 b = nfa.new()
-                nfa.eps[s].append(a)
+                nfa.eps += (s, a)
                 self._emit(it, a, b)
-                nfa.eps[b].append(t)
+                nfa.eps += (b, t)
         elif isinstance(e, ir.Repeat):
             cur = s
             for _ in range(e.lo):
@@ -121,22 +122,21 @@ class _RuleCompiler:
                 # loop: cur -item-> cur2 -eps-> cur ; cur -eps-> t
                 body_s = nfa.new()
                 body_t = nfa.new()
-                nfa.eps[cur].append(body_s)
+                nfa.eps += (cur, body_s)
                 self._emit(e.item, body_s, body_t)
-                nfa.eps[body_t].append(cur)
-                nfa.eps[cur].append(t)
+                nfa.eps += (body_t, cur, cur, t)
             else:
                 for _ in range(e.hi - e.lo):
-                    nfa.eps[cur].append(t)
+                    nfa.eps += (cur, t)
                     nxt = nfa.new()
                     self._emit(e.item, cur, nxt)
                     cur = nxt
-                nfa.eps[cur].append(t)
+                nfa.eps += (cur, t)
         elif isinstance(e, ir.Ref):
             idx = self.rule_index.get(e.name)
             if idx is None:
                 raise CompileError(f"rule '{e.name}' is used but never defined", rule=self.rule_name)
-            nfa.calls[s].append((idx, t))
+            nfa.calls += (s, idx, t)
         elif isinstance(e, _Whitespace):
             saved = self.ws
             self.ws = 1
@@ -148,92 +148,9 @@ class _RuleCompiler:
             raise TypeError(f"not a grammar expression: {e!r}")
 
 
-class _Budget:
-    """Deterministic cap on compile work (DFA construction), so no request can tie up a core
-    for seconds: the count is of NFA states touched, independent of machine speed."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.used = 0
-
-    def spend(self, n: int) -> None:
-        self.used += n
-        if self.used > self.limit:
-            raise LimitError(f"grammar too costly to compile: more than {self.limit:,} units "
-                             "of automaton construction work (MAX_COMPILE_WORK)")
-
-
+# Deterministic cap on compile work (DFA construction), so no request can tie up a core for
+# seconds: the count is of NFA states touched, independent of machine speed (spent in _build).
 MAX_COMPILE_WORK = 30_000_000
-
-
-def _determinize(nfa: _NFA, start: int, accept: int, budget: "_Budget"):
-    """Subset construction. Returns (final flags, byte edges, call edges) per DFA state."""
-
-    def closure(states):
-        stack = list(states)
-        seen = set(states)
-        budget.spend(8 + len(seen))
-        while stack:
-            q = stack.pop()
-            for r in nfa.eps[q]:
-                if r not in seen:
-                    seen.add(r)
-                    stack.append(r)
-        return frozenset(seen)
-
-    start_set = closure([start])
-    index = {start_set: 0}
-    order = [start_set]
-    finals: List[bool] = []
-    byte_edges: List[List[Tuple[int, int, int]]] = []
-    call_edges: List[List[Tuple[int, int]]] = []
-    i = 0
-    while i < len(order):
-        cur = order[i]
-        i += 1
-        finals.append(accept in cur)
-        # byte edges: partition [0, 255] by range boundaries
-        ranges = [e for q in cur for e in nfa.bytes_[q]]
-        budget.spend(len(cur) + len(ranges))
-        edges: List[Tuple[int, int, int, int]] = []
-        if ranges:
-            bounds = sorted({e[0] for e in ranges} | {e[1] + 1 for e in ranges})
-            budget.spend(len(bounds) * len(ranges))
-            for a, b in zip(bounds, bounds[1:]):
-                hits = [(t, w) for lo, hi, t, w in ranges if lo <= a and b - 1 <= hi]
-                if not hits:
-                    continue
-                wsflags = {w for _, w in hits}
-                if len(wsflags) > 1:
-                    raise CompileError(f"byte 0x{a:02x} is whitespace on one path and content on "
-                                       "another: the whitespace budget would be ambiguous")
-                ws = wsflags.pop()
-                tset = closure([t for t, _ in hits])
-                j = index.get(tset)
-                if j is None:
-                    j = index[tset] = len(order)
-                    order.append(tset)
-                    if len(order) > MAX_POSITIONS:
-                        raise LimitError(f"grammar needs more than {MAX_POSITIONS} positions")
-                if edges and edges[-1][2] == j and edges[-1][1] == a - 1 and edges[-1][3] == ws:
-                    edges[-1] = (edges[-1][0], b - 1, j, ws)
-                else:
-                    edges.append((a, b - 1, j, ws))
-        byte_edges.append(edges)
-        calls: Dict[int, List[int]] = {}
-        for q in cur:
-            for r, t in nfa.calls[q]:
-                calls.setdefault(r, []).append(t)
-        cedges = []
-        for r in sorted(calls):
-            tset = closure(calls[r])
-            j = index.get(tset)
-            if j is None:
-                j = index[tset] = len(order)
-                order.append(tset)
-            cedges.append((r, j))
-        call_edges.append(cedges)
-    return finals, byte_edges, call_edges
 
 
 @dataclass(frozen=True)
@@ -274,22 +191,9 @@ class Automaton:
         return sum(v.nbytes for v in self.__dict__.values() if isinstance(v, np.ndarray))
 
 
-def _check_left_recursion(names, starts, finals, bedges, cedges, nullable, origins):
-    # left callees of rule r: rules called at positions reachable from r's start without
-    # consuming a byte (through nullable callees)
-    left: List[set] = []
-    for r, s in enumerate(starts):
-        seen = {s}
-        stack = [s]
-        callees = set()
-        while stack:
-            p = stack.pop()
-            for cr, t in cedges[p]:
-                callees.add(cr)
-                if nullable[cr] and t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        left.append(callees)
+def _check_left_recursion(names, left, origins):
+    # left[r]: rules called at positions reachable from r's start without consuming a byte
+    # (through nullable callees), computed by the builder
     # cycle detection (iterative DFS, colours)
     colour = [0] * len(names)
     for r0 in range(len(names)):
@@ -473,16 +377,11 @@ def build(grammar: ir.GrammarIR) -> Automaton:
             used.add(m)
             stack.append(m)
     names = [n for n in grammar.rules if n in used]
-    budget = _Budget(MAX_COMPILE_WORK)
     rule_index = {n: i for i, n in enumerate(names)}
     origins = {n: r.origin for n, r in grammar.rules.items() if r.origin}
 
-    # per rule DFA, concatenated into one position space
-    starts: List[int] = []
-    finals: List[bool] = []
-    bedges: List[List[Tuple[int, int, int]]] = []
-    cedges: List[List[Tuple[int, int]]] = []
-    pos_rule: List[int] = []
+    # per rule DFA (C++ subset construction), concatenated into one position space
+    builder = Builder(MAX_COMPILE_WORK, MAX_POSITIONS)
     for ri, name in enumerate(names):
         rc = _RuleCompiler(rule_index, name, whitespace=grammar.rules[name].whitespace)
         try:
@@ -492,169 +391,31 @@ def build(grammar: ir.GrammarIR) -> Automaton:
                 line, col = origins.get(name) or (None, None)
                 raise type(e)(e.reason, rule=name, line=line, column=col) from None
             raise
-        f, be, ce = _determinize(rc.nfa, s, t, budget)
-        base = len(finals)
-        if base + len(f) > MAX_POSITIONS:
-            raise LimitError(f"grammar needs more than {MAX_POSITIONS} positions")
-        starts.append(base)
-        finals.extend(f)
-        bedges.extend([(lo, hi, base + j, w) for lo, hi, j, w in es] for es in be)
-        cedges.extend([(r, base + j) for r, j in es] for es in ce)
-        pos_rule.extend([ri] * len(f))
-    P = len(finals)
+        nfa = rc.nfa
+        builder.add_rule(ri, nfa.n, nfa.eps, nfa.bytes_, nfa.calls, s, t)
 
-    # nullable rules: the start reaches a final state through nullable calls only
-    nullable = [False] * len(names)
-    changed = True
-    while changed:
-        changed = False
-        for r, s in enumerate(starts):
-            if nullable[r]:
-                continue
-            seen = {s}
-            stack = [s]
-            ok = False
-            while stack and not ok:
-                p = stack.pop()
-                if finals[p]:
-                    ok = True
-                    break
-                for cr, t in cedges[p]:
-                    if nullable[cr] and t not in seen:
-                        seen.add(t)
-                        stack.append(t)
-            if ok:
-                nullable[r] = True
-                changed = True
-
-    _check_left_recursion(names, starts, finals, bedges, cedges, nullable, origins)
+    nullable = builder.nullable()
+    _check_left_recursion(names, builder.left_callees(nullable), origins)
 
     # shortest completion per position (Bellman-Ford with strict improvement: the chosen
     # pointers form no cycle, so the closer's walk terminates)
-    short_len = [0 if finals[p] else INF for p in range(P)]
-    short_kind = [0] * P
-    short_byte = [0] * P
-    short_rule = [0] * P
-    short_to = [0] * P
-    changed = True
-    while changed:
-        changed = False
-        for p in range(P - 1, -1, -1):
-            best = short_len[p]
-            for lo, hi, t, _ in bedges[p]:
-                v = 1 + short_len[t]
-                if v < best:
-                    best = v
-                    short_kind[p], short_byte[p], short_to[p] = 1, lo, t
-            for r, t in cedges[p]:
-                v = short_len[starts[r]] + short_len[t]
-                if v < best:
-                    best = v
-                    short_kind[p], short_rule[p], short_to[p] = 2, r, t
-            if best < short_len[p]:
-                short_len[p] = best
-                changed = True
+    start_len = builder.shortest()
     root = rule_index[grammar.root]
-    if short_len[starts[root]] >= INF:
+    if start_len[root] >= INF:
         line, col = origins.get(grammar.root) or (None, None)
         raise CompileError("the grammar matches no document at all", rule=grammar.root,
                            line=line, column=col)
 
-    # drop what leads nowhere: edges into positions that can never finish their rule, calls
-    # of rules that never complete. The closer then always finds a way out of any state.
-    for p in range(P):
-        bedges[p] = [e for e in bedges[p] if short_len[e[2]] < INF]
-        cedges[p] = [e for e in cedges[p] if short_len[starts[e[0]]] < INF and short_len[e[1]] < INF]
-
-    # a position is "trivial" when its rule can only end there: returning to it = popping it
-    trivial = [finals[p] and not bedges[p] and not cedges[p] for p in range(P)]
-
-    # closure chains
-    flags = [0] * P
-    for p in range(P):
-        rule = grammar.rules[names[pos_rule[p]]]
-        flags[p] = (FLAG_FINAL if finals[p] else 0) | (FLAG_WS if rule.whitespace else 0) | \
-            (FLAG_CONTAINER if rule.container else 0)
-    chain_index: Dict[Tuple[int, ...], int] = {}
-    chains: List[Tuple[int, ...]] = []
-    clo_lists: List[List[int]] = []
-    clo_pop = [0] * P
-    for p in range(P):
-        out: List[int] = []
-        seen_chains = set()
-        visited = set()
-        pop = False
-        work = [(p, ())]
-        while work:
-            q, below = work.pop()
-            if (q, below) in visited:
-                continue
-            visited.add((q, below))
-            if bedges[q]:
-                ch = (q,) + below
-                if ch not in seen_chains:
-                    seen_chains.add(ch)
-                    j = chain_index.get(ch)
-                    if j is None:
-                        j = chain_index[ch] = len(chains)
-                        chains.append(ch)
-                    out.append(j)
-            if finals[q]:
-                if below:
-                    work.append((below[0], below[1:]))
-                else:
-                    pop = True
-            for r, t in cedges[q]:
-                nb = below if trivial[t] else (t,) + below
-                if len(nb) > 256:
-                    raise LimitError("rule calls nest more than 256 deep without consuming a byte",
-                                     rule=names[r])
-                work.append((starts[r], nb))
-        clo_lists.append(out)
-        clo_pop[p] = 1 if pop else 0
-
-    def i32(x):
-        return np.asarray(x, dtype=np.int32)
-
-    edge_off = np.zeros(P + 1, np.int32)
-    call_off = np.zeros(P + 1, np.int32)
-    clo_off = np.zeros(P + 1, np.int32)
-    for p in range(P):
-        edge_off[p + 1] = edge_off[p] + len(bedges[p])
-        call_off[p + 1] = call_off[p] + len(cedges[p])
-        clo_off[p + 1] = clo_off[p] + len(clo_lists[p])
-    flat_e = [e for es in bedges for e in es]
-    flat_c = [e for es in cedges for e in es]
-    chain_off = np.zeros(len(chains) + 1, np.int32)
-    for i, ch in enumerate(chains):
-        chain_off[i + 1] = chain_off[i] + len(ch)
-
+    # prune edges that lead nowhere (the closer then always finds a way out of any state),
+    # flags, closure chains, packed tables
+    rules = [grammar.rules[n] for n in names]
+    t = builder.finish([r.whitespace for r in rules], [r.container for r in rules], names)
     # the document itself: a virtual frame calling root; start from a return-less root start
     return Automaton(
         rule_names=tuple(names),
-        rule_start=i32(starts),
         root_rule=root,
-        pos_rule=i32(pos_rule),
-        pos_flags=np.asarray(flags, np.uint8),
-        edge_off=edge_off,
-        edge_lo=np.asarray([e[0] for e in flat_e], np.uint8),
-        edge_hi=np.asarray([e[1] for e in flat_e], np.uint8),
-        edge_to=i32([e[2] for e in flat_e]),
-        edge_ws=np.asarray([e[3] for e in flat_e], np.uint8),
-        call_off=call_off,
-        call_rule=i32([e[0] for e in flat_c]),
-        call_to=i32([e[1] for e in flat_c]),
-        clo_off=clo_off,
-        clo_chain=i32([j for lst in clo_lists for j in lst]),
-        chain_off=chain_off,
-        chain_pos=i32([q for ch in chains for q in ch]),
-        clo_pop=np.asarray(clo_pop, np.uint8),
-        short_len=np.asarray(short_len, np.int64),
-        short_kind=np.asarray(short_kind, np.uint8),
-        short_byte=np.asarray(short_byte, np.uint8),
-        short_rule=i32(short_rule),
-        short_to=i32(short_to),
-        root_start=starts[root],
+        root_start=int(t["rule_start"][root]),
         max_depth=grammar.max_depth if grammar.max_depth is not None else (1 << 30),
         whitespace_budget=-1 if grammar.whitespace_budget is None else grammar.whitespace_budget,
+        **t,
     )

@@ -1,0 +1,516 @@
+# distutils: language = c++
+"""C++ kernels of the automaton builder (cengine.automaton.build).
+
+The Python side builds each rule's Thompson NFA (flat int lists) and hands it to a `Builder`,
+which does the subset construction and every per-position pass (nullable rules, left callees,
+shortest completion, pruning, closure chains) over C++ vectors, then packs the numpy tables.
+
+Everything here must reproduce cengine.automaton_reference exactly: the same DFA numbering
+(discovery order: byte partitions ascending, then calls by rule), the same Bellman-Ford sweep
+order (tie-breaking of the completion pointers), the same DFS order for closure chains, the
+same compile-work units spent at the same moments, and the same error messages.
+"""
+from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.string cimport memcpy
+from libcpp.vector cimport vector
+from libcpp.pair cimport pair
+from libcpp.unordered_map cimport unordered_map
+from libcpp.unordered_set cimport unordered_set
+from libcpp.algorithm cimport sort as cpp_sort
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cython.operator cimport dereference as deref
+
+import numpy as np
+
+from .errors import CompileError, LimitError
+
+cdef int64_t INF = (<int64_t>1) << 40
+cdef int MAX_CHAIN_DEPTH = 256
+
+
+cdef object _i32(vector[int]& v):
+    a = np.empty(v.size(), np.int32)
+    cdef int32_t[::1] m = a
+    if v.size():
+        memcpy(&m[0], v.data(), v.size() * sizeof(int))
+    return a
+
+
+cdef object _u8(vector[int]& v):
+    a = np.empty(v.size(), np.uint8)
+    cdef uint8_t[::1] m = a
+    cdef size_t i
+    for i in range(v.size()):
+        m[i] = <uint8_t>v[i]
+    return a
+
+
+cdef class Builder:
+    # positions of all rules, numbered rule after rule (CSR edges)
+    cdef vector[int] finals, pos_rule, starts
+    cdef vector[int] e_off, e_lo, e_hi, e_to, e_ws
+    cdef vector[int] c_off, c_rule, c_to
+    cdef vector[int64_t] short_len
+    cdef vector[int] short_kind, short_byte, short_rule, short_to
+    cdef public int64_t used
+    cdef int64_t limit
+    cdef int max_positions
+    # the NFA of the rule being determinized
+    cdef vector[int] n_eoff, n_eto, n_boff, n_blo, n_bhi, n_bto, n_bws, n_coff, n_crule, n_cto
+    cdef vector[int] mark, buf
+    cdef int stamp
+
+    def __init__(self, int64_t limit, int max_positions):
+        self.used = 0
+        self.limit = limit
+        self.max_positions = max_positions
+        self.e_off.push_back(0)
+        self.c_off.push_back(0)
+        self.stamp = 0
+
+    @property
+    def n_positions(self):
+        return <int>self.finals.size()
+
+    cdef int spend(self, int64_t k) except -1:
+        self.used += k
+        if self.used > self.limit:
+            raise LimitError(f"grammar too costly to compile: more than {self.limit:,} units "
+                             "of automaton construction work (MAX_COMPILE_WORK)")
+        return 0
+
+    cdef int closure(self, vector[int]& init) except -1:
+        """self.buf = sorted epsilon closure of init; spends 8 + |distinct init| units."""
+        cdef int q, r, k
+        cdef size_t i
+        self.stamp += 1
+        cdef int st = self.stamp
+        self.buf.clear()
+        for i in range(init.size()):
+            q = init[i]
+            if self.mark[q] != st:
+                self.mark[q] = st
+                self.buf.push_back(q)
+        self.spend(8 + <int64_t>self.buf.size())
+        i = 0
+        while i < self.buf.size():
+            q = self.buf[i]
+            i += 1
+            for k in range(self.n_eoff[q], self.n_eoff[q + 1]):
+                r = self.n_eto[k]
+                if self.mark[r] != st:
+                    self.mark[r] = st
+                    self.buf.push_back(r)
+        cpp_sort(self.buf.begin(), self.buf.end())
+        return 0
+
+    cdef int _csr(self, int n, list flat, int stride, vector[int]& off, vector[int]** cols) except -1:
+        """Group the records of flat (stride ints, first = from state) by from state."""
+        cdef int m = len(flat) // stride
+        cdef int i, j, f, at
+        off.assign(n + 1, 0)
+        for i in range(m):
+            off[<int>flat[i * stride] + 1] += 1
+        for i in range(n):
+            off[i + 1] += off[i]
+        for j in range(stride - 1):
+            cols[j][0].assign(m, 0)
+        cdef vector[int] fill = off
+        for i in range(m):
+            f = flat[i * stride]
+            at = fill[f]
+            fill[f] += 1
+            for j in range(stride - 1):
+                cols[j][0][at] = flat[i * stride + 1 + j]
+        return 0
+
+    def add_rule(self, int rule, int n, list eps, list byt, list calls, int start, int accept):
+        """Determinize one rule's NFA and append its DFA states as positions.
+
+        eps: [from, to]*; byt: [from, lo, hi, to, ws]*; calls: [from, rule, to]*."""
+        cdef vector[int]* cols[4]
+        cols[0] = &self.n_eto
+        self._csr(n, eps, 2, self.n_eoff, cols)
+        cols[0] = &self.n_blo
+        cols[1] = &self.n_bhi
+        cols[2] = &self.n_bto
+        cols[3] = &self.n_bws
+        self._csr(n, byt, 5, self.n_boff, cols)
+        cols[0] = &self.n_crule
+        cols[1] = &self.n_cto
+        self._csr(n, calls, 3, self.n_coff, cols)
+        self.mark.assign(n, 0)
+        self.stamp = 0
+
+        cdef int base = <int>self.finals.size()
+        cdef dict index = {}
+        cdef vector[int] set_off, set_data, cur, targets, present
+        cdef vector[int] r_lo, r_hi, r_to, r_ws, bounds
+        cdef vector[pair[int, int]] cpairs
+        cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
+        cdef size_t m
+        cdef bytes key
+        cdef int out_start, fin
+        present.assign(258, 0)
+
+        # start state
+        cur.push_back(start)
+        self.closure(cur)
+        set_off.push_back(0)
+        set_data.insert(set_data.end(), self.buf.begin(), self.buf.end())
+        set_off.push_back(<int>set_data.size())
+        index[PyBytes_FromStringAndSize(<char*>self.buf.data(), self.buf.size() * sizeof(int))] = 0
+        nsets = 1
+        i = 0
+        while i < nsets:
+            cur.assign(set_data.begin() + set_off[i], set_data.begin() + set_off[i + 1])
+            i += 1
+            fin = 0
+            for m in range(cur.size()):
+                if cur[m] == accept:
+                    fin = 1
+            self.finals.push_back(fin)
+            self.pos_rule.push_back(rule)
+            # byte edges: partition [0, 255] by the ranges' boundaries
+            r_lo.clear(); r_hi.clear(); r_to.clear(); r_ws.clear()
+            for m in range(cur.size()):
+                q = cur[m]
+                for k in range(self.n_boff[q], self.n_boff[q + 1]):
+                    r_lo.push_back(self.n_blo[k])
+                    r_hi.push_back(self.n_bhi[k])
+                    r_to.push_back(self.n_bto[k])
+                    r_ws.push_back(self.n_bws[k])
+            R = <int>r_lo.size()
+            self.spend(<int64_t>cur.size() + R)
+            out_start = <int>self.e_lo.size()
+            if R:
+                for k in range(R):
+                    present[r_lo[k]] = 1
+                    present[r_hi[k] + 1] = 1
+                bounds.clear()
+                for k in range(257):
+                    if present[k]:
+                        bounds.push_back(k)
+                        present[k] = 0
+                B = <int>bounds.size()
+                self.spend(<int64_t>B * R)
+                for bi in range(B - 1):
+                    a = bounds[bi]
+                    b = bounds[bi + 1]
+                    targets.clear()
+                    ws0 = 0
+                    ws1 = 0
+                    for k in range(R):
+                        if r_lo[k] <= a and b - 1 <= r_hi[k]:
+                            targets.push_back(r_to[k])
+                            if r_ws[k]:
+                                ws1 = 1
+                            else:
+                                ws0 = 1
+                    if targets.size() == 0:
+                        continue
+                    if ws0 and ws1:
+                        raise CompileError(f"byte 0x{a:02x} is whitespace on one path and content on "
+                                           "another: the whitespace budget would be ambiguous")
+                    self.closure(targets)
+                    key = PyBytes_FromStringAndSize(<char*>self.buf.data(), self.buf.size() * sizeof(int))
+                    o = index.get(key)
+                    if o is None:
+                        j = nsets
+                        index[key] = j
+                        set_data.insert(set_data.end(), self.buf.begin(), self.buf.end())
+                        set_off.push_back(<int>set_data.size())
+                        nsets += 1
+                        if nsets > self.max_positions:
+                            raise LimitError(f"grammar needs more than {self.max_positions} positions")
+                    else:
+                        j = o
+                    j += base
+                    last = <int>self.e_lo.size() - 1
+                    if last >= out_start and self.e_to[last] == j and self.e_hi[last] == a - 1 \
+                            and self.e_ws[last] == ws1:
+                        self.e_hi[last] = b - 1
+                    else:
+                        self.e_lo.push_back(a)
+                        self.e_hi.push_back(b - 1)
+                        self.e_to.push_back(j)
+                        self.e_ws.push_back(ws1)
+            self.e_off.push_back(<int>self.e_lo.size())
+            # call edges, grouped by callee, callees ascending
+            cpairs.clear()
+            for m in range(cur.size()):
+                q = cur[m]
+                for k in range(self.n_coff[q], self.n_coff[q + 1]):
+                    cpairs.push_back(pair[int, int](self.n_crule[k], self.n_cto[k]))
+            cpp_sort(cpairs.begin(), cpairs.end())
+            g = 0
+            while g < <int>cpairs.size():
+                rr = cpairs[g].first
+                targets.clear()
+                h = g
+                while h < <int>cpairs.size() and cpairs[h].first == rr:
+                    targets.push_back(cpairs[h].second)
+                    h += 1
+                g = h
+                self.closure(targets)
+                key = PyBytes_FromStringAndSize(<char*>self.buf.data(), self.buf.size() * sizeof(int))
+                o = index.get(key)
+                if o is None:
+                    j = nsets
+                    index[key] = j
+                    set_data.insert(set_data.end(), self.buf.begin(), self.buf.end())
+                    set_off.push_back(<int>set_data.size())
+                    nsets += 1
+                else:
+                    j = o
+                self.c_rule.push_back(rr)
+                self.c_to.push_back(j + base)
+            self.c_off.push_back(<int>self.c_rule.size())
+        if base + nsets > self.max_positions:
+            raise LimitError(f"grammar needs more than {self.max_positions} positions")
+        self.starts.push_back(base)
+
+    def nullable(self):
+        """Rules whose start reaches a final position through nullable calls only (fixpoint)."""
+        cdef int R = <int>self.starts.size()
+        cdef int P = <int>self.finals.size()
+        cdef vector[int] nul, seen, stack
+        cdef int r, p, k, cr, t, ok, st = 0
+        cdef bint changed = True
+        nul.assign(R, 0)
+        seen.assign(P, 0)
+        while changed:
+            changed = False
+            for r in range(R):
+                if nul[r]:
+                    continue
+                st += 1
+                stack.clear()
+                stack.push_back(self.starts[r])
+                seen[self.starts[r]] = st
+                ok = 0
+                while stack.size() and not ok:
+                    p = stack.back()
+                    stack.pop_back()
+                    if self.finals[p]:
+                        ok = 1
+                        break
+                    for k in range(self.c_off[p], self.c_off[p + 1]):
+                        cr = self.c_rule[k]
+                        t = self.c_to[k]
+                        if nul[cr] and seen[t] != st:
+                            seen[t] = st
+                            stack.push_back(t)
+                if ok:
+                    nul[r] = 1
+                    changed = True
+        return [bool(x) for x in nul]
+
+    def left_callees(self, list nullable):
+        """Per rule: the rules called before any byte is consumed (through nullable callees)."""
+        cdef int R = <int>self.starts.size()
+        cdef int P = <int>self.finals.size()
+        cdef vector[int] nul, seen, stack
+        cdef int r, p, k, cr, t, st = 0
+        cdef int flag
+        for x in nullable:
+            flag = 1 if x else 0      # (a typed local: Cython binds a conditional to a dangling ref)
+            nul.push_back(flag)
+        seen.assign(P, 0)
+        out = []
+        for r in range(R):
+            st += 1
+            callees = set()
+            stack.clear()
+            stack.push_back(self.starts[r])
+            seen[self.starts[r]] = st
+            while stack.size():
+                p = stack.back()
+                stack.pop_back()
+                for k in range(self.c_off[p], self.c_off[p + 1]):
+                    cr = self.c_rule[k]
+                    t = self.c_to[k]
+                    callees.add(cr)
+                    if nul[cr] and seen[t] != st:
+                        seen[t] = st
+                        stack.push_back(t)
+            out.append(callees)
+        return out
+
+    def shortest(self):
+        """Shortest completion per position: Bellman-Ford sweeps from the last position down
+        with strict improvement (the reference's tie-breaking). Returns short_len[] of the starts."""
+        cdef int P = <int>self.finals.size()
+        cdef int p, k, t, r
+        cdef int64_t best, v
+        cdef bint changed = True
+        self.short_len.assign(P, INF)
+        self.short_kind.assign(P, 0)
+        self.short_byte.assign(P, 0)
+        self.short_rule.assign(P, 0)
+        self.short_to.assign(P, 0)
+        for p in range(P):
+            if self.finals[p]:
+                self.short_len[p] = 0
+        while changed:
+            changed = False
+            for p in range(P - 1, -1, -1):
+                best = self.short_len[p]
+                for k in range(self.e_off[p], self.e_off[p + 1]):
+                    t = self.e_to[k]
+                    v = 1 + self.short_len[t]
+                    if v < best:
+                        best = v
+                        self.short_kind[p] = 1
+                        self.short_byte[p] = self.e_lo[k]
+                        self.short_to[p] = t
+                for k in range(self.c_off[p], self.c_off[p + 1]):
+                    r = self.c_rule[k]
+                    t = self.c_to[k]
+                    v = self.short_len[self.starts[r]] + self.short_len[t]
+                    if v < best:
+                        best = v
+                        self.short_kind[p] = 2
+                        self.short_rule[p] = r
+                        self.short_to[p] = t
+                if best < self.short_len[p]:
+                    self.short_len[p] = best
+                    changed = True
+        return [self.short_len[self.starts[r]] for r in range(<int>self.starts.size())]
+
+    def finish(self, list rule_ws, list rule_container, list names):
+        """Prune dead edges, compute flags and closure chains, pack the tables (a dict)."""
+        cdef int P = <int>self.finals.size()
+        cdef int p, k, q, t, r, below, nb, node, j
+        cdef int64_t key
+        cdef vector[int] e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to, trivial, flags
+        cdef vector[int] rws, rcont
+        cdef int flag
+        for x in rule_ws:
+            flag = 1 if x else 0      # (a typed local: Cython binds a conditional to a dangling ref)
+            rws.push_back(flag)
+        for x in rule_container:
+            flag = 1 if x else 0
+            rcont.push_back(flag)
+        # drop what leads nowhere
+        e_off.push_back(0)
+        c_off.push_back(0)
+        for p in range(P):
+            for k in range(self.e_off[p], self.e_off[p + 1]):
+                if self.short_len[self.e_to[k]] < INF:
+                    e_lo.push_back(self.e_lo[k])
+                    e_hi.push_back(self.e_hi[k])
+                    e_to.push_back(self.e_to[k])
+                    e_ws.push_back(self.e_ws[k])
+            e_off.push_back(<int>e_lo.size())
+            for k in range(self.c_off[p], self.c_off[p + 1]):
+                if self.short_len[self.starts[self.c_rule[k]]] < INF and self.short_len[self.c_to[k]] < INF:
+                    c_rule.push_back(self.c_rule[k])
+                    c_to.push_back(self.c_to[k])
+            c_off.push_back(<int>c_rule.size())
+        trivial.assign(P, 0)
+        flags.assign(P, 0)
+        for p in range(P):
+            # (no conditional expressions into vector elements: Cython's C++ mode binds them
+            # to a dangling reference)
+            trivial[p] = <int>(self.finals[p] != 0 and e_off[p] == e_off[p + 1]
+                               and c_off[p] == c_off[p + 1])
+            r = self.pos_rule[p]
+            flags[p] = (self.finals[p] != 0) | ((rws[r] != 0) << 1) | ((rcont[r] != 0) << 2)
+
+        # closure chains. A stack below the top frame is an interned node (head, tail);
+        # node 0 is the empty stack. A chain is the node (q, below).
+        cdef vector[int] node_head, node_tail, node_depth, node_chain, node_seen
+        cdef unordered_map[int64_t, int] node_index
+        cdef unordered_set[int64_t] visited
+        cdef vector[pair[int, int]] work
+        cdef vector[int] clo_off, clo_chain, chain_nodes, clo_pop
+        node_head.push_back(-1)
+        node_tail.push_back(0)
+        node_depth.push_back(0)
+        node_chain.push_back(-1)
+        node_seen.push_back(-1)
+        clo_off.push_back(0)
+        clo_pop.assign(P, 0)
+        cdef bint pop
+        cdef pair[int, int] w
+        for p in range(P):
+            visited.clear()
+            pop = False
+            work.clear()
+            work.push_back(pair[int, int](p, 0))
+            while work.size():
+                w = work.back()
+                work.pop_back()
+                q = w.first
+                below = w.second
+                key = ((<int64_t>q) << 32) | below
+                if visited.count(key):
+                    continue
+                visited.insert(key)
+                if e_off[q] != e_off[q + 1]:
+                    node = self._intern(node_index, node_head, node_tail, node_depth,
+                                        node_chain, node_seen, q, below)
+                    if node_seen[node] != p:
+                        node_seen[node] = p
+                        j = node_chain[node]
+                        if j < 0:
+                            j = node_chain[node] = <int>chain_nodes.size()
+                            chain_nodes.push_back(node)
+                        clo_chain.push_back(j)
+                if self.finals[q]:
+                    if below:
+                        work.push_back(pair[int, int](node_head[below], node_tail[below]))
+                    else:
+                        pop = True
+                for k in range(c_off[q], c_off[q + 1]):
+                    r = c_rule[k]
+                    t = c_to[k]
+                    if trivial[t]:
+                        nb = below
+                    else:
+                        if node_depth[below] + 1 > MAX_CHAIN_DEPTH:
+                            raise LimitError("rule calls nest more than 256 deep without consuming a byte",
+                                             rule=names[r])
+                        nb = self._intern(node_index, node_head, node_tail, node_depth,
+                                          node_chain, node_seen, t, below)
+                    work.push_back(pair[int, int](self.starts[r], nb))
+            clo_off.push_back(<int>clo_chain.size())
+            clo_pop[p] = <int>pop
+        cdef vector[int] chain_off, chain_pos
+        chain_off.push_back(0)
+        for j in range(<int>chain_nodes.size()):
+            node = chain_nodes[j]
+            while node:
+                chain_pos.push_back(node_head[node])
+                node = node_tail[node]
+            chain_off.push_back(<int>chain_pos.size())
+
+        short_len = np.empty(P, np.int64)
+        cdef int64_t[::1] sl = short_len
+        for p in range(P):
+            sl[p] = self.short_len[p]
+        return dict(
+            rule_start=_i32(self.starts), pos_rule=_i32(self.pos_rule), pos_flags=_u8(flags),
+            edge_off=_i32(e_off), edge_lo=_u8(e_lo), edge_hi=_u8(e_hi), edge_to=_i32(e_to),
+            edge_ws=_u8(e_ws), call_off=_i32(c_off), call_rule=_i32(c_rule), call_to=_i32(c_to),
+            clo_off=_i32(clo_off), clo_chain=_i32(clo_chain), chain_off=_i32(chain_off),
+            chain_pos=_i32(chain_pos), clo_pop=_u8(clo_pop), short_len=short_len,
+            short_kind=_u8(self.short_kind), short_byte=_u8(self.short_byte),
+            short_rule=_i32(self.short_rule), short_to=_i32(self.short_to))
+
+    cdef int _intern(self, unordered_map[int64_t, int]& index, vector[int]& head,
+                     vector[int]& tail, vector[int]& depth, vector[int]& chain,
+                     vector[int]& seen, int q, int below):
+        cdef int64_t key = ((<int64_t>q) << 32) | below
+        cdef unordered_map[int64_t, int].iterator it = index.find(key)
+        if it != index.end():
+            return deref(it).second
+        cdef int node = <int>head.size()
+        index[key] = node
+        head.push_back(q)
+        tail.push_back(below)
+        depth.push_back(depth[below] + 1)
+        chain.push_back(-1)
+        seen.push_back(-1)
+        return node
