@@ -64,6 +64,46 @@ cdef int i32_push(I32Vec* v, int32_t x) noexcept nogil:
     return 0
 
 
+cdef int _u8_next(int u, int b) noexcept nogil:
+    """Next state of the UTF-8 automaton of plain JSON string characters (no quote, backslash
+    or C0 control), or -1. States: 0 between characters, 1-3 continuation bytes still needed,
+    4-7 the restricted second byte after E0, ED, F0, F4."""
+    if u == 0:
+        if b < 0x20 or b == 0x22 or b == 0x5C:
+            return -1
+        if b < 0x80:
+            return 0
+        if 0xC2 <= b <= 0xDF:
+            return 1
+        if b == 0xE0:
+            return 4
+        if 0xE1 <= b <= 0xEC or 0xEE <= b <= 0xEF:
+            return 2
+        if b == 0xED:
+            return 5
+        if b == 0xF0:
+            return 6
+        if 0xF1 <= b <= 0xF3:
+            return 3
+        if b == 0xF4:
+            return 7
+        return -1
+    if u <= 3:
+        return u - 1 if 0x80 <= b <= 0xBF else -1
+    if u == 4:
+        return 1 if 0xA0 <= b <= 0xBF else -1
+    if u == 5:
+        return 1 if 0x80 <= b <= 0x9F else -1
+    if u == 6:
+        return 2 if 0x90 <= b <= 0xBF else -1
+    return 2 if 0x80 <= b <= 0x8F else -1
+
+
+# every byte where _u8_next's answer may change, for any state
+_U8_CUTS = (0, 0x20, 0x22, 0x23, 0x5C, 0x5D, 0x80, 0x90, 0xA0, 0xC0, 0xC2, 0xE0, 0xE1, 0xED,
+            0xEE, 0xF0, 0xF1, 0xF4, 0xF5)
+
+
 cdef inline void set_tokens(const TrieC* t, int32_t x, uint32_t* bits) noexcept nogil:
     cdef int32_t k, tok
     for k in range(t.tok_off[x], t.tok_off[x + 1]):
@@ -220,10 +260,17 @@ cdef class TokenTrie:
     cdef readonly int32_t n_words, vocab_size
     cdef readonly object eos_ids
 
-    def __init__(self, tokens, eos_ids):
+    cdef readonly object tokens
+    cdef object _slices
+    cdef object _plain_len
+
+    def __init__(self, tokens, eos_ids, keep=None):
         groups = {}
+        self.tokens = tokens
+        self._slices = {}
+        self._plain_len = None
         for i, data in enumerate(tokens):
-            if data:
+            if data and (keep is None or keep[i]):
                 groups.setdefault(bytes(data), []).append(i)
         items = sorted(groups.items())
         (self.node_byte, self.node_end, self.tok_off, self.tok_ids, self.node_depth,
@@ -241,6 +288,43 @@ cdef class TokenTrie:
     @property
     def n_nodes(self):
         return self.c.n_nodes
+
+    def plain_lengths(self):
+        """Per token: its byte length if it is only plain string characters (valid UTF-8, no
+        quote, backslash or control character), else -1."""
+        if self._plain_len is None:
+            out = np.full(len(self.tokens), -1, np.int32)
+            for i, data in enumerate(self.tokens):
+                if not data:
+                    continue
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+                if '"' in text or "\\" in text or any(ord(ch) < 0x20 for ch in text):
+                    continue
+                out[i] = len(data)
+            self._plain_len = out
+        return self._plain_len
+
+    def slice_sizes(self):
+        """Byte lengths K of the slices kept: tokens of plain characters of at most K bytes."""
+        longest = int(self.plain_lengths().max())
+        return [k for k in (8, 32) if k < longest] + [max(longest, 1)]
+
+    def slice(self, int k):
+        """(bitset of the plain tokens of at most k bytes, trie of every other token)."""
+        s = self._slices.get(k)
+        if s is None:
+            plain = self.plain_lengths()
+            inside = (plain > 0) & (plain <= k)
+            if self.eos_ids.shape[0]:
+                inside[self.eos_ids] = False
+            bits = np.packbits(np.concatenate([inside, np.zeros(self.n_words * 32 - inside.shape[0], bool)]),
+                               bitorder="little").view(np.uint32).copy()
+            rest = TokenTrie(self.tokens, self.eos_ids.tolist(), keep=~inside)
+            s = self._slices[k] = (bits, rest)
+        return s
 
     def nbytes(self):
         return sum(a.nbytes for a in (self.node_byte, self.node_end, self.tok_off, self.tok_ids,
@@ -364,6 +448,81 @@ cdef class TokenTables:
                     self.tables[p] = t
         return t
 
+    cdef int32_t _slice_depth(self, int32_t p, int32_t base_pm, int32_t limit) except -1:
+        """Largest d <= limit such that from p every sequence of plain string characters of at
+        most d bytes keeps p's frame alive with no whitespace or depth cost (exact BFS over the
+        automaton configurations; gives up, conservatively, past 4096 of them)."""
+        cdef Prog prog = self.program.c
+        cdef Store store
+        cdef EntryVec src, tmp
+        cdef int32_t depth = 0, i, k, b, nu, u, q
+        prog.ws_budget = -1
+        prog.max_depth = 1 << 30
+        src.data = NULL
+        src.n = src.cap = 0
+        tmp.data = NULL
+        tmp.n = tmp.cap = 0
+        if store_init(&store, 256) != 0:
+            raise MemoryError()
+        try:
+            start = ((store_intern(&store, p, NODE_EXIT, base_pm), 0, 0),)
+            frontier = [(start, 0)]
+            visited = {(start, 0)}
+            while frontier and depth < limit:
+                nxt = []
+                for cfg, u in frontier:
+                    src.n = 0
+                    vec_reserve(&src, len(cfg))
+                    for node, ws, pm in cfg:
+                        src.data[src.n].node = node
+                        src.data[src.n].ws = ws
+                        src.data[src.n].pmax = pm
+                        src.n += 1
+                    # bytes between two boundaries (edge ranges of the tops, UTF-8 classes)
+                    # step identically: try one byte per interval
+                    cuts = set(_U8_CUTS)
+                    for i in range(src.n):
+                        q = store.pos[src.data[i].node]
+                        for k in range(prog.edge_off[q], prog.edge_off[q + 1]):
+                            cuts.add(prog.edge_lo[k])
+                            cuts.add(prog.edge_hi[k] + 1)
+                    for b in sorted(cuts):
+                        if b > 255:
+                            continue
+                        nu = _u8_next(u, b)
+                        if nu < 0:
+                            continue
+                        tmp.n = 0
+                        step(&prog, &store, src.data, src.n, <uint8_t> b, 1 << 30, &tmp)
+                        if store.failed:
+                            raise MemoryError()
+                        kept = []
+                        for k in range(tmp.n):
+                            if tmp.data[k].node >= 0 and tmp.data[k].ws == 0 \
+                                    and tmp.data[k].pmax <= base_pm:
+                                kept.append((tmp.data[k].node, 0, tmp.data[k].pmax))
+                        if not kept:
+                            return depth
+                        key = (tuple(sorted(kept)), nu)
+                        if key not in visited:
+                            visited.add(key)
+                            nxt.append(key)
+                            if len(visited) > 4096:
+                                return depth
+                frontier = nxt
+                depth += 1
+            return limit
+        finally:
+            store_free(&store)
+            vec_free(&src)
+            vec_free(&tmp)
+
+    def slice_depth(self, int p):
+        """How many bytes of plain string characters position p provably accepts (tests)."""
+        sizes = self.trie.slice_sizes()
+        base_pm = 1 if self.program.c.flags[p] & FLAG_CONTAINER else 0
+        return self._slice_depth(p, base_pm, sizes[len(sizes) - 1])
+
     cdef PosTable _compute(self, int32_t p):
         cdef Prog prog = self.program.c
         cdef Store store
@@ -395,8 +554,18 @@ cdef class TokenTables:
         # a frame that is always the bottom of the stack (a root nobody calls) has no frame
         # below it to continue in: its exits are never walked, so don't record them
         cdef I32Vec* exits_p = &exits if self.automaton.pos_rule[p] in self.called_rules else NULL
+        # slices (llguidance's idea, made exact): when p provably accepts every run of plain
+        # string characters up to K bytes, all such tokens are in without a walk, and only the
+        # trie of the other tokens is walked
+        cdef TokenTrie walked = self.trie
+        sizes = self.trie.slice_sizes()
+        depth = self._slice_depth(p, base_pm, sizes[len(sizes) - 1])
+        fitting = [k for k in sizes if k <= depth]
+        if fitting:
+            slice_bits, walked = self.trie.slice(fitting[len(fitting) - 1])
+            np.bitwise_or(bits, slice_bits, out=bits)
         with nogil:
-            rc = walk(&prog, &store, &self.trie.c, 0, init.data, 1, 1 << 30, bits_p, True,
+            rc = walk(&prog, &store, &walked.c, 0, init.data, 1, 1 << 30, bits_p, True,
                       base_pm, &cond, exits_p)
         store_free(&store)
         vec_free(&init)
@@ -406,7 +575,7 @@ cdef class TokenTables:
         free(exits.data)
         if rc != 0:
             raise MemoryError("mask table computation failed")
-        return _make_table(self.trie, bits, cond_arr, exit_arr)
+        return _make_table(walked, bits, cond_arr, exit_arr)
 
     def fill(self, Matcher m, out):
         cdef cnp.ndarray arr = out
