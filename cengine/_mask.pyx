@@ -308,9 +308,13 @@ cdef class TokenTrie:
         return self._plain_len
 
     def slice_sizes(self):
-        """Byte lengths K of the slices kept: tokens of plain characters of at most K bytes."""
+        """Byte lengths K of the slices kept: tokens of plain characters of at most K bytes.
+
+        Capped at 32: longer plain tokens are rare (the trie of the others is ~14k nodes at
+        K=32 against ~12k at K=128 for llama-bpe), while proving a position accepts longer runs
+        costs a BFS level per byte wherever a counter (maxLength) is involved."""
         longest = int(self.plain_lengths().max())
-        return [k for k in (8, 32) if k < longest] + [max(longest, 1)]
+        return [k for k in (8, 32) if k <= longest] or [max(longest, 1)]
 
     def slice(self, int k):
         """(bitset of the plain tokens of at most k bytes, trie of every other token)."""
@@ -424,12 +428,12 @@ cdef class TokenTables:
         self.trie = trie_of(vocab)
         self.tables = {}
         self.lock = threading.Lock()
-        self.shared_keys = _signatures(automaton)
+        self.shared_keys = _Signatures(automaton)
         self.called_rules = frozenset(int(r) for r in automaton.call_rule)
 
     def shared_positions(self):
         """Positions whose tables are shared across grammars (small self-contained rules)."""
-        return sorted(self.shared_keys)
+        return self.shared_keys.positions()
 
     def table(self, int p):
         t = self.tables.get(p)
@@ -744,46 +748,44 @@ def shared_tables_nbytes():
     return _SHARED_BYTES[0]
 
 
-@cython.wraparound(True)
-@cython.boundscheck(True)
-def _signatures(a):
-    """position -> structural key, for positions whose rule (with everything it calls) is small."""
-    out = {}
-    n_rules = len(a.rule_names)
-    pos_rule = a.pos_rule
-    starts = a.rule_start
-    # positions of each rule are contiguous: [start_r, start_{r+1})
-    bounds = list(starts) + [a.n_positions]
-    callees = {}
-    for r in range(n_rules):
-        lo, hi = int(bounds[r]), int(bounds[r + 1])
-        callees[r] = set(int(x) for x in a.call_rule[a.call_off[lo]:a.call_off[hi]])
-    sig_cache = {}
-    for r in range(n_rules):
-        # the closed set of rules reachable from r, in discovery order
+class _Signatures:
+    """Structural keys of positions whose rule (with everything it calls) is small, so their
+    tables can be shared across grammars. Computed per rule on first need: a big grammar
+    pays only for the rules its documents reach."""
+
+    def __init__(self, a):
+        self.a = a
+        self.bounds = [int(x) for x in a.rule_start] + [a.n_positions]
+        self.by_rule = {}
+
+    def _callees(self, r):
+        a = self.a
+        lo, hi = self.bounds[r], self.bounds[r + 1]
+        return sorted(set(int(x) for x in a.call_rule[a.call_off[lo]:a.call_off[hi]]))
+
+    def rule_digest(self, r):
+        if r in self.by_rule:
+            return self.by_rule[r]
+        self.by_rule[r] = None
+        a, bounds = self.a, self.bounds
         order = [r]
         seen = {r}
         i = 0
-        small = True
         while i < len(order):
-            for c in sorted(callees[order[i]]):
+            for c in self._callees(order[i]):
                 if c not in seen:
                     seen.add(c)
                     order.append(c)
             i += 1
             if len(order) > 8:
-                small = False
-                break
-        if not small:
-            continue
-        total = sum(int(bounds[x + 1]) - int(bounds[x]) for x in order)
-        if total > 512:
-            continue
+                return None
+        if sum(bounds[x + 1] - bounds[x] for x in order) > 512:
+            return None
         ren = {x: k for k, x in enumerate(order)}
         h = hashlib.sha256()
         h.update(repr((a.max_depth >= (1 << 30), a.whitespace_budget >= 0)).encode())
         for x in order:
-            lo, hi = int(bounds[x]), int(bounds[x + 1])
+            lo, hi = bounds[x], bounds[x + 1]
             for q in range(lo, hi):
                 e0, e1 = int(a.edge_off[q]), int(a.edge_off[q + 1])
                 c0, c1 = int(a.call_off[q]), int(a.call_off[q + 1])
@@ -793,11 +795,20 @@ def _signatures(a):
                      for k in range(e0, e1)],
                     [(ren[int(a.call_rule[k])], int(a.call_to[k]) - lo) for k in range(c0, c1)],
                 )).encode())
-        digest = h.hexdigest()
-        lo, hi = int(bounds[r]), int(bounds[r + 1])
-        for q in range(lo, hi):
-            out[q] = (digest, q - lo)
-    return out
+        self.by_rule[r] = h.hexdigest()
+        return self.by_rule[r]
+
+    def get(self, p):
+        r = int(self.a.pos_rule[p])
+        d = self.rule_digest(r)
+        return None if d is None else (d, p - self.bounds[r])
+
+    def positions(self):
+        out = []
+        for r in range(len(self.bounds) - 1):
+            if self.rule_digest(r) is not None:
+                out.extend(range(self.bounds[r], self.bounds[r + 1]))
+        return out
 
 
 def apply_mask(logits, mask) -> None:
