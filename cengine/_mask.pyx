@@ -263,12 +263,14 @@ cdef class TokenTrie:
     cdef readonly object tokens
     cdef object _slices
     cdef object _plain_len
+    cdef object _suffix_memo
 
     def __init__(self, tokens, eos_ids, keep=None):
         groups = {}
         self.tokens = tokens
         self._slices = {}
         self._plain_len = None
+        self._suffix_memo = {}
         for i, data in enumerate(tokens):
             if data and (keep is None or keep[i]):
                 groups.setdefault(bytes(data), []).append(i)
@@ -288,6 +290,17 @@ cdef class TokenTrie:
     @property
     def n_nodes(self):
         return self.c.n_nodes
+
+    def suffix_trie(self, tuple exit_nodes):
+        """_suffix_trie, memoised: the same exit sets recur across positions and grammars
+        (every object-closing position exits at the same `}` nodes)."""
+        arrs = self._suffix_memo.get(exit_nodes, False)
+        if arrs is False:
+            arrs = _suffix_trie(self, exit_nodes)
+            if len(self._suffix_memo) > 65536:
+                self._suffix_memo.clear()
+            self._suffix_memo[exit_nodes] = arrs
+        return arrs
 
     def plain_lengths(self):
         """Per token: its byte length if it is only plain string characters (valid UTF-8, no
@@ -692,10 +705,9 @@ def _make_table(TokenTrie trie, bits, cond_arr, exit_arr):
     groups = {}
     for x, ws, pm in exit_arr.tolist():
         groups.setdefault((ws, pm), set()).add(x)
-    # drop dominated exit classes' nodes? keep all: classes differ in the conditions they need
     t.groups = []
     for (ws, pm), nodes in sorted(groups.items()):
-        arrs = _suffix_trie(trie, sorted(nodes))
+        arrs = trie.suffix_trie(tuple(sorted(nodes)))
         if arrs is not None:
             t.groups.append((ws, pm, arrs))
     t.n_groups = len(t.groups)
