@@ -367,6 +367,8 @@ def trie_of(vocab):
 # ---------------------------------------------------------------------------------------
 # per-position tables
 
+NARROW_FIRST_BYTES = 16    # positions with fewer legal first bytes are walked directly once
+
 cdef class PosTable:
     cdef readonly object bits          # uint32[n_words] or None
     cdef readonly object ids           # int32 ids when the list is smaller than the bitset
@@ -434,6 +436,8 @@ cdef class TokenTables:
     cdef object lock
     cdef object shared_keys
     cdef object called_rules
+    cdef object seen_once
+    cdef object _narrow
 
     def __init__(self, automaton, vocab):
         self.automaton = automaton
@@ -443,6 +447,13 @@ cdef class TokenTables:
         self.lock = threading.Lock()
         self.shared_keys = _Signatures(automaton)
         self.called_rules = frozenset(int(r) for r in automaton.call_rule)
+        self.seen_once = set()
+        # positions whose first byte is one of few (structural: a quote, a brace, a key)
+        widths = automaton.edge_hi.astype(np.int64) - automaton.edge_lo.astype(np.int64) + 1
+        cum = np.concatenate([np.zeros(1, np.int64), np.cumsum(widths)])
+        n_pos = automaton.n_positions
+        per_pos = cum[automaton.edge_off[1:n_pos + 1]] - cum[automaton.edge_off[0:n_pos]]
+        self._narrow = (per_pos < NARROW_FIRST_BYTES).tolist()
 
     def shared_positions(self):
         """Positions whose tables are shared across grammars (small self-contained rules)."""
@@ -607,12 +618,21 @@ cdef class TokenTables:
             arr[:] = 0
             return
         tabs = []
+        cdef int32_t p
         for i in range(n):
             node = m.cur.data[i].node
-            if node >= 0:
-                tabs.append(self.table(m.store.pos[node]))
-            else:
+            if node < 0:
                 tabs.append(None)
+                continue
+            p = m.store.pos[node]
+            t = self.tables.get(p)
+            if t is None and self._narrow[p] and p not in self.seen_once:
+                # first visit of a position with few first bytes: walking the trie directly
+                # costs less than building its table; the table comes if it is visited again
+                self.seen_once.add(p)
+                tabs.append(False)
+                continue
+            tabs.append(t if t is not None else self.table(p))
         _fill(self, m, tabs, <uint32_t*> cnp.PyArray_DATA(arr), arr.shape[0])
 
 
@@ -633,6 +653,13 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
         node = m.cur.data[i].node
         if node < 0:
             accepting = True
+            continue
+        if tabs[i] is False:
+            with nogil:
+                rc = walk(p, &m.store, &tt.trie.c, 0, &m.cur.data[i], 1, p.max_depth, out,
+                          False, 0, NULL, NULL)
+            if rc != 0:
+                break
             continue
         t = <PosTable> tabs[i]
         parent = m.store.parent[node]
