@@ -587,7 +587,8 @@ cdef class TokenTables:
         # trie of the other tokens is walked
         cdef TokenTrie walked = self.trie
         sizes = self.trie.slice_sizes()
-        depth = self._slice_depth(p, base_pm, sizes[len(sizes) - 1])
+        # a narrow position (few first bytes) never admits the ~90 plain first bytes
+        depth = 0 if self._narrow[p] else self._slice_depth(p, base_pm, sizes[len(sizes) - 1])
         fitting = [k for k in sizes if k <= depth]
         if fitting:
             slice_bits, walked = self.trie.slice(fitting[len(fitting) - 1])
