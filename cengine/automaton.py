@@ -76,7 +76,8 @@ class _RuleCompiler:
 
     def _emit(self, e, s: int, t: int) -> None:
         nfa = self.nfa
-        if isinstance(e, ir.Bytes):
+        k = type(e)
+        if k is ir.Bytes:
             cur = s
             for i, b in enumerate(e.data):
                 nxt = t if i == len(e.data) - 1 else nfa.new()
@@ -84,10 +85,10 @@ class _RuleCompiler:
                 cur = nxt
             if not e.data:
                 nfa.eps += (s, t)
-        elif isinstance(e, ir.ByteSet):
+        elif k is ir.ByteSet:
             for lo, hi in e.ranges:
                 nfa.bytes_ += (s, lo, hi, t, self.ws)
-        elif isinstance(e, ir.CharSet):
+        elif k is ir.CharSet:
             seqs = self._charset_cache.get(e.ranges)
             if seqs is None:
                 seqs = [sq for lo, hi in e.ranges for sq in sequences(lo, hi)]
@@ -99,20 +100,20 @@ class _RuleCompiler:
                     nxt = t if i == len(sq) - 1 else nfa.new()
                     nfa.bytes_ += (cur, lo, hi, nxt, self.ws)
                     cur = nxt
-        elif isinstance(e, ir.Seq):
+        elif k is ir.Seq:
             cur = s
             for i, it in enumerate(e.items):
                 nxt = t if i == len(e.items) - 1 else nfa.new()
                 self._emit(it, cur, nxt)
                 cur = nxt
-        elif isinstance(e, ir.Alt):
+        elif k is ir.Alt:
             for it in e.items:
                 a = nfa.new()
                 b = nfa.new()
                 nfa.eps += (s, a)
                 self._emit(it, a, b)
                 nfa.eps += (b, t)
-        elif isinstance(e, ir.Repeat):
+        elif k is ir.Repeat:
             cur = s
             for _ in range(e.lo):
                 nxt = nfa.new()
@@ -132,17 +133,17 @@ class _RuleCompiler:
                     self._emit(e.item, cur, nxt)
                     cur = nxt
                 nfa.eps += (cur, t)
-        elif isinstance(e, ir.Ref):
+        elif k is ir.Ref:
             idx = self.rule_index.get(e.name)
             if idx is None:
                 raise CompileError(f"rule '{e.name}' is used but never defined", rule=self.rule_name)
             nfa.calls += (s, idx, t)
-        elif isinstance(e, _Whitespace):
+        elif k is _Whitespace:
             saved = self.ws
             self.ws = 1
             self._emit(e.item, s, t)
             self.ws = saved
-        elif isinstance(e, ir.Nothing):
+        elif k is ir.Nothing:
             pass
         else:  # pragma: no cover - a front end produced something unknown
             raise TypeError(f"not a grammar expression: {e!r}")
@@ -239,18 +240,6 @@ def _expr_refs(e, out: set) -> None:
         _expr_refs(e.item, out)
 
 
-def _expr_size(e) -> int:
-    if isinstance(e, (ir.Seq, ir.Alt)):
-        return 1 + sum(_expr_size(it) for it in e.items)
-    if isinstance(e, ir.Repeat):
-        return 1 + _expr_size(e.item) * max(1, min(e.hi if e.hi is not None else e.lo + 1, 64))
-    if isinstance(e, _Whitespace):
-        return _expr_size(e.item)
-    if isinstance(e, ir.Bytes):
-        return max(1, len(e.data))
-    return 1
-
-
 INLINE_MAX_MATCH = 16
 
 
@@ -279,13 +268,14 @@ def _max_match(e, rule_max) -> float:
     return 0
 
 
-def _inline_small_rules(grammar: ir.GrammarIR) -> Dict[str, ir.Expr]:
+def _inline_small_rules(grammar: ir.GrammarIR):
     """Rule expressions with small, non-recursive, flag-free rules substituted into callers.
 
     Why: a rule that matches one character and is called in a loop (`char*`) pops after
     every byte, which makes nearly every token cross a rule end: the mask tables then can
     decide little ahead of time. Inlined, the loop is one DFA. Recursive rules, rules with
     container/whitespace semantics and the root keep their frames.
+    Returns (rule -> expression, rule -> rules its expression calls).
     """
     rules = grammar.rules
     refs = {}
@@ -330,6 +320,23 @@ def _inline_small_rules(grammar: ir.GrammarIR) -> Dict[str, ir.Expr]:
                  if n != grammar.root and n not in recursive and not r.container
                  and (r.whitespace or rule_max(n) <= INLINE_MAX_MATCH)}
     done: Dict[str, ir.Expr] = {}
+    # sizes of the inlined bodies kept in `done` (by identity: they are shared, unchanged
+    # subtrees of their callers, so a caller's size need not walk them again)
+    body_size: Dict[int, int] = {}
+
+    def size(e) -> int:
+        n = body_size.get(id(e))
+        if n is not None:
+            return n
+        if isinstance(e, (ir.Seq, ir.Alt)):
+            return 1 + sum(size(it) for it in e.items)
+        if isinstance(e, ir.Repeat):
+            return 1 + size(e.item) * max(1, min(e.hi if e.hi is not None else e.lo + 1, 64))
+        if isinstance(e, _Whitespace):
+            return size(e.item)
+        if isinstance(e, ir.Bytes):
+            return max(1, len(e.data))
+        return 1
 
     def subst(e):
         if isinstance(e, ir.Ref):
@@ -346,34 +353,57 @@ def _inline_small_rules(grammar: ir.GrammarIR) -> Dict[str, ir.Expr]:
             return ir.Repeat(subst(e.item), e.lo, e.hi)
         return e
 
+    def subst_rule(n):
+        # a rule that calls nothing inlinable comes out unchanged: skip the copy
+        return subst(rules[n].expr) if refs[n] & inlinable else rules[n].expr
+
     def resolved(n):
         # the inlined body of an inlinable rule, or None when it is too big to copy
         if n in done:
             return done[n]
         done[n] = None          # non-recursive, so no cycle reaches here again
-        x = subst(rules[n].expr)
+        x = subst_rule(n)
         if rules[n].whitespace:
             x = _Whitespace(x)
-        done[n] = x if _expr_size(x) <= INLINE_MAX_SIZE else None
+        k = size(x)
+        if k <= INLINE_MAX_SIZE:
+            done[n] = x
+            body_size[id(x)] = k
         return done[n]
 
     try:
-        return {n: subst(r.expr) for n, r in rules.items()}
+        exprs = {n: subst_rule(n) for n in rules}
     except RecursionError:
         raise LimitError("grammar expressions nest too deeply") from None
+
+    # rules each substituted expression calls: its own calls, with inlined rules replaced by
+    # what their bodies call
+    out_refs: Dict[str, set] = {}
+
+    def calls_of(n) -> set:
+        c = out_refs.get(n)
+        if c is None:
+            c = set()
+            for m in refs[n]:
+                if m in inlinable and done.get(m) is not None:
+                    c |= calls_of(m)
+                else:
+                    c.add(m)
+            out_refs[n] = c
+        return c
+
+    return exprs, {n: calls_of(n) for n in rules}
 
 
 def build(grammar: ir.GrammarIR) -> Automaton:
     if grammar.root not in grammar.rules:
         raise CompileError(f"root rule '{grammar.root}' is not defined", rule=grammar.root)
-    exprs = _inline_small_rules(grammar)
+    exprs, calls = _inline_small_rules(grammar)
     # rules nobody calls any more (all inlined) are dropped; the root always stays
     used = {grammar.root}
     stack = [grammar.root]
     while stack:
-        s: set = set()
-        _expr_refs(exprs[stack.pop()], s)
-        for m in s - used:
+        for m in calls[stack.pop()] - used:
             used.add(m)
             stack.append(m)
     names = [n for n in grammar.rules if n in used]

@@ -12,6 +12,7 @@ the schema compiler count code points and exclude key names exactly.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -60,6 +61,7 @@ def _contains(ranges: Iterable[Tuple[int, int]], cp: int) -> bool:
 
 
 # --- hex digits of \\u escapes ------------------------------------------------------------
+@functools.lru_cache(maxsize=1024)
 def _hex_digit(lo: int, hi: int) -> ir.Expr:
     """One hex digit (either case) with value in [lo, hi]."""
     ranges = []
@@ -72,6 +74,7 @@ def _hex_digit(lo: int, hi: int) -> ir.Expr:
     return ir.ByteSet(ir.normalize_ranges(ranges))
 
 
+@functools.lru_cache(maxsize=8192)
 def hex_range(lo: int, hi: int, n: int = 4) -> ir.Expr:
     """Exactly n hex digits (either case) spelling a value in [lo, hi]."""
     if lo > hi:
@@ -118,6 +121,12 @@ def _pairs(lo: int, hi: int) -> ir.Expr:
 
 def char_in(ranges: Iterable[Tuple[int, int]]) -> ir.Expr:
     """One JSON string character, in any legal spelling, whose code point lies in `ranges`."""
+    # memoized: expressions are immutable, and key exclusion asks for the same sets per schema
+    return _char_in(tuple((a, b) for a, b in ranges))
+
+
+@functools.lru_cache(maxsize=4096)
+def _char_in(ranges: ir.Ranges) -> ir.Expr:
     ranges = _minus(ranges, ((_SURR_LO, _SURR_HI),))
     if not ranges:
         return ir.NOTHING
