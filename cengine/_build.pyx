@@ -45,6 +45,172 @@ cdef object _u8(vector[int]& v):
     return a
 
 
+# --- Thompson construction ---------------------------------------------------------------
+
+from . import ir as _ir
+from .utf8 import sequences as _sequences
+
+cdef object _Bytes = _ir.Bytes
+cdef object _ByteSet = _ir.ByteSet
+cdef object _CharSet = _ir.CharSet
+cdef object _Seq = _ir.Seq
+cdef object _Alt = _ir.Alt
+cdef object _Repeat = _ir.Repeat
+cdef object _Ref = _ir.Ref
+cdef object _Nothing = _ir.Nothing
+
+# expressions deeper than this were refused by the Python passes before (recursion limit);
+# the guard only keeps the C stack safe
+cdef int MAX_EXPR_DEPTH = 4000
+
+# UTF-8 byte-range sequences of a code point set (pure, shared by every grammar)
+cdef dict _SEQ_CACHE = {}
+
+
+cdef list _charset_sequences(ranges):
+    seqs = _SEQ_CACHE.get(ranges)
+    if seqs is None:
+        seqs = [tuple(sq) for lo, hi in ranges for sq in _sequences(lo, hi)]
+        if len(_SEQ_CACHE) > 4096:
+            _SEQ_CACHE.clear()
+        _SEQ_CACHE[ranges] = seqs
+    return seqs
+
+
+cdef class RuleNfa:
+    """Thompson NFA of one rule's expression over bytes and calls, as flat C++ vectors:
+    eps (from, to)*, byt (from, lo, hi, to, whitespace)*, calls (from, rule, return)*."""
+    cdef public int n
+    cdef int ws, max_states
+    cdef vector[int] eps, byt, calls
+    cdef dict rule_index
+    cdef object rule_name, ws_type
+
+    def __init__(self, dict rule_index, rule_name, bint whitespace, int max_states, ws_type):
+        self.n = 0
+        self.ws = 1 if whitespace else 0     # bytes emitted now spend the whitespace budget
+        self.max_states = max_states
+        self.rule_index = rule_index
+        self.rule_name = rule_name
+        self.ws_type = ws_type               # automaton._Whitespace (an inlined whitespace rule)
+
+    cdef int new(self) except -1:
+        if self.n >= self.max_states:
+            raise LimitError(f"grammar needs more than {self.max_states} automaton states")
+        self.n += 1
+        return self.n - 1
+
+    cdef inline void _byte(self, int s, int lo, int hi, int t):
+        self.byt.push_back(s)
+        self.byt.push_back(lo)
+        self.byt.push_back(hi)
+        self.byt.push_back(t)
+        self.byt.push_back(self.ws)
+
+    cdef inline void _eps(self, int s, int t):
+        self.eps.push_back(s)
+        self.eps.push_back(t)
+
+    def build(self, e):
+        cdef int s = self.new()
+        cdef int t = self.new()
+        self.emit(e, s, t, 0)
+        return s, t
+
+    cdef int emit(self, e, int s, int t, int depth) except -1:
+        cdef int i, m, cur, nxt, a, b, saved, lo, hi
+        cdef const unsigned char[:] data
+        if depth > MAX_EXPR_DEPTH:
+            raise LimitError("grammar expressions nest too deeply")
+        k = type(e)
+        if k is _Bytes:
+            data = e.data
+            m = data.shape[0]
+            cur = s
+            for i in range(m):
+                if i == m - 1:
+                    nxt = t
+                else:
+                    nxt = self.new()
+                self._byte(cur, data[i], data[i], nxt)
+                cur = nxt
+            if m == 0:
+                self._eps(s, t)
+        elif k is _ByteSet:
+            for r in e.ranges:
+                self._byte(s, r[0], r[1], t)
+        elif k is _CharSet:
+            # share the tails: sequences of equal length end in the same states
+            for sq in _charset_sequences(e.ranges):
+                cur = s
+                m = len(sq)
+                for i in range(m):
+                    lo, hi = sq[i]
+                    if i == m - 1:
+                        nxt = t
+                    else:
+                        nxt = self.new()
+                    self._byte(cur, lo, hi, nxt)
+                    cur = nxt
+        elif k is _Seq:
+            items = e.items
+            m = len(items)
+            cur = s
+            for i in range(m):
+                if i == m - 1:
+                    nxt = t
+                else:
+                    nxt = self.new()
+                self.emit(items[i], cur, nxt, depth + 1)
+                cur = nxt
+        elif k is _Alt:
+            for it in e.items:
+                a = self.new()
+                b = self.new()
+                self._eps(s, a)
+                self.emit(it, a, b, depth + 1)
+                self._eps(b, t)
+        elif k is _Repeat:
+            item = e.item
+            cur = s
+            for i in range(<int>e.lo):
+                nxt = self.new()
+                self.emit(item, cur, nxt, depth + 1)
+                cur = nxt
+            if e.hi is None:
+                # loop: cur -item-> body_t -eps-> cur ; cur -eps-> t
+                a = self.new()
+                b = self.new()
+                self._eps(cur, a)
+                self.emit(item, a, b, depth + 1)
+                self._eps(b, cur)
+                self._eps(cur, t)
+            else:
+                for i in range(<int>e.hi - <int>e.lo):
+                    self._eps(cur, t)
+                    nxt = self.new()
+                    self.emit(item, cur, nxt, depth + 1)
+                    cur = nxt
+                self._eps(cur, t)
+        elif k is _Ref:
+            idx = self.rule_index.get(e.name)
+            if idx is None:
+                raise CompileError(f"rule '{e.name}' is used but never defined", rule=self.rule_name)
+            self.calls.push_back(s)
+            self.calls.push_back(<int>idx)
+            self.calls.push_back(t)
+        elif k is self.ws_type:
+            saved = self.ws
+            self.ws = 1
+            self.emit(e.item, s, t, depth + 1)
+            self.ws = saved
+        elif k is _Nothing:
+            pass
+        else:  # a front end produced something unknown
+            raise TypeError(f"not a grammar expression: {e!r}")
+        return 0
+
+
 cdef class Builder:
     # positions of all rules, numbered rule after rule (CSR edges)
     cdef vector[int] finals, pos_rule, starts
@@ -104,13 +270,13 @@ cdef class Builder:
         cpp_sort(self.buf.begin(), self.buf.end())
         return 0
 
-    cdef int _csr(self, int n, list flat, int stride, vector[int]& off, vector[int]** cols) except -1:
+    cdef void _csr(self, int n, vector[int]& flat, int stride, vector[int]& off, vector[int]** cols):
         """Group the records of flat (stride ints, first = from state) by from state."""
-        cdef int m = len(flat) // stride
+        cdef int m = <int>flat.size() // stride
         cdef int i, j, f, at
         off.assign(n + 1, 0)
         for i in range(m):
-            off[<int>flat[i * stride] + 1] += 1
+            off[flat[i * stride] + 1] += 1
         for i in range(n):
             off[i + 1] += off[i]
         for j in range(stride - 1):
@@ -122,23 +288,21 @@ cdef class Builder:
             fill[f] += 1
             for j in range(stride - 1):
                 cols[j][0][at] = flat[i * stride + 1 + j]
-        return 0
 
-    def add_rule(self, int rule, int n, list eps, list byt, list calls, int start, int accept):
-        """Determinize one rule's NFA and append its DFA states as positions.
-
-        eps: [from, to]*; byt: [from, lo, hi, to, ws]*; calls: [from, rule, to]*."""
+    def add_rule(self, int rule, RuleNfa nfa, int start, int accept):
+        """Determinize one rule's NFA and append its DFA states as positions."""
+        cdef int n = nfa.n
         cdef vector[int]* cols[4]
         cols[0] = &self.n_eto
-        self._csr(n, eps, 2, self.n_eoff, cols)
+        self._csr(n, nfa.eps, 2, self.n_eoff, cols)
         cols[0] = &self.n_blo
         cols[1] = &self.n_bhi
         cols[2] = &self.n_bto
         cols[3] = &self.n_bws
-        self._csr(n, byt, 5, self.n_boff, cols)
+        self._csr(n, nfa.byt, 5, self.n_boff, cols)
         cols[0] = &self.n_crule
         cols[1] = &self.n_cto
-        self._csr(n, calls, 3, self.n_coff, cols)
+        self._csr(n, nfa.calls, 3, self.n_coff, cols)
         self.mark.assign(n, 0)
         self.stamp = 0
 
@@ -514,3 +678,4 @@ cdef class Builder:
         chain.push_back(-1)
         seen.push_back(-1)
         return node
+

@@ -27,8 +27,7 @@ import numpy as np
 
 from . import ir
 from .errors import CompileError, LimitError
-from .utf8 import sequences
-from ._build import Builder
+from ._build import Builder, RuleNfa
 
 # documented limits
 MAX_NFA_STATES = 400_000
@@ -39,114 +38,6 @@ FLAG_WS = 2
 FLAG_CONTAINER = 4
 
 INF = 1 << 40
-
-
-class _NFA:
-    """Thompson NFA of one rule as flat int lists (handed to the C++ determinizer as is)."""
-    __slots__ = ("n", "eps", "bytes_", "calls")
-
-    def __init__(self):
-        self.n = 0
-        self.eps: List[int] = []        # (from, to)*
-        self.bytes_: List[int] = []     # (from, lo, hi, to, whitespace)*
-        self.calls: List[int] = []      # (from, rule, return state)*
-
-    def new(self) -> int:
-        if self.n >= MAX_NFA_STATES:
-            raise LimitError(f"grammar needs more than {MAX_NFA_STATES} automaton states")
-        self.n += 1
-        return self.n - 1
-
-
-class _RuleCompiler:
-    """Thompson construction of one rule's expression over bytes and calls."""
-
-    def __init__(self, rule_index: Dict[str, int], rule_name: str, whitespace: bool = False):
-        self.nfa = _NFA()
-        self.ws = 1 if whitespace else 0    # bytes emitted now spend the whitespace budget
-        self.rule_index = rule_index
-        self.rule_name = rule_name
-        self._charset_cache: Dict[ir.Ranges, List[List[Tuple[int, int]]]] = {}
-
-    def build(self, e: ir.Expr) -> Tuple[int, int]:
-        s = self.nfa.new()
-        t = self.nfa.new()
-        self._emit(e, s, t)
-        return s, t
-
-    def _emit(self, e, s: int, t: int) -> None:
-        nfa = self.nfa
-        k = type(e)
-        if k is ir.Bytes:
-            cur = s
-            for i, b in enumerate(e.data):
-                nxt = t if i == len(e.data) - 1 else nfa.new()
-                nfa.bytes_ += (cur, b, b, nxt, self.ws)
-                cur = nxt
-            if not e.data:
-                nfa.eps += (s, t)
-        elif k is ir.ByteSet:
-            for lo, hi in e.ranges:
-                nfa.bytes_ += (s, lo, hi, t, self.ws)
-        elif k is ir.CharSet:
-            seqs = self._charset_cache.get(e.ranges)
-            if seqs is None:
-                seqs = [sq for lo, hi in e.ranges for sq in sequences(lo, hi)]
-                self._charset_cache[e.ranges] = seqs
-            # share the tails: sequences of equal length end in the same states
-            for sq in seqs:
-                cur = s
-                for i, (lo, hi) in enumerate(sq):
-                    nxt = t if i == len(sq) - 1 else nfa.new()
-                    nfa.bytes_ += (cur, lo, hi, nxt, self.ws)
-                    cur = nxt
-        elif k is ir.Seq:
-            cur = s
-            for i, it in enumerate(e.items):
-                nxt = t if i == len(e.items) - 1 else nfa.new()
-                self._emit(it, cur, nxt)
-                cur = nxt
-        elif k is ir.Alt:
-            for it in e.items:
-                a = nfa.new()
-                b = nfa.new()
-                nfa.eps += (s, a)
-                self._emit(it, a, b)
-                nfa.eps += (b, t)
-        elif k is ir.Repeat:
-            cur = s
-            for _ in range(e.lo):
-                nxt = nfa.new()
-                self._emit(e.item, cur, nxt)
-                cur = nxt
-            if e.hi is None:
-                # loop: cur -item-> cur2 -eps-> cur ; cur -eps-> t
-                body_s = nfa.new()
-                body_t = nfa.new()
-                nfa.eps += (cur, body_s)
-                self._emit(e.item, body_s, body_t)
-                nfa.eps += (body_t, cur, cur, t)
-            else:
-                for _ in range(e.hi - e.lo):
-                    nfa.eps += (cur, t)
-                    nxt = nfa.new()
-                    self._emit(e.item, cur, nxt)
-                    cur = nxt
-                nfa.eps += (cur, t)
-        elif k is ir.Ref:
-            idx = self.rule_index.get(e.name)
-            if idx is None:
-                raise CompileError(f"rule '{e.name}' is used but never defined", rule=self.rule_name)
-            nfa.calls += (s, idx, t)
-        elif k is _Whitespace:
-            saved = self.ws
-            self.ws = 1
-            self._emit(e.item, s, t)
-            self.ws = saved
-        elif k is ir.Nothing:
-            pass
-        else:  # pragma: no cover - a front end produced something unknown
-            raise TypeError(f"not a grammar expression: {e!r}")
 
 
 # Deterministic cap on compile work (DFA construction), so no request can tie up a core for
@@ -413,16 +304,16 @@ def build(grammar: ir.GrammarIR) -> Automaton:
     # per rule DFA (C++ subset construction), concatenated into one position space
     builder = Builder(MAX_COMPILE_WORK, MAX_POSITIONS)
     for ri, name in enumerate(names):
-        rc = _RuleCompiler(rule_index, name, whitespace=grammar.rules[name].whitespace)
+        # Thompson construction of the rule's expression over bytes and calls (C++)
+        nfa = RuleNfa(rule_index, name, grammar.rules[name].whitespace, MAX_NFA_STATES, _Whitespace)
         try:
-            s, t = rc.build(exprs[name])
+            s, t = nfa.build(exprs[name])
         except CompileError as e:
             if e.rule is None or e.line is None:
                 line, col = origins.get(name) or (None, None)
                 raise type(e)(e.reason, rule=name, line=line, column=col) from None
             raise
-        nfa = rc.nfa
-        builder.add_rule(ri, nfa.n, nfa.eps, nfa.bytes_, nfa.calls, s, t)
+        builder.add_rule(ri, nfa, s, t)
 
     nullable = builder.nullable()
     _check_left_recursion(names, builder.left_callees(nullable), origins)
