@@ -82,7 +82,7 @@ cdef class RuleNfa:
     eps (from, to)*, byt (from, lo, hi, to, whitespace)*, calls (from, rule, return)*."""
     cdef public int n
     cdef int ws, max_states
-    cdef vector[int] eps, byt, calls
+    cdef vector[int] eps_flat, byt_flat, calls_flat
     cdef dict rule_index
     cdef object rule_name, ws_type
 
@@ -101,15 +101,37 @@ cdef class RuleNfa:
         return self.n - 1
 
     cdef inline void _byte(self, int s, int lo, int hi, int t):
-        self.byt.push_back(s)
-        self.byt.push_back(lo)
-        self.byt.push_back(hi)
-        self.byt.push_back(t)
-        self.byt.push_back(self.ws)
+        self.byt_flat.push_back(s)
+        self.byt_flat.push_back(lo)
+        self.byt_flat.push_back(hi)
+        self.byt_flat.push_back(t)
+        self.byt_flat.push_back(self.ws)
 
     cdef inline void _eps(self, int s, int t):
-        self.eps.push_back(s)
-        self.eps.push_back(t)
+        self.eps_flat.push_back(s)
+        self.eps_flat.push_back(t)
+
+    # per-state views for inspection (the shape of the old pure-Python NFA)
+    @property
+    def eps(self):
+        out = [[] for _ in range(self.n)]
+        for i in range(0, <int>self.eps_flat.size(), 2):
+            out[self.eps_flat[i]].append(self.eps_flat[i + 1])
+        return out
+
+    @property
+    def bytes_(self):
+        out = [[] for _ in range(self.n)]
+        for i in range(0, <int>self.byt_flat.size(), 5):
+            out[self.byt_flat[i]].append(tuple(self.byt_flat[i + j] for j in range(1, 5)))
+        return out
+
+    @property
+    def calls(self):
+        out = [[] for _ in range(self.n)]
+        for i in range(0, <int>self.calls_flat.size(), 3):
+            out[self.calls_flat[i]].append((self.calls_flat[i + 1], self.calls_flat[i + 2]))
+        return out
 
     def build(self, e):
         cdef int s = self.new()
@@ -196,9 +218,9 @@ cdef class RuleNfa:
             idx = self.rule_index.get(e.name)
             if idx is None:
                 raise CompileError(f"rule '{e.name}' is used but never defined", rule=self.rule_name)
-            self.calls.push_back(s)
-            self.calls.push_back(<int>idx)
-            self.calls.push_back(t)
+            self.calls_flat.push_back(s)
+            self.calls_flat.push_back(<int>idx)
+            self.calls_flat.push_back(t)
         elif k is self.ws_type:
             saved = self.ws
             self.ws = 1
@@ -294,15 +316,15 @@ cdef class Builder:
         cdef int n = nfa.n
         cdef vector[int]* cols[4]
         cols[0] = &self.n_eto
-        self._csr(n, nfa.eps, 2, self.n_eoff, cols)
+        self._csr(n, nfa.eps_flat, 2, self.n_eoff, cols)
         cols[0] = &self.n_blo
         cols[1] = &self.n_bhi
         cols[2] = &self.n_bto
         cols[3] = &self.n_bws
-        self._csr(n, nfa.byt, 5, self.n_boff, cols)
+        self._csr(n, nfa.byt_flat, 5, self.n_boff, cols)
         cols[0] = &self.n_crule
         cols[1] = &self.n_cto
-        self._csr(n, nfa.calls, 3, self.n_coff, cols)
+        self._csr(n, nfa.calls_flat, 3, self.n_coff, cols)
         self.mark.assign(n, 0)
         self.stamp = 0
 

@@ -40,6 +40,17 @@ FLAG_CONTAINER = 4
 INF = 1 << 40
 
 
+class _RuleCompiler:
+    """Thompson construction of one rule (RuleNfa) behind the old interface: .build(expr)
+    returns (start, accept) and .nfa has per-state .eps/.bytes_/.calls lists."""
+
+    def __init__(self, rule_index: Dict[str, int], rule_name: str, whitespace: bool = False):
+        self.nfa = RuleNfa(rule_index, rule_name, whitespace, MAX_NFA_STATES, _Whitespace)
+
+    def build(self, e: ir.Expr) -> Tuple[int, int]:
+        return self.nfa.build(e)
+
+
 # Deterministic cap on compile work (DFA construction), so no request can tie up a core for
 # seconds: the count is of NFA states touched, independent of machine speed (spent in _build).
 MAX_COMPILE_WORK = 30_000_000
@@ -305,15 +316,15 @@ def build(grammar: ir.GrammarIR) -> Automaton:
     builder = Builder(MAX_COMPILE_WORK, MAX_POSITIONS)
     for ri, name in enumerate(names):
         # Thompson construction of the rule's expression over bytes and calls (C++)
-        nfa = RuleNfa(rule_index, name, grammar.rules[name].whitespace, MAX_NFA_STATES, _Whitespace)
+        rc = _RuleCompiler(rule_index, name, whitespace=grammar.rules[name].whitespace)
         try:
-            s, t = nfa.build(exprs[name])
+            s, t = rc.build(exprs[name])
         except CompileError as e:
             if e.rule is None or e.line is None:
                 line, col = origins.get(name) or (None, None)
                 raise type(e)(e.reason, rule=name, line=line, column=col) from None
             raise
-        builder.add_rule(ri, nfa, s, t)
+        builder.add_rule(ri, rc.nfa, s, t)
 
     nullable = builder.nullable()
     _check_left_recursion(names, builder.left_callees(nullable), origins)
