@@ -53,11 +53,11 @@ def check_random_states(grammar, vocab, n_states, seed, docs=()):
     rng = random.Random(seed)
     words = cengine.mask_words(vocab.size)
     checked = 0
-    walks = [None] * (n_states // 2) + [d for d in docs]
+    walks = [d for d in docs] + [None] * (n_states // 2)     # scripted documents first
     for walk in walks:
         m = grammar.matcher(vocab)
-        steps = rng.randint(0, 25)
         script = list(walk) if walk is not None else None
+        steps = len(script) if script is not None else rng.randint(0, 25)
         for k in range(steps + 1):
             mask = np.zeros(words, np.int32)
             m.fill_mask(mask)
@@ -161,3 +161,39 @@ def test_fill_mask_rejects_bad_buffers():
         m.fill_mask(np.zeros(2, np.int32))
     with pytest.raises(TypeError):
         m.fill_mask(np.zeros(cengine.mask_words(v.size), np.int64))
+
+
+# Shapes that exercise the slice search (runs of plain characters proven acceptable) and the
+# first-visit direct walks: open objects whose extra keys must avoid the declared names (a key
+# trie), strings bounded above and below (counters), enums, escapes in names.
+SLICE_SCHEMAS = {
+    "open_object_keys": ({"type": "object", "properties": {"name": {"type": "string"},
+                                                          "na\"me": {"type": "integer"},
+                                                          "n\u00e4me": {"type": "boolean"}}},
+                         False,
+                         b'{"name": "ab", "nam": "x y", "namex": 1, "n\xc3\xa4me": true, "z": [1]}'),
+    "bounded_strings": ({"type": "object", "properties": {
+        "short": {"type": "string", "maxLength": 5},
+        "mid": {"type": "string", "minLength": 3, "maxLength": 40},
+        "long": {"type": "string", "minLength": 2}}, "required": ["short", "mid", "long"]},
+        True,
+        b'{"short": "h\xc3\xa9llo", "mid": "a string of some thirty characters", "long": "x\\"y"}'),
+    "enum_and_array": ({"type": "array", "items": {"enum": ["red", "green", "blue green"]},
+                        "maxItems": 4}, True, b'["red", "blue green", "green"]'),
+}
+
+
+@pytest.fixture(scope="module")
+def llama_bpe():
+    return cengine.Vocabulary.from_gguf(vocab_gguf("llama-bpe"))
+
+
+@pytest.mark.parametrize("name", sorted(SLICE_SCHEMAS))
+def test_mask_exact_slices_and_first_visits(llama_bpe, name):
+    schema, closed, doc = SLICE_SCHEMAS[name]
+    cengine.CACHE.clear()
+    g = cengine.compile_json_schema(schema, closed_objects=closed)
+    pieces = [doc[i:i + 4] for i in range(0, len(doc), 4)]
+    # the scripted walk twice: first visits walk the trie directly, second ones use tables
+    n = 2 * (len(pieces) + 1) + 10
+    assert check_random_states(g, llama_bpe, n, seed=3, docs=[pieces, list(pieces)]) == n
