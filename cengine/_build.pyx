@@ -77,6 +77,128 @@ cdef list _charset_sequences(ranges):
     return seqs
 
 
+# --- walkers of the inlining pass (automaton._inline_small_rules) ------------------------
+
+cdef int _refs(e, set out, ws_type, int depth) except -1:
+    if depth > MAX_EXPR_DEPTH:
+        raise RecursionError("grammar expressions nest too deeply")
+    k = type(e)
+    if k is _Ref:
+        out.add(e.name)
+    elif k is _Seq or k is _Alt:
+        for it in e.items:
+            _refs(it, out, ws_type, depth + 1)
+    elif k is _Repeat or k is ws_type:
+        _refs(e.item, out, ws_type, depth + 1)
+    return 0
+
+
+def expr_refs(e, set out, ws_type):
+    """Add the names of the rules e calls to out."""
+    _refs(e, out, ws_type, 0)
+
+
+cdef double _PINF = float("inf")
+
+
+cdef object _max_match(e, rule_max, ws_type, int depth):
+    if depth > MAX_EXPR_DEPTH:
+        raise RecursionError("grammar expressions nest too deeply")
+    k = type(e)
+    if k is _Bytes:
+        return len(e.data)
+    if k is _ByteSet:
+        return 1
+    if k is _CharSet:
+        ranges = e.ranges
+        top = ranges[len(ranges) - 1][1] if ranges else 0   # (no negative index: wraparound is off)
+        return 1 if top < 0x80 else 2 if top < 0x800 else 3 if top < 0x10000 else 4
+    if k is _Seq:
+        total = 0
+        for it in e.items:
+            total = total + _max_match(it, rule_max, ws_type, depth + 1)
+        return total
+    if k is _Alt:
+        items = e.items
+        if not items:
+            return max(())          # the same ValueError as the Python pass
+        best = _max_match(items[0], rule_max, ws_type, depth + 1)
+        for i in range(1, len(items)):
+            v = _max_match(items[i], rule_max, ws_type, depth + 1)
+            if v > best:
+                best = v
+        return best
+    if k is _Repeat:
+        m = _max_match(e.item, rule_max, ws_type, depth + 1)
+        if m == 0:
+            return 0
+        return _PINF if e.hi is None else e.hi * m
+    if k is _Ref:
+        return rule_max(e.name)
+    if k is ws_type:
+        return _max_match(e.item, rule_max, ws_type, depth + 1)
+    return 0
+
+
+def max_match(e, rule_max, ws_type):
+    """Longest byte string the expression can match (inf when unbounded); calls of other
+    rules are measured by rule_max(name)."""
+    return _max_match(e, rule_max, ws_type, 0)
+
+
+cdef object _subst(e, set inlinable, resolved, int depth):
+    if depth > MAX_EXPR_DEPTH:
+        raise RecursionError("grammar expressions nest too deeply")
+    k = type(e)
+    if k is _Ref:
+        if e.name in inlinable:
+            x = resolved(e.name)
+            if x is not None:
+                return x
+        return e
+    if k is _Seq:
+        return _Seq(tuple([_subst(it, inlinable, resolved, depth + 1) for it in e.items]))
+    if k is _Alt:
+        return _Alt(tuple([_subst(it, inlinable, resolved, depth + 1) for it in e.items]))
+    if k is _Repeat:
+        return _Repeat(_subst(e.item, inlinable, resolved, depth + 1), e.lo, e.hi)
+    return e
+
+
+def subst(e, set inlinable, resolved):
+    """e with every call of an inlinable rule replaced by resolved(name) (when not None)."""
+    return _subst(e, inlinable, resolved, 0)
+
+
+cdef long long _size(e, dict known, ws_type, int depth) except -1:
+    if depth > MAX_EXPR_DEPTH:
+        raise RecursionError("grammar expressions nest too deeply")
+    n = known.get(id(e))
+    if n is not None:
+        return n
+    k = type(e)
+    cdef long long total, hi
+    if k is _Seq or k is _Alt:
+        total = 1
+        for it in e.items:
+            total += _size(it, known, ws_type, depth + 1)
+        return total
+    if k is _Repeat:
+        hi = e.hi if e.hi is not None else e.lo + 1
+        return 1 + _size(e.item, known, ws_type, depth + 1) * max(1, min(hi, 64))
+    if k is ws_type:
+        return _size(e.item, known, ws_type, depth + 1)
+    if k is _Bytes:
+        return max(1, len(e.data))
+    return 1
+
+
+def expr_size(e, dict known, ws_type):
+    """Node count of e (repeats weighted by their count, at most 64); known: id -> size of
+    subtrees already measured."""
+    return _size(e, known, ws_type, 0)
+
+
 cdef class RuleNfa:
     """Thompson NFA of one rule's expression over bytes and calls, as flat C++ vectors:
     eps (from, to)*, byt (from, lo, hi, to, whitespace)*, calls (from, rule, return)*."""

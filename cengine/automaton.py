@@ -27,7 +27,7 @@ import numpy as np
 
 from . import ir
 from .errors import CompileError, LimitError
-from ._build import Builder, RuleNfa
+from ._build import Builder, RuleNfa, expr_refs, expr_size, max_match, subst
 
 # documented limits
 MAX_NFA_STATES = 400_000
@@ -132,42 +132,7 @@ class _Whitespace:
     item: object
 
 
-def _expr_refs(e, out: set) -> None:
-    if isinstance(e, ir.Ref):
-        out.add(e.name)
-    elif isinstance(e, (ir.Seq, ir.Alt)):
-        for it in e.items:
-            _expr_refs(it, out)
-    elif isinstance(e, (ir.Repeat, _Whitespace)):
-        _expr_refs(e.item, out)
-
-
 INLINE_MAX_MATCH = 16
-
-
-def _max_match(e, rule_max) -> float:
-    """Longest byte string the expression can match (inf when unbounded)."""
-    if isinstance(e, ir.Bytes):
-        return len(e.data)
-    if isinstance(e, ir.ByteSet):
-        return 1
-    if isinstance(e, ir.CharSet):
-        top = e.ranges[-1][1] if e.ranges else 0
-        return 1 if top < 0x80 else 2 if top < 0x800 else 3 if top < 0x10000 else 4
-    if isinstance(e, ir.Seq):
-        return sum(_max_match(it, rule_max) for it in e.items)
-    if isinstance(e, ir.Alt):
-        return max(_max_match(it, rule_max) for it in e.items)
-    if isinstance(e, ir.Repeat):
-        m = _max_match(e.item, rule_max)
-        if m == 0:
-            return 0
-        return float("inf") if e.hi is None else e.hi * m
-    if isinstance(e, ir.Ref):
-        return rule_max(e.name)
-    if isinstance(e, _Whitespace):
-        return _max_match(e.item, rule_max)
-    return 0
 
 
 def _inline_small_rules(grammar: ir.GrammarIR):
@@ -183,7 +148,7 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     refs = {}
     for n, r in rules.items():
         s: set = set()
-        _expr_refs(r.expr, s)
+        expr_refs(r.expr, s, _Whitespace)
         refs[n] = s
     for n, rs in refs.items():
         for m in rs:
@@ -211,7 +176,7 @@ def _inline_small_rules(grammar: ir.GrammarIR):
             return float("inf")
         if n not in maxlen:
             maxlen[n] = float("inf")      # provisional; non-recursive rules never see it
-            maxlen[n] = _max_match(rules[n].expr, rule_max)
+            maxlen[n] = max_match(rules[n].expr, rule_max, _Whitespace)
         return maxlen[n]
 
     # only rules matching short strings (a character, an escape): long or unbounded ones
@@ -226,38 +191,9 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     # subtrees of their callers, so a caller's size need not walk them again)
     body_size: Dict[int, int] = {}
 
-    def size(e) -> int:
-        n = body_size.get(id(e))
-        if n is not None:
-            return n
-        if isinstance(e, (ir.Seq, ir.Alt)):
-            return 1 + sum(size(it) for it in e.items)
-        if isinstance(e, ir.Repeat):
-            return 1 + size(e.item) * max(1, min(e.hi if e.hi is not None else e.lo + 1, 64))
-        if isinstance(e, _Whitespace):
-            return size(e.item)
-        if isinstance(e, ir.Bytes):
-            return max(1, len(e.data))
-        return 1
-
-    def subst(e):
-        if isinstance(e, ir.Ref):
-            if e.name in inlinable:
-                x = resolved(e.name)
-                if x is not None:
-                    return x
-            return e
-        if isinstance(e, ir.Seq):
-            return ir.Seq(tuple(subst(it) for it in e.items))
-        if isinstance(e, ir.Alt):
-            return ir.Alt(tuple(subst(it) for it in e.items))
-        if isinstance(e, ir.Repeat):
-            return ir.Repeat(subst(e.item), e.lo, e.hi)
-        return e
-
     def subst_rule(n):
         # a rule that calls nothing inlinable comes out unchanged: skip the copy
-        return subst(rules[n].expr) if refs[n] & inlinable else rules[n].expr
+        return subst(rules[n].expr, inlinable, resolved) if refs[n] & inlinable else rules[n].expr
 
     def resolved(n):
         # the inlined body of an inlinable rule, or None when it is too big to copy
@@ -267,7 +203,7 @@ def _inline_small_rules(grammar: ir.GrammarIR):
         x = subst_rule(n)
         if rules[n].whitespace:
             x = _Whitespace(x)
-        k = size(x)
+        k = expr_size(x, body_size, _Whitespace)
         if k <= INLINE_MAX_SIZE:
             done[n] = x
             body_size[id(x)] = k
