@@ -16,7 +16,7 @@ from libcpp.vector cimport vector
 from libcpp.pair cimport pair
 from libcpp.unordered_map cimport unordered_map
 from libcpp.unordered_set cimport unordered_set
-from libcpp.algorithm cimport sort as cpp_sort
+from libcpp.algorithm cimport sort as cpp_sort, unique as cpp_unique
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cython.operator cimport dereference as deref
 
@@ -355,6 +355,16 @@ cdef class RuleNfa:
         return 0
 
 
+cdef inline int _one_state(vector[int]& targets):
+    """The NFA state when all targets are that one state, else -1."""
+    cdef int t0 = targets[0]
+    cdef size_t i
+    for i in range(1, targets.size()):
+        if targets[i] != t0:
+            return -1
+    return t0
+
+
 cdef class Builder:
     # positions of all rules, numbered rule after rule (CSR edges)
     cdef vector[int] finals, pos_rule, starts
@@ -452,14 +462,20 @@ cdef class Builder:
 
         cdef int base = <int>self.finals.size()
         cdef dict index = {}
-        cdef vector[int] set_off, set_data, cur, targets, present
+        cdef vector[int] set_off, set_data, cur, targets
+        # DFA state of the closure of one NFA state, once known: most transitions have a
+        # single target, so their closure and set lookup happen once per rule
+        cdef vector[int] single
+        cdef int one
+        cdef dict by_targets = {}           # sorted target set -> DFA state, likewise
+        single.assign(n, -1)
         cdef vector[int] r_lo, r_hi, r_to, r_ws, bounds
         cdef vector[pair[int, int]] cpairs
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
         cdef bytes key
+        cdef object tkey
         cdef int out_start, fin
-        present.assign(258, 0)
 
         # start state
         cur.push_back(start)
@@ -492,14 +508,12 @@ cdef class Builder:
             self.spend(<int64_t>cur.size() + R)
             out_start = <int>self.e_lo.size()
             if R:
-                for k in range(R):
-                    present[r_lo[k]] = 1
-                    present[r_hi[k] + 1] = 1
                 bounds.clear()
-                for k in range(257):
-                    if present[k]:
-                        bounds.push_back(k)
-                        present[k] = 0
+                for k in range(R):
+                    bounds.push_back(r_lo[k])
+                    bounds.push_back(r_hi[k] + 1)
+                cpp_sort(bounds.begin(), bounds.end())
+                bounds.erase(cpp_unique(bounds.begin(), bounds.end()), bounds.end())
                 B = <int>bounds.size()
                 self.spend(<int64_t>B * R)
                 for bi in range(B - 1):
@@ -520,19 +534,38 @@ cdef class Builder:
                     if ws0 and ws1:
                         raise CompileError(f"byte 0x{a:02x} is whitespace on one path and content on "
                                            "another: the whitespace budget would be ambiguous")
-                    self.closure(targets)
-                    key = PyBytes_FromStringAndSize(<char*>self.buf.data(), self.buf.size() * sizeof(int))
-                    o = index.get(key)
-                    if o is None:
-                        j = nsets
-                        index[key] = j
-                        set_data.insert(set_data.end(), self.buf.begin(), self.buf.end())
-                        set_off.push_back(<int>set_data.size())
-                        nsets += 1
-                        if nsets > self.max_positions:
-                            raise LimitError(f"grammar needs more than {self.max_positions} positions")
-                    else:
+                    one = _one_state(targets)
+                    tkey = None
+                    if one < 0:
+                        # several targets: look their set up before computing its closure
+                        cpp_sort(targets.begin(), targets.end())
+                        targets.erase(cpp_unique(targets.begin(), targets.end()), targets.end())
+                        tkey = PyBytes_FromStringAndSize(<char*>targets.data(), targets.size() * sizeof(int))
+                        o = by_targets.get(tkey)
+                    if one < 0 and o is not None:
+                        self.spend(8 + <int64_t>targets.size())     # what its closure costs
                         j = o
+                    elif one >= 0 and single[one] >= 0:
+                        self.spend(9)       # what its closure costs: 8 + one state
+                        j = single[one]
+                    else:
+                        self.closure(targets)
+                        key = PyBytes_FromStringAndSize(<char*>self.buf.data(), self.buf.size() * sizeof(int))
+                        o = index.get(key)
+                        if o is None:
+                            j = nsets
+                            index[key] = j
+                            set_data.insert(set_data.end(), self.buf.begin(), self.buf.end())
+                            set_off.push_back(<int>set_data.size())
+                            nsets += 1
+                            if nsets > self.max_positions:
+                                raise LimitError(f"grammar needs more than {self.max_positions} positions")
+                        else:
+                            j = o
+                        if one >= 0:
+                            single[one] = j
+                        else:
+                            by_targets[tkey] = j
                     j += base
                     last = <int>self.e_lo.size() - 1
                     if last >= out_start and self.e_to[last] == j and self.e_hi[last] == a - 1 \
@@ -560,17 +593,36 @@ cdef class Builder:
                     targets.push_back(cpairs[h].second)
                     h += 1
                 g = h
-                self.closure(targets)
-                key = PyBytes_FromStringAndSize(<char*>self.buf.data(), self.buf.size() * sizeof(int))
-                o = index.get(key)
-                if o is None:
-                    j = nsets
-                    index[key] = j
-                    set_data.insert(set_data.end(), self.buf.begin(), self.buf.end())
-                    set_off.push_back(<int>set_data.size())
-                    nsets += 1
-                else:
+                one = _one_state(targets)
+                tkey = None
+                if one < 0:
+                    # several targets: look their set up before computing its closure
+                    cpp_sort(targets.begin(), targets.end())
+                    targets.erase(cpp_unique(targets.begin(), targets.end()), targets.end())
+                    tkey = PyBytes_FromStringAndSize(<char*>targets.data(), targets.size() * sizeof(int))
+                    o = by_targets.get(tkey)
+                if one < 0 and o is not None:
+                    self.spend(8 + <int64_t>targets.size())     # what its closure costs
                     j = o
+                elif one >= 0 and single[one] >= 0:
+                    self.spend(9)
+                    j = single[one]
+                else:
+                    self.closure(targets)
+                    key = PyBytes_FromStringAndSize(<char*>self.buf.data(), self.buf.size() * sizeof(int))
+                    o = index.get(key)
+                    if o is None:
+                        j = nsets
+                        index[key] = j
+                        set_data.insert(set_data.end(), self.buf.begin(), self.buf.end())
+                        set_off.push_back(<int>set_data.size())
+                        nsets += 1
+                    else:
+                        j = o
+                    if one >= 0:
+                        single[one] = j
+                    else:
+                        by_targets[tkey] = j
                 self.c_rule.push_back(rr)
                 self.c_to.push_back(j + base)
             self.c_off.push_back(<int>self.c_rule.size())
