@@ -43,6 +43,43 @@ _SURR_LO, _SURR_HI = 0xD800, 0xDFFF
 _ALL = ((0, ir.MAX_UNICODE),)
 
 
+# --- alternatives without hashing whole expressions -----------------------------------------
+_LEAVES = (ir.Bytes, ir.ByteSet, ir.CharSet, ir.Ref, ir.Nothing)
+
+
+def _sig(e, depth: int = 2):
+    """A cheap summary of e: equal expressions have equal summaries."""
+    t = type(e)
+    if t in _LEAVES:
+        return e
+    if t is ir.Seq or t is ir.Alt:
+        return (t, len(e.items), _sig(e.items[0], depth - 1) if depth > 0 and e.items else None)
+    if t is ir.Repeat:
+        return (t, e.lo, e.hi, _sig(e.item, depth - 1) if depth > 0 else None)
+    return t
+
+
+def alt(*items: ir.Expr) -> ir.Expr:
+    """ir.alt(*items), the same result. ir.alt removes duplicates by hashing every item, which
+    walks whole expressions (the IR does not cache hashes); when the items' summaries are all
+    different no two items can be equal, so that walk is skipped."""
+    flat = []
+    for it in items:
+        if isinstance(it, ir.Alt):
+            flat.extend(it.items)
+        elif not isinstance(it, ir.Nothing):
+            flat.append(it)
+    if len(flat) > 1:
+        sigs = set()
+        for it in flat:
+            sg = _sig(it)
+            if sg in sigs:
+                return ir.alt(*items)
+            sigs.add(sg)
+        return ir.Alt(tuple(flat))
+    return ir.alt(*items)
+
+
 # --- code point sets --------------------------------------------------------------------
 def _intersect(ranges: Iterable[Tuple[int, int]], lo: int, hi: int) -> ir.Ranges:
     return ir.normalize_ranges((max(a, lo), min(b, hi)) for a, b in ranges if a <= hi and b >= lo)
@@ -235,7 +272,7 @@ def container(g: ir.GrammarIR, open_: str, members: ir.Expr, close: str, *,
     """
     w = ws(g)
     empty = ir.lit(close) if nullable_members else ir.NOTHING
-    return ir.seq(ir.lit(open_), w, ir.alt(empty, ir.seq(members, w, ir.lit(close))))
+    return ir.seq(ir.lit(open_), w, alt(empty, ir.seq(members, w, ir.lit(close))))
 
 
 def value(g: ir.GrammarIR) -> ir.Ref:
@@ -342,6 +379,6 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
         opts.append(ir.seq(leave, body))
         for k in kids:
             opts.append(ir.seq(char_in(((k, k),)), walk(node[k])))
-        return ir.alt(*opts)
+        return alt(*opts)
 
     return ir.seq(ir.lit('"'), walk(trie))

@@ -479,7 +479,7 @@ class _Compiler:
         firsts = [ir.seq(kvs[j], after(j + 1)) for j in starts]
         if first_req is None and extra is not None:
             firsts.append(ir.seq(extra, after(n)))
-        members = ir.alt(*firsts)
+        members = jg.alt(*firsts)
         expr = jg.container(g, "{", members, "}", nullable_members=(first_req is None))
         return g.add(self._rule_name(ptr, "object"), expr, container=True)
 
