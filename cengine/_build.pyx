@@ -10,7 +10,7 @@ Everything here must reproduce cengine.automaton_reference exactly: the same DFA
 order (tie-breaking of the completion pointers), the same DFS order for closure chains, the
 same compile-work units spent at the same moments, and the same error messages.
 """
-from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 from libcpp.vector cimport vector
 from libcpp.pair cimport pair
@@ -222,14 +222,14 @@ cdef class RuleNfa:
         self.n += 1
         return self.n - 1
 
-    cdef inline void _byte(self, int s, int lo, int hi, int t):
+    cdef inline void _byte(self, int s, int lo, int hi, int t) noexcept:
         self.byt_flat.push_back(s)
         self.byt_flat.push_back(lo)
         self.byt_flat.push_back(hi)
         self.byt_flat.push_back(t)
         self.byt_flat.push_back(self.ws)
 
-    cdef inline void _eps(self, int s, int t):
+    cdef inline void _eps(self, int s, int t) noexcept:
         self.eps_flat.push_back(s)
         self.eps_flat.push_back(t)
 
@@ -355,7 +355,76 @@ cdef class RuleNfa:
         return 0
 
 
-cdef inline int _one_state(vector[int]& targets):
+cdef class _I64Map:
+    """Open-addressing hash map from non-negative int64 keys to ints (the closure-chain pass
+    does a few lookups per position: std::unordered_map's node allocations dominated)."""
+    cdef vector[int64_t] keys
+    cdef vector[int] vals
+    cdef uint64_t mask
+    cdef int count, shift
+
+    def __cinit__(self):
+        self.keys.assign(64, -1)
+        self.vals.assign(64, 0)
+        self.mask = 63
+        self.shift = 58
+        self.count = 0
+
+    cdef void reserve(self, int n) noexcept:
+        """Room for n keys without growing (only while empty)."""
+        cdef size_t cap = 64
+        cdef int shift = 58
+        while cap < <size_t>(2 * n):
+            cap *= 2
+            shift -= 1
+        self.keys.assign(cap, -1)
+        self.vals.assign(cap, 0)
+        self.mask = cap - 1
+        self.shift = shift
+
+    cdef inline uint64_t _slot(self, int64_t k) noexcept:
+        return ((<uint64_t>k) * <uint64_t>0x9E3779B97F4A7C15ULL) >> self.shift
+
+    cdef int get(self, int64_t k) noexcept:
+        """The value of k, or -1."""
+        cdef uint64_t i = self._slot(k)
+        while True:
+            if self.keys[i] == k:
+                return self.vals[i]
+            if self.keys[i] == -1:
+                return -1
+            i = (i + 1) & self.mask
+
+    cdef void put(self, int64_t k, int v) noexcept:
+        cdef uint64_t i = self._slot(k)
+        while True:
+            if self.keys[i] == k:
+                self.vals[i] = v
+                return
+            if self.keys[i] == -1:
+                self.keys[i] = k
+                self.vals[i] = v
+                self.count += 1
+                if self.count * 2 > <int>self.keys.size():
+                    self._grow()
+                return
+            i = (i + 1) & self.mask
+
+    cdef void _grow(self) noexcept:
+        cdef vector[int64_t] ok = self.keys
+        cdef vector[int] ov = self.vals
+        cdef size_t n = ok.size() * 2, j
+        self.keys.assign(n, -1)
+        self.vals.assign(n, 0)
+        self.mask = n - 1
+        self.shift -= 1
+        self.count = 0
+        for j in range(ok.size()):
+            if ok[j] != -1:
+                self.put(ok[j], ov[j])
+
+
+cdef inline int _one_state(vector[int]& targets) noexcept:
     """The NFA state when all targets are that one state, else -1."""
     cdef int t0 = targets[0]
     cdef size_t i
@@ -424,7 +493,7 @@ cdef class Builder:
         cpp_sort(self.buf.begin(), self.buf.end())
         return 0
 
-    cdef void _csr(self, int n, vector[int]& flat, int stride, vector[int]& off, vector[int]** cols):
+    cdef void _csr(self, int n, vector[int]& flat, int stride, vector[int]& off, vector[int]** cols) noexcept:
         """Group the records of flat (stride ints, first = from state) by from state."""
         cdef int m = <int>flat.size() // stride
         cdef int i, j, f, at
@@ -781,8 +850,10 @@ cdef class Builder:
         # closure chains. A stack below the top frame is an interned node (head, tail);
         # node 0 is the empty stack. A chain is the node (q, below).
         cdef vector[int] node_head, node_tail, node_depth, node_chain, node_seen
-        cdef unordered_map[int64_t, int] node_index
-        cdef unordered_set[int64_t] visited
+        cdef _I64Map node_index = _I64Map()
+        cdef _I64Map visited = _I64Map()
+        node_index.reserve(2 * P)
+        visited.reserve(4 * P)
         cdef vector[pair[int, int]] work
         cdef vector[int] clo_off, clo_chain, chain_nodes, clo_pop
         node_head.push_back(-1)
@@ -795,7 +866,6 @@ cdef class Builder:
         cdef bint pop
         cdef pair[int, int] w
         for p in range(P):
-            visited.clear()
             pop = False
             work.clear()
             work.push_back(pair[int, int](p, 0))
@@ -805,9 +875,11 @@ cdef class Builder:
                 q = w.first
                 below = w.second
                 key = ((<int64_t>q) << 32) | below
-                if visited.count(key):
+                # visited in this position's walk: stamped with p (clearing a hash set per
+                # position costs its whole bucket array)
+                if visited.get(key) == p:
                     continue
-                visited.insert(key)
+                visited.put(key, p)
                 if e_off[q] != e_off[q + 1]:
                     node = self._intern(node_index, node_head, node_tail, node_depth,
                                         node_chain, node_seen, q, below)
@@ -859,19 +931,18 @@ cdef class Builder:
             short_kind=_u8(self.short_kind), short_byte=_u8(self.short_byte),
             short_rule=_i32(self.short_rule), short_to=_i32(self.short_to))
 
-    cdef int _intern(self, unordered_map[int64_t, int]& index, vector[int]& head,
+    cdef int _intern(self, _I64Map index, vector[int]& head,
                      vector[int]& tail, vector[int]& depth, vector[int]& chain,
-                     vector[int]& seen, int q, int below):
+                     vector[int]& seen, int q, int below) noexcept:
         cdef int64_t key = ((<int64_t>q) << 32) | below
-        cdef unordered_map[int64_t, int].iterator it = index.find(key)
-        if it != index.end():
-            return deref(it).second
-        cdef int node = <int>head.size()
-        index[key] = node
+        cdef int node = index.get(key)
+        if node >= 0:
+            return node
+        node = <int>head.size()
+        index.put(key, node)
         head.push_back(q)
         tail.push_back(below)
         depth.push_back(depth[below] + 1)
         chain.push_back(-1)
         seen.push_back(-1)
         return node
-
