@@ -470,18 +470,42 @@ class _Compiler:
                 e = ir.repeat(ir.seq(sep, extra), 0, None) if extra is not None else ir.EMPTY
             else:
                 item = ir.seq(sep, kvs[i])
-                e = ir.seq(item if present[i][2] else ir.opt(item), after(i + 1))
+                e = _seq_onto(item if present[i][2] else ir.opt(item), after(i + 1))
             if not inline and i < n:
                 e = g.add(self._rule_name(ptr, f"after{i}"), e)
             after_cache[i] = e
             return e
 
-        firsts = [ir.seq(kvs[j], after(j + 1)) for j in starts]
+        firsts = [_seq_onto(kvs[j], after(j + 1)) for j in starts]
         if first_req is None and extra is not None:
-            firsts.append(ir.seq(extra, after(n)))
+            firsts.append(_seq_onto(extra, after(n)))
         members = jg.alt(*firsts)
         expr = jg.container(g, "{", members, "}", nullable_members=(first_req is None))
         return g.add(self._rule_name(ptr, "object"), expr, container=True)
+
+
+def _seq_onto(x: ir.Expr, rest: ir.Expr) -> ir.Expr:
+    """ir.seq(x, rest), the same result, without re-normalizing all of rest when rest is a Seq
+    that ir.seq made (flat, no empty literal, no adjacent literals): only the seam between x
+    and rest can merge. The chains of optional members are built by prepending one member at a
+    time, which ir.seq would copy and rescan each time."""
+    if type(rest) is not ir.Seq:
+        return ir.seq(x, rest)
+    head = ir.seq(x)
+    if isinstance(head, ir.Nothing):
+        return ir.NOTHING
+    if type(head) is ir.Seq:
+        hitems = head.items
+    elif type(head) is ir.Bytes and not head.data:
+        hitems = ()
+    else:
+        hitems = (head,)
+    ritems = rest.items
+    if hitems and type(hitems[-1]) is ir.Bytes and type(ritems[0]) is ir.Bytes:
+        items = hitems[:-1] + (ir.Bytes(hitems[-1].data + ritems[0].data),) + ritems[1:]
+    else:
+        items = hitems + ritems
+    return ir.Seq(items)
 
 
 def _productive(g: ir.GrammarIR) -> Set[str]:
