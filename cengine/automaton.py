@@ -27,7 +27,7 @@ import numpy as np
 
 from . import ir
 from .errors import CompileError, LimitError
-from ._build import Builder, RuleNfa, expr_refs, expr_size, max_match, subst
+from ._build import Builder, RuleNfa, inline_small_rules
 
 # documented limits
 MAX_NFA_STATES = 400_000
@@ -144,93 +144,7 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     container/whitespace semantics and the root keep their frames.
     Returns (rule -> expression, rule -> rules its expression calls).
     """
-    rules = grammar.rules
-    refs = {}
-    for n, r in rules.items():
-        s: set = set()
-        expr_refs(r.expr, s, _Whitespace)
-        refs[n] = s
-    for n, rs in refs.items():
-        for m in rs:
-            if m not in rules:
-                line, col = (rules[n].origin or (None, None))
-                raise CompileError(f"rule '{m}' is used but never defined", rule=m,
-                                   line=line, column=col)
-    # recursive = reaches itself
-    recursive = set()
-    for n in rules:
-        seen = set()
-        stack = list(refs[n])
-        while stack:
-            m = stack.pop()
-            if m == n:
-                recursive.add(n)
-                break
-            if m not in seen:
-                seen.add(m)
-                stack.extend(refs[m])
-    maxlen: Dict[str, float] = {}
-
-    def rule_max(n):
-        if n in recursive:
-            return float("inf")
-        if n not in maxlen:
-            maxlen[n] = float("inf")      # provisional; non-recursive rules never see it
-            maxlen[n] = max_match(rules[n].expr, rule_max, _Whitespace)
-        return maxlen[n]
-
-    # only rules matching short strings (a character, an escape): long or unbounded ones
-    # (string bodies, numbers) keep their frames so their mask tables are shared
-    # Whitespace rules inline too (wrapped, so their bytes still spend the budget): a separate
-    # whitespace frame would make every token that starts with a space cross a rule end.
-    inlinable = {n for n, r in rules.items()
-                 if n != grammar.root and n not in recursive and not r.container
-                 and (r.whitespace or rule_max(n) <= INLINE_MAX_MATCH)}
-    done: Dict[str, ir.Expr] = {}
-    # sizes of the inlined bodies kept in `done` (by identity: they are shared, unchanged
-    # subtrees of their callers, so a caller's size need not walk them again)
-    body_size: Dict[int, int] = {}
-
-    def subst_rule(n):
-        # a rule that calls nothing inlinable comes out unchanged: skip the copy
-        return subst(rules[n].expr, inlinable, resolved) if refs[n] & inlinable else rules[n].expr
-
-    def resolved(n):
-        # the inlined body of an inlinable rule, or None when it is too big to copy
-        if n in done:
-            return done[n]
-        done[n] = None          # non-recursive, so no cycle reaches here again
-        x = subst_rule(n)
-        if rules[n].whitespace:
-            x = _Whitespace(x)
-        k = expr_size(x, body_size, _Whitespace)
-        if k <= INLINE_MAX_SIZE:
-            done[n] = x
-            body_size[id(x)] = k
-        return done[n]
-
-    try:
-        exprs = {n: subst_rule(n) for n in rules}
-    except RecursionError:
-        raise LimitError("grammar expressions nest too deeply") from None
-
-    # rules each substituted expression calls: its own calls, with inlined rules replaced by
-    # what their bodies call
-    out_refs: Dict[str, set] = {}
-
-    def calls_of(n) -> set:
-        c = out_refs.get(n)
-        if c is None:
-            c = set()
-            for m in refs[n]:
-                if m in inlinable and done.get(m) is not None:
-                    c |= calls_of(m)
-                else:
-                    c.add(m)
-            out_refs[n] = c
-        return c
-
-    return exprs, {n: calls_of(n) for n in rules}
+    return inline_small_rules(grammar, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE)
 
 
 def build(grammar: ir.GrammarIR) -> Automaton:
