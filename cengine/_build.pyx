@@ -10,14 +10,13 @@ Everything here must reproduce cengine.automaton_reference exactly: the same DFA
 order (tie-breaking of the completion pointers), the same DFS order for closure chains, the
 same compile-work units spent at the same moments, and the same error messages.
 """
-from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t
-from libc.string cimport memcpy
+from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t, uint32_t
+from libc.string cimport memcpy, memcmp
 from libcpp.vector cimport vector
 from libcpp.pair cimport pair
 from libcpp.unordered_map cimport unordered_map
 from libcpp.unordered_set cimport unordered_set
 from libcpp.algorithm cimport sort as cpp_sort, unique as cpp_unique
-from cpython.bytes cimport PyBytes_FromStringAndSize
 from cython.operator cimport dereference as deref
 
 import numpy as np
@@ -517,6 +516,49 @@ cdef class _I64Map:
                 self.put(ok[j], ov[j])
 
 
+cdef class _SetTable:
+    """Int sequences numbered in insertion order, found again by content (hash + compare),
+    each with an int value: the DFA's NFA-state sets, without Python objects per lookup."""
+    cdef vector[int] data, off, vals, next_same
+    cdef _I64Map heads
+
+    def __cinit__(self):
+        self.off.push_back(0)
+        self.heads = _I64Map()
+
+    cdef inline int64_t _hash(self, vector[int]& v) noexcept:
+        cdef uint64_t h = 0xcbf29ce484222325ULL ^ v.size()
+        cdef size_t i
+        for i in range(v.size()):
+            h = (h ^ <uint32_t>v[i]) * 0x100000001b3ULL
+            h ^= h >> 29
+        return <int64_t>(h & 0x7FFFFFFFFFFFFFFFULL)
+
+    cdef int find(self, vector[int]& v) noexcept:
+        """Index of v, or -1."""
+        cdef int i = self.heads.get(self._hash(v))
+        cdef int a
+        cdef size_t n = v.size()
+        while i >= 0:
+            a = self.off[i]
+            if <size_t>(self.off[i + 1] - a) == n and \
+                    (n == 0 or memcmp(&self.data[a], v.data(), n * sizeof(int)) == 0):
+                return i
+            i = self.next_same[i]
+        return -1
+
+    cdef int add(self, vector[int]& v, int value) noexcept:
+        """Append v (not present) with value; returns its index."""
+        cdef int i = <int>self.vals.size()
+        cdef int64_t h = self._hash(v)
+        self.next_same.push_back(self.heads.get(h))
+        self.heads.put(h, i)
+        self.data.insert(self.data.end(), v.begin(), v.end())
+        self.off.push_back(<int>self.data.size())
+        self.vals.push_back(value)
+        return i
+
+
 cdef inline int _one_state(vector[int]& targets) noexcept:
     """The NFA state when all targets are that one state, else -1."""
     cdef int t0 = targets[0]
@@ -623,33 +665,28 @@ cdef class Builder:
         self.stamp = 0
 
         cdef int base = <int>self.finals.size()
-        cdef dict index = {}
-        cdef vector[int] set_off, set_data, cur, targets
+        cdef _SetTable sets = _SetTable()         # DFA state i = NFA-state set i
+        cdef vector[int] cur, targets
         # DFA state of the closure of one NFA state, once known: most transitions have a
         # single target, so their closure and set lookup happen once per rule
         cdef vector[int] single
-        cdef int one
-        cdef dict by_targets = {}           # sorted target set -> DFA state, likewise
+        cdef int one, o
+        cdef _SetTable by_targets = _SetTable()   # sorted target set -> DFA state, likewise
         single.assign(n, -1)
         cdef vector[int] r_lo, r_hi, r_to, r_ws, bounds
         cdef vector[pair[int, int]] cpairs
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
-        cdef bytes key
-        cdef object tkey
         cdef int out_start, fin
 
         # start state
         cur.push_back(start)
         self.closure(cur)
-        set_off.push_back(0)
-        set_data.insert(set_data.end(), self.buf.begin(), self.buf.end())
-        set_off.push_back(<int>set_data.size())
-        index[PyBytes_FromStringAndSize(<char*>self.buf.data(), self.buf.size() * sizeof(int))] = 0
+        sets.add(self.buf, 0)
         nsets = 1
         i = 0
         while i < nsets:
-            cur.assign(set_data.begin() + set_off[i], set_data.begin() + set_off[i + 1])
+            cur.assign(sets.data.begin() + sets.off[i], sets.data.begin() + sets.off[i + 1])
             i += 1
             fin = 0
             for m in range(cur.size()):
@@ -697,37 +734,30 @@ cdef class Builder:
                         raise CompileError(f"byte 0x{a:02x} is whitespace on one path and content on "
                                            "another: the whitespace budget would be ambiguous")
                     one = _one_state(targets)
-                    tkey = None
+                    o = -1
                     if one < 0:
                         # several targets: look their set up before computing its closure
                         cpp_sort(targets.begin(), targets.end())
                         targets.erase(cpp_unique(targets.begin(), targets.end()), targets.end())
-                        tkey = PyBytes_FromStringAndSize(<char*>targets.data(), targets.size() * sizeof(int))
-                        o = by_targets.get(tkey)
-                    if one < 0 and o is not None:
+                        o = by_targets.find(targets)
+                    if o >= 0:
                         self.spend(8 + <int64_t>targets.size())     # what its closure costs
-                        j = o
+                        j = by_targets.vals[o]
                     elif one >= 0 and single[one] >= 0:
                         self.spend(9)       # what its closure costs: 8 + one state
                         j = single[one]
                     else:
                         self.closure(targets)
-                        key = PyBytes_FromStringAndSize(<char*>self.buf.data(), self.buf.size() * sizeof(int))
-                        o = index.get(key)
-                        if o is None:
-                            j = nsets
-                            index[key] = j
-                            set_data.insert(set_data.end(), self.buf.begin(), self.buf.end())
-                            set_off.push_back(<int>set_data.size())
+                        j = sets.find(self.buf)
+                        if j < 0:
+                            j = sets.add(self.buf, nsets)
                             nsets += 1
                             if nsets > self.max_positions:
                                 raise LimitError(f"grammar needs more than {self.max_positions} positions")
-                        else:
-                            j = o
                         if one >= 0:
                             single[one] = j
                         else:
-                            by_targets[tkey] = j
+                            by_targets.add(targets, j)
                     j += base
                     last = <int>self.e_lo.size() - 1
                     if last >= out_start and self.e_to[last] == j and self.e_hi[last] == a - 1 \
@@ -756,35 +786,28 @@ cdef class Builder:
                     h += 1
                 g = h
                 one = _one_state(targets)
-                tkey = None
+                o = -1
                 if one < 0:
                     # several targets: look their set up before computing its closure
                     cpp_sort(targets.begin(), targets.end())
                     targets.erase(cpp_unique(targets.begin(), targets.end()), targets.end())
-                    tkey = PyBytes_FromStringAndSize(<char*>targets.data(), targets.size() * sizeof(int))
-                    o = by_targets.get(tkey)
-                if one < 0 and o is not None:
+                    o = by_targets.find(targets)
+                if o >= 0:
                     self.spend(8 + <int64_t>targets.size())     # what its closure costs
-                    j = o
+                    j = by_targets.vals[o]
                 elif one >= 0 and single[one] >= 0:
                     self.spend(9)
                     j = single[one]
                 else:
                     self.closure(targets)
-                    key = PyBytes_FromStringAndSize(<char*>self.buf.data(), self.buf.size() * sizeof(int))
-                    o = index.get(key)
-                    if o is None:
-                        j = nsets
-                        index[key] = j
-                        set_data.insert(set_data.end(), self.buf.begin(), self.buf.end())
-                        set_off.push_back(<int>set_data.size())
+                    j = sets.find(self.buf)
+                    if j < 0:
+                        j = sets.add(self.buf, nsets)
                         nsets += 1
-                    else:
-                        j = o
                     if one >= 0:
                         single[one] = j
                     else:
-                        by_targets[tkey] = j
+                        by_targets.add(targets, j)
                 self.c_rule.push_back(rr)
                 self.c_to.push_back(j + base)
             self.c_off.push_back(<int>self.c_rule.size())
