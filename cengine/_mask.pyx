@@ -367,7 +367,8 @@ def trie_of(vocab):
 # ---------------------------------------------------------------------------------------
 # per-position tables
 
-NARROW_FIRST_BYTES = 16    # positions with fewer legal first bytes are walked directly once
+NARROW_FIRST_BYTES = 16    # positions with fewer legal first bytes are walked directly ...
+DIRECT_VISITS = 1          # ... this many times before their table is built
 
 cdef class PosTable:
     cdef readonly object bits          # uint32[n_words] or None
@@ -447,7 +448,7 @@ cdef class TokenTables:
         self.lock = threading.Lock()
         self.shared_keys = _Signatures(automaton)
         self.called_rules = frozenset(int(r) for r in automaton.call_rule)
-        self.seen_once = set()
+        self.seen_once = {}
         # positions whose first byte is one of few (structural: a quote, a brace, a key)
         widths = automaton.edge_hi.astype(np.int64) - automaton.edge_lo.astype(np.int64) + 1
         cum = np.concatenate([np.zeros(1, np.int64), np.cumsum(widths)])
@@ -627,12 +628,15 @@ cdef class TokenTables:
                 continue
             p = m.store.pos[node]
             t = self.tables.get(p)
-            if t is None and self._narrow[p] and p not in self.seen_once:
-                # first visit of a position with few first bytes: walking the trie directly
-                # costs less than building its table; the table comes if it is visited again
-                self.seen_once.add(p)
-                tabs.append(False)
-                continue
+            if t is None and self._narrow[p]:
+                # a position with few first bytes: walking the trie directly costs ~10x less
+                # than building its table, so the table comes only once it has been visited
+                # DIRECT_VISITS times
+                seen = self.seen_once.get(p, 0)
+                if seen < DIRECT_VISITS:
+                    self.seen_once[p] = seen + 1
+                    tabs.append(False)
+                    continue
             tabs.append(t if t is not None else self.table(p))
         _fill(self, m, tabs, <uint32_t*> cnp.PyArray_DATA(arr), arr.shape[0])
 

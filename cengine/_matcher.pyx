@@ -282,6 +282,17 @@ cdef int64_t _stack_len(const Prog* p, const Store* s, int32_t node) noexcept no
 
 # ---------------------------------------------------------------------------------------
 
+cdef int _raise_if_failed(Store* s) except -1:
+    """Turn a failure flag left by a nogil step into an exception (and clear it)."""
+    cdef int32_t f = s.failed
+    s.failed = 0
+    if f == 2:
+        raise RuntimeError("grammar too ambiguous: more than 65536 simultaneous stacks")
+    if f:
+        raise MemoryError()
+    return 0
+
+
 cdef class Program:
     """C view of an Automaton's tables (the arrays stay owned by the Automaton)."""
 
@@ -428,10 +439,7 @@ cdef class Matcher:
         vec_free(&b)
         if self.store.failed:
             vec_free(&a)
-            if self.store.failed == 2:
-                self.store.failed = 0
-                raise RuntimeError("grammar too ambiguous: more than 65536 simultaneous stacks")
-            raise MemoryError()
+            _raise_if_failed(&self.store)
         if got <= 0:
             vec_free(&a)
             return 0
@@ -543,6 +551,7 @@ cdef class Matcher:
                     self.program.c.max_depth, &tmp) > 0:
                 out.append(b)
         vec_free(&tmp)
+        _raise_if_failed(&self.store)
         return out
 
     def forced_bytes(self, int limit=MAX_FORCED) -> bytes:
@@ -576,6 +585,7 @@ cdef class Matcher:
             tmp.data = NULL
             tmp.n = tmp.cap = 0
         vec_free(&tmp)
+        _raise_if_failed(&m.store)
         return bytes(out)
 
     def copy(self):
