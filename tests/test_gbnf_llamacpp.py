@@ -10,6 +10,7 @@ import cengine
 from cengine.gbnf import parse_gbnf
 
 from material import gbnf_grammars
+from walks import walk_allowed
 
 U = lambda s: s.encode("utf-8")  # noqa: E731
 
@@ -130,15 +131,7 @@ def test_prefixes_complete(name):
        choices=st.lists(st.integers(0, 1 << 16), max_size=40))
 def test_random_walk_completes(name, choices):
     g = grammar(name)
-    ref = g.reference_matcher()
-    walked = bytearray()
-    for c in choices:
-        allowed = ref.allowed_bytes()
-        if not allowed:
-            break
-        b = allowed[c % len(allowed)]
-        assert ref.accept_bytes(bytes([b]))
-        walked.append(b)
+    walked = walk_allowed(g.reference_matcher(), choices)
     m = g.matcher()
     assert m.accept_bytes(bytes(walked))
     doc = bytes(walked) + m.completion()

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 import cengine
 from cengine import ir
 from cengine.gbnf import MAX_REPEAT, parse_gbnf
+from walks import walk_allowed
 
 
 def matcher(g):
@@ -310,14 +311,7 @@ def _walk_grammar(name):
 def test_random_walk_completes(name, choices):
     g = _walk_grammar(name)
     ref = g.reference_matcher()
-    walked = bytearray()
-    for c in choices:
-        allowed = ref.allowed_bytes()
-        if not allowed:
-            break
-        b = allowed[c % len(allowed)]
-        assert ref.accept_bytes(bytes([b]))
-        walked.append(b)
+    walked = walk_allowed(ref, choices)
     m = matcher(g)
     assert m.accept_bytes(bytes(walked))
     tail = m.completion()

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from cengine import Grammar
 from grammars_ir import ALL, json_like
+from walks import walk_allowed
 
 GRAMMARS = {name: Grammar.from_ir(make()) for name, make in ALL.items()}
 
@@ -70,16 +71,7 @@ def test_matcher_completion_parses_as_json(choices):
 
 
 def _bytes_of(g, choices):
-    r = g.reference_matcher()
-    out = bytearray()
-    for pick in choices:
-        allowed = r.allowed_bytes()
-        if not allowed:
-            break
-        b = allowed[pick % len(allowed)]
-        r.accept_bytes(bytes([b]))
-        out.append(b)
-    return out
+    return walk_allowed(g.reference_matcher(), choices)
 
 
 CASES = [
