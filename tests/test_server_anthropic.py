@@ -9,7 +9,6 @@ import pytest
 
 anthropic = pytest.importorskip("anthropic")
 
-from server_harness import LiveServer  # noqa: E402
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
            "required": ["city"]}
@@ -21,15 +20,8 @@ MSGS = [{"role": "user", "content": "Hello"}]
 
 
 @pytest.fixture(scope="module")
-def live():
-    s = LiveServer()
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
 def client(live):
-    return anthropic.Anthropic(base_url=live.base, api_key="unused", max_retries=0, timeout=120)
+    return live.anthropic()
 
 
 def _tool_uses(content, offered):

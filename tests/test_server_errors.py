@@ -3,7 +3,6 @@ bounded queue answers 429 / 503 with Retry-After; a client that leaves stops its
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 
 import httpx
@@ -140,7 +139,7 @@ def test_refused_constraint_400_names_keyword_or_rule(live, api, path, field, va
 
 
 def test_openai_client_sees_typed_errors(live):
-    c = openai.OpenAI(base_url=live.base + "/v1", api_key="x", max_retries=0)
+    c = live.openai()
     with pytest.raises(openai.BadRequestError) as e:
         c.chat.completions.create(model=live.model_name, messages=MSGS, max_tokens=2,
                                   response_format={"type": "json_schema", "json_schema": {
@@ -151,13 +150,13 @@ def test_openai_client_sees_typed_errors(live):
 
 
 def test_anthropic_and_ollama_clients_see_typed_errors(live):
-    a = anthropic.Anthropic(base_url=live.base, api_key="x", max_retries=0)
+    a = live.anthropic()
     with pytest.raises(anthropic.BadRequestError):
         a.messages.create(model=live.model_name, max_tokens=2, messages=MSGS,
                           extra_body={"llamay_regex": "(a"})
     with pytest.raises(anthropic.NotFoundError):
         a.messages.create(model="nope", max_tokens=2, messages=MSGS)
-    o = ollama.Client(host=live.base)
+    o = live.ollama()
     with pytest.raises(ollama.ResponseError) as e:
         o.chat(model=live.model_name, messages=MSGS, options={"llamay_grammar": "root ::= ("})
     assert e.value.status_code == 400
@@ -223,7 +222,7 @@ def test_full_queue_429_and_503(live):
             assert r.headers["retry-after"] == "1"
             _shape(api, r.json())
         with pytest.raises(openai.RateLimitError):
-            openai.OpenAI(base_url=live.base + "/v1", api_key="x", max_retries=0).chat.completions.create(
+            live.openai().chat.completions.create(
                 model=live.model_name, messages=MSGS)
     finally:
         gate.set()

@@ -10,7 +10,6 @@ import pytest
 
 ollama = pytest.importorskip("ollama")
 
-from server_harness import LiveServer  # noqa: E402
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
            "required": ["city"]}
@@ -23,15 +22,8 @@ MSGS = [{"role": "user", "content": "Hello"}]
 
 
 @pytest.fixture(scope="module")
-def live():
-    s = LiveServer()
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
 def client(live):
-    return ollama.Client(host=live.base, timeout=120)
+    return live.ollama()
 
 
 def test_tags_show_version(client, live):

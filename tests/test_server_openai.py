@@ -12,7 +12,6 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-from server_harness import LiveServer  # noqa: E402
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
                                             "days": {"type": "integer"}},
@@ -30,15 +29,8 @@ MSGS = [{"role": "system", "content": "You are terse."}, {"role": "user", "conte
 
 
 @pytest.fixture(scope="module")
-def live():
-    s = LiveServer()
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
 def client(live):
-    return openai.OpenAI(base_url=live.base + "/v1", api_key="unused", max_retries=0, timeout=120)
+    return live.openai()
 
 
 def _check_calls(calls, offered):

@@ -84,7 +84,7 @@ def live():
 
 @pytest.fixture(scope="module")
 def oa(live):
-    return openai.OpenAI(base_url=live.base + "/v1", api_key="x", max_retries=0)
+    return live.openai()
 
 
 def test_openai_whole(oa, live):
@@ -146,7 +146,7 @@ def test_responses_stream(oa, live):
 
 
 def test_anthropic_stream(live):
-    a = anthropic.Anthropic(base_url=live.base, api_key="x", max_retries=0)
+    a = live.anthropic()
     with a.messages.stream(model="scripted", max_tokens=100, messages=MSGS, tools=AN_TOOLS) as s:
         events = list(s)
         m = s.get_final_message()
@@ -159,7 +159,7 @@ def test_anthropic_stream(live):
 
 
 def test_anthropic_cut(live):
-    a = anthropic.Anthropic(base_url=live.base, api_key="x", max_retries=0)
+    a = live.anthropic()
     m = a.messages.create(model="scripted", max_tokens=9, messages=MSGS, tools=AN_TOOLS)
     assert m.stop_reason == "max_tokens"
     assert [(b.name, b.input) for b in m.content if b.type == "tool_use"] == [("get_weather", {"city": ""})]
@@ -167,7 +167,7 @@ def test_anthropic_cut(live):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_ollama(live, stream):
-    o = ollama.Client(host=live.base)
+    o = live.ollama()
     if stream:
         parts = list(o.chat(model="scripted", messages=MSGS, tools=OA_TOOLS, stream=True))
         text = "".join(p.message.content for p in parts)

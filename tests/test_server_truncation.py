@@ -12,7 +12,6 @@ openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 ollama = pytest.importorskip("ollama")
 
-from server_harness import LiveServer  # noqa: E402
 
 pytestmark = pytest.mark.truncation
 
@@ -37,17 +36,10 @@ MSGS = [{"role": "user", "content": "Order two apples"}]
 
 
 @pytest.fixture(scope="module")
-def live():
-    s = LiveServer()
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
 def clients(live):
-    return (openai.OpenAI(base_url=live.base + "/v1", api_key="unused", max_retries=0, timeout=120),
-            anthropic.Anthropic(base_url=live.base, api_key="unused", max_retries=0, timeout=120),
-            ollama.Client(host=live.base, timeout=120))
+    return (live.openai(),
+            live.anthropic(),
+            live.ollama())
 
 
 def _valid_call(name, args):
