@@ -5,7 +5,7 @@ One JSON object per line: {"alternatives": [...], "posterior": [...], "chosen": 
 server's "logprobs", is ignored). Blank lines are skipped; a file with no decision is an error.
 
 A posterior whose sum is off 1 by at most `sum_tolerance` (default 0.01, enough for values
-rounded to two decimals over a few alternatives) is renormalised so that it sums to 1, which
+rounded to two decimals over a few alternatives; 1e-9 more for binary rounding) is renormalised so that it sums to 1, which
 keeps the Brier score inside [0, 2]; a larger deviation means the numbers are not a posterior
 over these alternatives (logprobs pasted by mistake, a missing alternative) and the line is
 refused. Every bad line is reported with its 1-based line number and the field at fault.
@@ -120,7 +120,8 @@ def _posterior(line: int, value, n_alternatives: int, sum_tolerance: float) -> T
             raise DecisionError(line, "posterior", f"item {i} is negative ({p!r})")
         probs.append(p)
     total = math.fsum(probs)
-    if abs(total - 1.0) > sum_tolerance:
+    # the slack absorbs binary rounding, so that 0.71 + 0.05 + 0.25 is within 0.01 of 1
+    if abs(total - 1.0) > sum_tolerance + 1e-9:
         raise DecisionError(line, "posterior",
                             f"sums to {total:.6g}, not 1 (tolerance {sum_tolerance:g}); "
                             f"expected probabilities over the alternatives, not logprobs")
@@ -135,18 +136,17 @@ def _member(line: int, name: str, value, alternatives: Tuple[str, ...]) -> str:
         raise DecisionError(line, name, f"expected a string, got {_type_name(value)} {_describe(value)}")
     if value not in alternatives:
         hint = ""
-        # the server reports enum alternatives as JSON text ("\"refund\""): a bare label is a
-        # common slip, so name the spelling that would match
+        # the server reports enum alternatives as JSON text ("\"refund\""): a label spelled
+        # the other way is a common slip, so name the spelling that would match
         if json.dumps(value) in alternatives:
             hint = f"; the alternatives are JSON text, did you mean {_describe(json.dumps(value))}?"
         else:
-            for alt in alternatives:
-                try:
-                    if json.loads(alt) == value:
-                        hint = f"; did you mean {_describe(alt)}?"
-                        break
-                except ValueError:
-                    continue
+            try:
+                bare = json.loads(value)
+            except ValueError:
+                bare = None
+            if isinstance(bare, str) and bare in alternatives:
+                hint = f"; did you mean {_describe(bare)}?"
         raise DecisionError(line, name, f"{_describe(value)} is not among the alternatives "
                                         f"{_describe(list(alternatives))}{hint}")
     return value
