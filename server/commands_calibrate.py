@@ -43,7 +43,10 @@ def report(decisions: str, n_bins: int, max_ece: Optional[float], max_brier: Opt
            sum_tolerance: float) -> None:
     """Accuracy, Brier score, ECE and MCE of DECISIONS.jsonl ('-' reads stdin).
 
-    Each line: {"alternatives": [...], "posterior": [...], "chosen": ..., "label": ...}.
+    \b
+    Each line (extra fields ignored):
+    {"alternatives": [...], "posterior": [...], "chosen": ..., "label": ...}
+    Exit 0: every gate passed; 1: a gate failed; 2: bad usage or input.
     """
     from calibrate.decisions import DecisionFileError, load_decisions, parse_decisions
     from calibrate.gates import check_gates, gates_from_options
