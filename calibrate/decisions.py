@@ -116,9 +116,11 @@ def _posterior(line: int, value, n_alternatives: int, sum_tolerance: float) -> T
         p = float(p)
         if not math.isfinite(p):
             raise DecisionError(line, "posterior", f"item {i} is {p}, expected a finite number")
-        if p < 0:
-            raise DecisionError(line, "posterior", f"item {i} is negative ({p!r})")
         probs.append(p)
+    for i, p in enumerate(probs):
+        if p < 0:
+            looks_like = "; these look like logprobs" if all(q <= 0 for q in probs) else ""
+            raise DecisionError(line, "posterior", f"item {i} is negative ({p!r}){looks_like}")
     total = math.fsum(probs)
     # the slack absorbs binary rounding, so that 0.71 + 0.05 + 0.25 is within 0.01 of 1
     if abs(total - 1.0) > sum_tolerance + 1e-9:
