@@ -211,3 +211,29 @@ def test_console_command_as_a_process(tmp_path, expected):
     assert f"decisions  {expected.n}" in p.stdout
     assert png.read_bytes()[:8] == PNG_SIGNATURE
     assert json.loads(out.read_text())["ece"] == expected.ece
+
+
+@pytest.mark.parametrize("bins, first, last", [
+    (3, "[0.0000, 0.3333)", "[0.6667, 1.0000]"),
+    (8, "[0.000, 0.125)", "[0.875, 1.000]"),
+    (20, "[0.00, 0.05)", "[0.95, 1.00]"),
+    (1, "[0.0, 1.0]", "[0.0, 1.0]"),
+])
+def test_bin_edges_are_printed_exactly(bins, first, last):
+    rows = [ln.strip() for ln in invoke(EXAMPLE, "--bins", bins).stdout.splitlines()
+            if ln.startswith("  [")]
+    assert rows[0].startswith(first) and rows[-1].startswith(last)
+
+
+@pytest.mark.parametrize("measured, limit, op, text", [
+    (0.0830523, 0.05, "<=", "ece 0.0830523 > 0.05 (--max-ece)"),
+    (0.04, 0.05, "<=", "ece 0.04 <= 0.05 (--max-ece)"),
+    # equal at six digits but over the limit: the full digits show why it failed
+    (0.1000000001, 0.1, "<=", "ece 0.1000000001 > 0.1 (--max-ece)"),
+    (0.69, 0.7, ">=", "ece 0.69 < 0.7 (--max-ece)"),
+])
+def test_gate_comparison_text(measured, limit, op, text):
+    from calibrate.gates import Gate, GateResult
+    gate = Gate("ece", op, limit, "--max-ece")
+    passed = measured <= limit if op == "<=" else measured >= limit
+    assert GateResult(gate, measured, passed).comparison() == text
