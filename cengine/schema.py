@@ -22,6 +22,7 @@ from urllib.parse import unquote
 
 from . import ir
 from . import json_grammar as jg
+from . import json_numbers as jn
 from .errors import CompileError, LimitError
 
 # minLength/maxLength/minItems/maxItems are unrolled into copies: same cap as GBNF repetition
@@ -39,13 +40,11 @@ ANNOTATIONS = frozenset({
 ENFORCED = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "prefixItems",
     "minItems", "maxItems", "enum", "const", "minLength", "maxLength", "$ref", "anyOf", "$id",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
 })
 
 # keywords that are refused, with the instance types they constrain (None: every type)
 TYPE_SPECIFIC = {
-    "minimum": ("number", "integer"), "maximum": ("number", "integer"),
-    "exclusiveMinimum": ("number", "integer"), "exclusiveMaximum": ("number", "integer"),
-    "multipleOf": ("number", "integer"),
     "pattern": ("string",),
     "uniqueItems": ("array",), "contains": ("array",), "unevaluatedItems": ("array",),
     "patternProperties": ("object",), "propertyNames": ("object",),
@@ -90,6 +89,10 @@ def _is_noop(key: str, val: Any) -> bool:
     return False
 
 
+def _is_bound(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _is_count(v: Any) -> bool:
     return (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or \
         (isinstance(v, float) and v.is_integer() and v >= 0)
@@ -104,6 +107,7 @@ class _Compiler:
         self.ref_rules: Dict[str, str] = {}
         self.merged_rules: Dict[Tuple[str, str], str] = {}
         self._validator = None
+        self.number_rules: Dict = {}
         self._has_refs = '"$ref"' in json.dumps(root) if isinstance(root, dict) else False
 
     # --- helpers ------------------------------------------------------------------------
@@ -189,10 +193,8 @@ class _Compiler:
                 alts.append(self._array(schema, ptr))
             elif t == "string":
                 alts.append(self._string(schema, ptr))
-            elif t == "number":
-                alts.append(jg.number(self.g))
-            elif t == "integer":
-                alts.append(jg.integer(self.g))
+            elif t in ("number", "integer"):
+                alts.append(self._number(schema, ptr, integer=(t == "integer")))
             elif t == "boolean":
                 alts.append(jg.boolean(self.g))
             else:
@@ -352,11 +354,25 @@ class _Compiler:
                 out[k] = max(out[k], v)
             elif k in ("maxLength", "maxItems") and _is_count(v) and _is_count(out[k]):
                 out[k] = min(out[k], v)
+            elif k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum") \
+                    and _is_bound(v) and _is_bound(out[k]):
+                tighter = jn.tighter_bound(out[k], v, lower=k.endswith("inimum"))
+                if tighter is None:
+                    return None
+                out[k] = tighter
             elif _is_annotation(k):
                 continue
             else:
                 return None
         return out
+
+    # --- numbers ---------------------------------------------------------------------------
+    def _number(self, schema: dict, ptr: str, integer: bool) -> ir.Expr:
+        if not jn.has_numeric_keywords(schema):
+            return jg.integer(self.g) if integer else jg.number(self.g)
+        return jn.number_expr(self.g, schema, ptr, integer=integer,
+                              name=self._rule_name(ptr, "integer" if integer else "number"),
+                              cache=self.number_rules)
 
     # --- strings ---------------------------------------------------------------------------
     def _string(self, schema: dict, ptr: str) -> ir.Expr:

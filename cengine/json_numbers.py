@@ -1,0 +1,477 @@
+"""Numbers with `minimum` / `maximum` / `exclusiveMinimum` / `exclusiveMaximum` / `multipleOf`.
+
+A bounded number is written without an exponent (with one, "value <= 5" is not a regular
+language), so the set of legal spellings is regular and built as an explicit DFA over the
+bytes `-`, `.` and `0`..`9`: the DFA reads the digits left to right and keeps, per bound, how
+the digits so far compare with the bound's digits, and (for multipleOf) the remainder of the
+digits read so far. It is pruned of dead states, minimized and emitted as right-linear rules
+(one rule per state, each ending in a tail call), so the closer and the masks work on it as
+on any other grammar.
+
+Exactness is checked against two readings of a document at once, and a spelling is accepted
+only when both say it is valid:
+* the specification: the number is the exact decimal it spells, a bound written as a JSON
+  float is the exact decimal of its shortest repr (`0.1` is 1/10);
+* what JSON parsers (and the `jsonschema` package) see: a spelling without `.` is an exact
+  integer, a spelling with `.` becomes the nearest double (ties to even), compared with the
+  bound's own double. The set of decimals whose nearest double satisfies a bound is an
+  interval with an exactly computable end (the midpoint between two doubles), so this
+  reading is also exact.
+For `multipleOf` the specification's exact division is used; see docs/json-schema.md for
+how Python's `jsonschema` (float division) differs.
+"""
+from __future__ import annotations
+
+import math
+import struct
+import sys
+from decimal import Decimal
+from fractions import Fraction
+from typing import Dict, List, Optional, Tuple
+
+from . import ir
+from .errors import CompileError, LimitError
+
+NUMERIC_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+
+# states of one number DFA after minimization (each becomes a rule): a documented limit
+MAX_NUMBER_STATES = 4096
+# digits of a multipleOf divisor's numerator p (the remainder automaton has p states)
+MAX_MODULUS = 1000
+
+# a double written with a fraction is exact only up to 2**53: beyond, an integer's "n.0"
+# spelling could be read as a different integer, so bounded integers' "n.0" stop there
+_EXACT_INT = 2 ** 53
+
+_DBL_MAX = sys.float_info.max
+_INF_VALUE = Fraction(2) ** 1024     # where rounding overflows to infinity: the "double" past max
+
+Bound = Tuple[Fraction, bool]        # (value, closed)
+
+
+# --- bounds -------------------------------------------------------------------------------
+def _spec_value(v) -> Fraction:
+    """The mathematical value of a bound as written in JSON (floats: their shortest repr)."""
+    if isinstance(v, int):
+        return Fraction(v)
+    return Fraction(Decimal(repr(v)))
+
+
+def _read_number(schema: dict, key: str, ptr: str):
+    v = schema[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or \
+            (isinstance(v, float) and not math.isfinite(v)):
+        raise CompileError(f"'{key}' must be a finite number", keyword=key, pointer=_ptr(ptr, key))
+    return v
+
+
+def _ptr(base: str, key: str) -> str:
+    return base + "/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def _as_float(d: float) -> Fraction:
+    if math.isinf(d):
+        return _INF_VALUE if d > 0 else -_INF_VALUE
+    return Fraction(d)
+
+
+def _even(d: float) -> bool:
+    """The double's significand is even (ties round to it); infinities count as even."""
+    if math.isinf(d):
+        return True
+    return struct.unpack("<q", struct.pack("<d", d))[0] & 1 == 0
+
+
+def _double_at_most(b: Fraction, strict: bool) -> float:
+    """The largest double <= b (< b when strict), -inf when there is none."""
+    if b > Fraction(_DBL_MAX):
+        return _DBL_MAX
+    if b < -Fraction(_DBL_MAX):
+        return -math.inf
+    d = float(b)        # correctly rounded
+    while _as_float(d) > b or (strict and _as_float(d) == b):
+        d = math.nextafter(d, -math.inf)
+    return d
+
+
+def _double_at_least(b: Fraction, strict: bool) -> float:
+    d = _double_at_most(-b, strict)
+    return -d
+
+
+def _float_upper(b: Fraction, strict: bool) -> Bound:
+    """The decimals x whose nearest double is <= b (< b when strict): x <= or < a midpoint."""
+    d = _double_at_most(b, strict)
+    up = math.nextafter(d, math.inf)
+    return (_as_float(d) + _as_float(up)) / 2, _even(d)
+
+
+def _float_lower(b: Fraction, strict: bool) -> Bound:
+    d = _double_at_least(b, strict)
+    down = math.nextafter(d, -math.inf)
+    return (_as_float(d) + _as_float(down)) / 2, _even(d)
+
+
+def _tighter_lower(a: Optional[Bound], b: Optional[Bound]) -> Optional[Bound]:
+    if a is None or b is None:
+        return a if b is None else b
+    if a[0] != b[0]:
+        return a if a[0] > b[0] else b
+    return (a[0], a[1] and b[1])
+
+
+def _tighter_upper(a: Optional[Bound], b: Optional[Bound]) -> Optional[Bound]:
+    if a is None or b is None:
+        return a if b is None else b
+    if a[0] != b[0]:
+        return a if a[0] < b[0] else b
+    return (a[0], a[1] and b[1])
+
+
+def _digits(x: Fraction) -> Tuple[str, str]:
+    """|x| as (integer digits, fraction digits without trailing zeros); x must have a finite
+    decimal expansion (decimals and doubles do)."""
+    x = abs(x)
+    ip = x.numerator // x.denominator
+    rest = x - ip
+    frac = []
+    while rest:
+        rest *= 10
+        d = rest.numerator // rest.denominator
+        frac.append(str(d))
+        rest -= d
+    return str(ip), "".join(frac)
+
+
+# --- the DFA --------------------------------------------------------------------------------
+class _Cmp:
+    """One bound, read digit by digit: how |x| compares with |B| so far."""
+
+    def __init__(self, value: Fraction, closed: bool, upper: bool):
+        self.value, self.closed, self.upper = value, closed, upper
+        self.neg = value < 0
+        self.int_digits, self.frac_digits = _digits(value)
+
+    # comparator states: ("i", n, c) in the integer part (n digits read, capped at len+1;
+    # c the comparison of those digits with the bound's first n), ("f", c, i) in the fraction
+    start = ("i", 0, 0)
+
+    def int_digit(self, s, d: str):
+        _, n, c = s
+        L = len(self.int_digits)
+        if n >= L:
+            return ("i", L + 1, 0)
+        if c == 0:
+            c = (d > self.int_digits[n]) - (d < self.int_digits[n])
+        return ("i", n + 1, c)
+
+    def _int_cmp(self, s) -> int:
+        _, n, c = s
+        L = len(self.int_digits)
+        return -1 if n < L else 1 if n > L else c
+
+    def dot(self, s):
+        return ("f", self._int_cmp(s), 0)
+
+    def frac_digit(self, s, d: str):
+        _, c, i = s
+        if c != 0:
+            return s
+        if i < len(self.frac_digits):
+            c = (d > self.frac_digits[i]) - (d < self.frac_digits[i])
+            return ("f", c, i + 1 if c == 0 else 0)
+        return ("f", 1, 0) if d != "0" else s
+
+    def holds(self, s, negative: bool) -> bool:
+        if s[0] == "i":
+            mag = self._int_cmp(s)
+            if mag == 0 and self.frac_digits:
+                mag = -1
+        else:
+            _, c, i = s
+            mag = c if c != 0 else (-1 if i < len(self.frac_digits) else 0)
+        if not negative:
+            cmp = 1 if self.neg else mag
+        else:
+            cmp = -1 if (self.value > 0) else -mag
+        if self.upper:
+            return cmp < 0 or (cmp == 0 and self.closed)
+        return cmp > 0 or (cmp == 0 and self.closed)
+
+
+_SYMBOLS = "-.0123456789"
+
+
+class _NumberDfa:
+    """Spellings -?(0|[1-9][0-9]*)(.[0-9]+)? (integers: fraction digits all 0) whose value
+    passes the bounds (one set for spellings without '.', one for spellings with '.') and
+    whose digits, shifted K places, are a multiple of p."""
+
+    def __init__(self, integer: bool, int_bounds: List[_Cmp], frac_bounds: List[_Cmp],
+                 modulus: int, shift: Optional[int]):
+        self.integer = integer
+        self.ib, self.fb = int_bounds, frac_bounds
+        self.p, self.k = modulus, shift        # shift None: no multipleOf
+
+    def start(self):
+        return ("S", False, tuple(b.start for b in self.ib), tuple(b.start for b in self.fb), 0, 0)
+
+    def step(self, st, ch: str):
+        phase, neg, ic, fc, r, fd = st
+        if ch == "-":
+            return ("-", True, ic, fc, r, fd) if phase == "S" else None
+        if ch == ".":
+            if phase not in ("Z", "I") or self.k == 0:
+                # an integral divisor: integer spellings only (a remainder automaton times
+                # the +-2**53 limit of exact doubles would be large; see _EXACT_INT)
+                return None
+            return (".", neg, (), tuple(b.dot(s) for b, s in zip(self.fb, fc)), r, 0)
+        # a digit
+        if phase in ("S", "-"):
+            nxt = "Z" if ch == "0" else "I"
+        elif phase == "I":
+            nxt = "I"
+        elif phase in (".", "F"):
+            nxt = "F"
+        else:
+            return None                         # no digit after a leading 0
+        d = int(ch)
+        if nxt in ("Z", "I"):
+            ic = tuple(b.int_digit(s, ch) for b, s in zip(self.ib, ic))
+            fc = tuple(b.int_digit(s, ch) for b, s in zip(self.fb, fc))
+            if self.k is not None:
+                r = (r * 10 + d) % self.p
+            return (nxt, neg, ic, fc, r, fd)
+        if self.integer and ch != "0":
+            return None
+        fc = tuple(b.frac_digit(s, ch) for b, s in zip(self.fb, fc))
+        if self.k is not None:
+            if fd < self.k:
+                r, fd = (r * 10 + d) % self.p, fd + 1
+            elif ch != "0":
+                return None
+        return ("F", neg, ic, fc, r, fd)
+
+    def accepting(self, st) -> bool:
+        phase, neg, ic, fc, r, fd = st
+        if phase in ("Z", "I"):
+            bounds, states = self.ib, ic
+        elif phase == "F":
+            bounds, states = self.fb, fc
+        else:
+            return False
+        if not all(b.holds(s, neg) for b, s in zip(bounds, states)):
+            return False
+        if self.k is not None:
+            pad = self.k - (fd if phase == "F" else 0)
+            return (r * pow(10, pad, self.p)) % self.p == 0
+        return True
+
+
+def _explore(dfa: _NumberDfa, keyword: str, pointer: str):
+    """States, transitions {state: {symbol: target}} and accepting set, by breadth-first
+    search; raises LimitError past MAX_NUMBER_STATES * 8 raw states."""
+    start = dfa.start()
+    index = {start: 0}
+    order = [start]
+    trans: List[Dict[str, int]] = []
+    i = 0
+    while i < len(order):
+        st = order[i]
+        out = {}
+        for ch in _SYMBOLS:
+            t = dfa.step(st, ch)
+            if t is None:
+                continue
+            j = index.get(t)
+            if j is None:
+                j = index[t] = len(order)
+                order.append(t)
+                if len(order) > MAX_NUMBER_STATES * 8:
+                    raise LimitError(f"the number constraints need more than "
+                                     f"{MAX_NUMBER_STATES} automaton states", keyword=keyword,
+                                     pointer=pointer)
+            out[ch] = j
+        trans.append(out)
+        i += 1
+    accepting = [dfa.accepting(st) for st in order]
+    return trans, accepting
+
+
+def _minimize(trans: List[Dict[str, int]], accepting: List[bool]):
+    """Drop states that cannot reach acceptance, then merge equivalent states (Moore).
+    Returns (transitions, accepting) over new ids with the start state 0, or None when
+    nothing is accepted."""
+    n = len(trans)
+    rev: List[List[int]] = [[] for _ in range(n)]
+    for q, out in enumerate(trans):
+        for t in out.values():
+            rev[t].append(q)
+    live = set(q for q in range(n) if accepting[q])
+    stack = list(live)
+    while stack:
+        t = stack.pop()
+        for q in rev[t]:
+            if q not in live:
+                live.add(q)
+                stack.append(q)
+    if 0 not in live:
+        return None
+    states = sorted(live)
+    block = {q: int(accepting[q]) for q in states}
+    while True:
+        sig = {}
+        new = {}
+        for q in states:
+            key = (block[q],) + tuple(block.get(trans[q].get(ch), -1) if trans[q].get(ch) in live
+                                      else -1 for ch in _SYMBOLS)
+            new[q] = sig.setdefault(key, len(sig))
+        if len(sig) == len(set(block.values())):
+            block = new
+            break
+        block = new
+    # renumber so that the start is 0, in breadth-first order from it
+    ids = {block[0]: 0}
+    order = [0]
+    rep = {}
+    for q in states:
+        rep.setdefault(block[q], q)
+    k = 0
+    out_trans, out_acc = [], []
+    while k < len(order):
+        q = order[k]
+        row = {}
+        for ch in _SYMBOLS:
+            t = trans[q].get(ch)
+            if t is None or t not in live:
+                continue
+            b = block[t]
+            if b not in ids:
+                ids[b] = len(order)
+                order.append(rep[b])
+            row[ch] = ids[b]
+        out_trans.append(row)
+        out_acc.append(accepting[q])
+        k += 1
+    return out_trans, out_acc
+
+
+def _emit(g: ir.GrammarIR, name: str, trans, accepting) -> ir.Expr:
+    """One rule per state: its outgoing bytes each followed by a (tail) call of the target."""
+    names = [name] + [g.fresh_name(f"{name}-{i}") for i in range(1, len(trans))]
+    for i, nm in enumerate(names):
+        if nm not in g.rules:
+            g.add(nm, ir.NOTHING)
+    for i, row in enumerate(trans):
+        by_target: Dict[int, List[int]] = {}
+        for ch, t in row.items():
+            by_target.setdefault(t, []).append(ord(ch))
+        alts = [ir.EMPTY] if accepting[i] else []
+        for t, bs in sorted(by_target.items()):
+            alts.append(ir.seq(ir.ByteSet(ir.normalize_ranges((b, b) for b in bs)), ir.Ref(names[t])))
+        g.rules[names[i]].expr = ir.alt(*alts)
+    return ir.Ref(names[0])
+
+
+def tighter_bound(a, b, *, lower: bool):
+    """Of two bounds of the same keyword, the one that implies the other under both readings
+    (specification and doubles); None when the readings disagree."""
+    sa, sb, ea, eb = _spec_value(a), _spec_value(b), Fraction(a), Fraction(b)
+    if lower:
+        sa, sb, ea, eb = -sa, -sb, -ea, -eb
+    if sa <= sb and ea <= eb:
+        return a
+    if sb <= sa and eb <= ea:
+        return b
+    return None
+
+
+# --- entry -------------------------------------------------------------------------------
+def has_numeric_keywords(schema: dict) -> bool:
+    return any(k in schema for k in NUMERIC_KEYWORDS)
+
+
+def _divisor(schema: dict, ptr: str, integer: bool) -> Tuple[int, Optional[int]]:
+    """(p, K): x is a multiple iff x * 10**K is an integer divisible by p."""
+    if "multipleOf" not in schema:
+        return 1, None
+    where = _ptr(ptr, "multipleOf")
+    v = _read_number(schema, "multipleOf", ptr)
+    if v <= 0:
+        raise CompileError("'multipleOf' must be greater than 0", keyword="multipleOf", pointer=where)
+    r = _spec_value(v)
+    if integer:
+        # n = t * p/q with gcd(p, q) = 1 exactly when p divides n
+        p, k = r.numerator, 0
+    else:
+        k = 0
+        while (r * 10 ** k).denominator != 1:
+            k += 1
+        p = int(r * 10 ** k)
+    if p > MAX_MODULUS:
+        raise LimitError(f"'multipleOf' {v} needs a remainder automaton of {p} states, more than "
+                         f"the limit of {MAX_MODULUS}", keyword="multipleOf", pointer=where)
+    if integer and p == 1:
+        return 1, None          # every integer qualifies
+    return p, k
+
+
+def number_expr(g: ir.GrammarIR, schema: dict, ptr: str, *, integer: bool, name: str,
+                cache: Optional[dict] = None) -> ir.Expr:
+    """The spellings of a number (integer=True: an integer) satisfying the numeric keywords
+    of schema. Called only when at least one is present."""
+    spec_lo: Optional[Bound] = None
+    spec_hi: Optional[Bound] = None
+    js_int_lo: Optional[Bound] = None       # what an integer spelling is compared with
+    js_int_hi: Optional[Bound] = None
+    js_frac_lo: Optional[Bound] = None      # ... and a spelling with '.' (its nearest double)
+    js_frac_hi: Optional[Bound] = None
+    for key in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        if key not in schema:
+            continue
+        v = _read_number(schema, key, ptr)
+        strict = key.startswith("exclusive")
+        exact = Fraction(v)
+        if key.endswith("inimum"):
+            spec_lo = _tighter_lower(spec_lo, (_spec_value(v), not strict))
+            js_int_lo = _tighter_lower(js_int_lo, (exact, not strict))
+            js_frac_lo = _tighter_lower(js_frac_lo, _float_lower(exact, strict))
+        else:
+            spec_hi = _tighter_upper(spec_hi, (_spec_value(v), not strict))
+            js_int_hi = _tighter_upper(js_int_hi, (exact, not strict))
+            js_frac_hi = _tighter_upper(js_frac_hi, _float_upper(exact, strict))
+    p, k = _divisor(schema, ptr, integer)
+    int_lo, int_hi = _tighter_lower(spec_lo, js_int_lo), _tighter_upper(spec_hi, js_int_hi)
+    frac_lo, frac_hi = _tighter_lower(spec_lo, js_frac_lo), _tighter_upper(spec_hi, js_frac_hi)
+    if integer:
+        # fraction spellings of large values would be read as another number (see above)
+        frac_lo = _tighter_lower(frac_lo, (Fraction(-_EXACT_INT), True))
+        frac_hi = _tighter_upper(frac_hi, (Fraction(_EXACT_INT), True))
+    key = (integer, int_lo, int_hi, frac_lo, frac_hi, p, k)
+    if cache is not None and key in cache:
+        return cache[key]
+
+    def cmps(lo, hi):
+        out = []
+        if lo is not None:
+            out.append(_Cmp(lo[0], lo[1], upper=False))
+        if hi is not None:
+            out.append(_Cmp(hi[0], hi[1], upper=True))
+        return out
+
+    kw = next((x for x in NUMERIC_KEYWORDS if x in schema), "minimum")
+    frac_cmps = cmps(frac_lo, frac_hi) if k != 0 else []    # k == 0: no '.' spellings
+    dfa = _NumberDfa(integer, cmps(int_lo, int_hi), frac_cmps, p, k)
+    trans, accepting = _explore(dfa, kw, _ptr(ptr, kw))
+    small = _minimize(trans, accepting)
+    if small is None:
+        expr: ir.Expr = ir.NOTHING
+    else:
+        if len(small[0]) > MAX_NUMBER_STATES:
+            raise LimitError(f"the number constraints need {len(small[0])} automaton states, more "
+                             f"than the limit of {MAX_NUMBER_STATES}", keyword=kw,
+                             pointer=_ptr(ptr, kw))
+        expr = _emit(g, g.fresh_name(name), *small)
+    if cache is not None:
+        cache[key] = expr
+    return expr
