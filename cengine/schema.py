@@ -23,6 +23,7 @@ from urllib.parse import unquote
 from . import ir
 from . import json_grammar as jg
 from . import json_numbers as jn
+from . import json_strings as js
 from .errors import CompileError, LimitError
 
 # minLength/maxLength/minItems/maxItems are unrolled into copies: same cap as GBNF repetition
@@ -40,12 +41,11 @@ ANNOTATIONS = frozenset({
 ENFORCED = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "prefixItems",
     "minItems", "maxItems", "enum", "const", "minLength", "maxLength", "$ref", "anyOf", "$id",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern",
 })
 
 # keywords that are refused, with the instance types they constrain (None: every type)
 TYPE_SPECIFIC = {
-    "pattern": ("string",),
     "uniqueItems": ("array",), "contains": ("array",), "unevaluatedItems": ("array",),
     "patternProperties": ("object",), "propertyNames": ("object",),
     "dependentRequired": ("object",), "dependentSchemas": ("object",),
@@ -378,6 +378,9 @@ class _Compiler:
     def _string(self, schema: dict, ptr: str) -> ir.Expr:
         lo = self._count(schema, "minLength", ptr) or 0
         hi = self._count(schema, "maxLength", ptr)
+        if "pattern" in schema:
+            return js.constrained_string(js.pattern_expr(schema["pattern"], ptr), lo, hi, ptr,
+                                         "pattern")
         self._check_unroll(lo, "minLength", ptr)
         self._check_unroll(hi, "maxLength", ptr)
         return jg.bounded_string(self.g, lo, hi)

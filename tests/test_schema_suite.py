@@ -29,7 +29,7 @@ ENFORCED_FILES = [
     "additionalProperties", "anyOf", "boolean_schema", "const", "default", "defs", "enum",
     "infinite-loop-detection", "items", "maxItems", "maxLength", "minItems", "minLength",
     "prefixItems", "properties", "ref", "required", "type",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern",
 ]
 
 _NO_DOC = "the schema accepts no document at all: nothing to generate, refused"
@@ -234,7 +234,7 @@ def test_refused_keyword_groups(stem, grp):
 
 def test_refusal_names_the_files_keyword():
     """Where a file's keyword is the only unenforced one in its group, the error names it."""
-    single = {"pattern": "pattern", "uniqueItems": "uniqueItems", "not": "not",
+    single = {"uniqueItems": "uniqueItems", "not": "not",
               "oneOf": "oneOf", "allOf": "allOf", "propertyNames": "propertyNames",
               "format": "format", "minProperties": "minProperties",
               "maxProperties": "maxProperties", "dependentRequired": "dependentRequired"}

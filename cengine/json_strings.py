@@ -1,0 +1,108 @@
+"""Strings with `pattern` (and, for strings, `format`): a language over decoded code points
+mapped onto the JSON spellings the automaton reads.
+
+`pattern` is an ECMA-262 regex with search semantics (the string only has to contain a
+match unless the pattern anchors itself with ^...$). cengine.regex parses it into IR over
+code points (UTF-8 literals and CharSets); every code point is then replaced by
+`json_grammar.char_in`, i.e. all its legal JSON spellings (raw UTF-8 where allowed, the
+mandatory escapes for '"', '\\' and control characters, and the optional \\uXXXX / short
+escapes), so the grammar accepts exactly the JSON strings whose *decoded* value matches.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from . import ir
+from . import json_grammar as jg
+from .errors import CompileError, LimitError
+from .regex import regex_to_expr
+
+
+def decoded_to_json(expr: ir.Expr, memo: Optional[dict] = None) -> ir.Expr:
+    """expr over code points (as regex.regex_to_expr makes it) -> the same language over
+    JSON string-body spellings (no quotes)."""
+    if memo is None:
+        memo = {}
+    got = memo.get(expr)
+    if got is not None:
+        return got
+    t = type(expr)
+    if t is ir.Bytes:
+        text = expr.data.decode("utf-8")
+        out = ir.seq(*(jg.char_in(((ord(c), ord(c)),)) for c in text))
+    elif t is ir.CharSet:
+        out = jg.char_in(expr.ranges)
+    elif t is ir.Seq:
+        out = ir.seq(*(decoded_to_json(x, memo) for x in expr.items))
+    elif t is ir.Alt:
+        out = ir.alt(*(decoded_to_json(x, memo) for x in expr.items))
+    elif t is ir.Repeat:
+        out = ir.repeat(decoded_to_json(expr.item, memo), expr.lo, expr.hi)
+    elif t is ir.Nothing:
+        out = ir.NOTHING
+    else:   # ByteSet / Ref never come out of the regex front end
+        raise TypeError(f"unexpected expression in a decoded-string language: {expr!r}")
+    memo[expr] = out
+    return out
+
+
+def length_range(expr: ir.Expr) -> Tuple[int, Optional[int]]:
+    """(shortest, longest) length in code points of the strings of expr (None: unbounded)."""
+    t = type(expr)
+    if t is ir.Bytes:
+        n = len(expr.data.decode("utf-8"))
+        return n, n
+    if t is ir.CharSet:
+        return 1, 1
+    if t is ir.Seq:
+        lo, hi = 0, 0
+        for x in expr.items:
+            a, b = length_range(x)
+            lo += a
+            hi = None if hi is None or b is None else hi + b
+        return lo, hi
+    if t is ir.Alt:
+        parts = [length_range(x) for x in expr.items]
+        return min(a for a, _ in parts), (None if any(b is None for _, b in parts)
+                                          else max(b for _, b in parts))
+    if t is ir.Repeat:
+        a, b = length_range(expr.item)
+        hi = None if expr.hi is None or b is None else b * expr.hi
+        return a * expr.lo, hi
+    return 0, 0
+
+
+def _ptr(base: str, key: str) -> str:
+    return base + "/" + key
+
+
+def pattern_expr(pattern, ptr: str) -> ir.Expr:
+    """The decoded strings containing a match of pattern (IR over code points)."""
+    where = _ptr(ptr, "pattern")
+    if not isinstance(pattern, str):
+        raise CompileError("'pattern' must be a string", keyword="pattern", pointer=where)
+    try:
+        return regex_to_expr(pattern, anchored=False)
+    except LimitError as e:
+        raise LimitError(f"pattern {pattern!r}: {e.reason}", keyword="pattern", pointer=where) from None
+    except CompileError as e:
+        raise CompileError(f"pattern {pattern!r}: {e.reason}", keyword="pattern", pointer=where) from None
+
+
+def constrained_string(language: ir.Expr, lo: int, hi: Optional[int], ptr: str,
+                       what: str) -> ir.Expr:
+    """A JSON string (quotes included) whose decoded value is in `language` and has lo..hi
+    code points. The length keywords are enforced only where they are implied by the
+    language or exclude it entirely; a real intersection is refused naming the keyword."""
+    a, b = length_range(language)
+    if (hi is not None and a > hi) or (b is not None and b < lo):
+        return ir.NOTHING
+    if a < lo:
+        raise CompileError(f"'minLength' beside '{what}' is only enforced when '{what}' implies "
+                           "it (every match is at least that long)", keyword="minLength",
+                           pointer=_ptr(ptr, "minLength"))
+    if hi is not None and (b is None or b > hi):
+        raise CompileError(f"'maxLength' beside '{what}' is only enforced when '{what}' implies "
+                           "it (every match is at most that long)", keyword="maxLength",
+                           pointer=_ptr(ptr, "maxLength"))
+    return ir.seq(ir.lit('"'), decoded_to_json(language), ir.lit('"'))
