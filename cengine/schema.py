@@ -2,7 +2,9 @@
 
 Enforced: type (all seven, unions), properties, required, additionalProperties, items,
 prefixItems, minItems, maxItems, enum, const, minLength, maxLength, local $ref with
-$defs/definitions (recursion becomes recursive rules), anyOf, boolean schemas.
+$defs/definitions (recursion becomes recursive rules), anyOf, boolean schemas, numeric
+bounds and multipleOf (json_numbers), pattern (json_strings), format (json_formats: a
+documented set enforced, every other format an annotation).
 Every other keyword that changes which documents are valid raises CompileError naming the
 keyword and its JSON pointer; annotations are ignored. Nothing is ever weakened: where the
 grammar departs from the specification it only accepts fewer documents (closed objects,
@@ -22,6 +24,7 @@ from urllib.parse import unquote
 
 from . import ir
 from . import json_grammar as jg
+from . import json_formats as jf
 from . import json_numbers as jn
 from . import json_strings as js
 from .errors import CompileError, LimitError
@@ -42,6 +45,7 @@ ENFORCED = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "prefixItems",
     "minItems", "maxItems", "enum", "const", "minLength", "maxLength", "$ref", "anyOf", "$id",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern",
+    "format",
 })
 
 # keywords that are refused, with the instance types they constrain (None: every type)
@@ -216,11 +220,11 @@ class _Compiler:
             kw = "enum"
             if not isinstance(values, list):
                 raise CompileError("'enum' must be an array", keyword="enum", pointer=_ptr(ptr, "enum"))
-        if "format" in schema:
-            from jsonschema import Draft202012Validator
-            if schema["format"] not in Draft202012Validator.FORMAT_CHECKER.checkers:
-                raise CompileError(f"format '{schema['format']}' cannot be checked",
-                                   keyword="format", pointer=_ptr(ptr, "format"))
+        if "format" in schema and isinstance(schema["format"], str) and \
+                jf.format_expr(schema["format"]) is not None:
+            # an enforced format filters exactly like the grammar would
+            fmt = js.decoded_to_json(jf.format_expr(schema["format"]))
+            values = [v for v in values if not isinstance(v, str) or _matches(fmt, v)]
         kept = [v for v in values if self._valid(v, schema, ptr, kw)]
         exprs = [jg.value_literal(self.g, v) for v in kept]
         expr = ir.alt(*exprs)
@@ -375,9 +379,25 @@ class _Compiler:
                               cache=self.number_rules)
 
     # --- strings ---------------------------------------------------------------------------
+    def _format(self, schema: dict, ptr: str) -> Optional[ir.Expr]:
+        """The decoded language of an enforced format; None when absent or an annotation."""
+        if "format" not in schema:
+            return None
+        name = schema["format"]
+        if not isinstance(name, str):
+            raise CompileError("'format' must be a string", keyword="format",
+                               pointer=_ptr(ptr, "format"))
+        return jf.format_expr(name)
+
     def _string(self, schema: dict, ptr: str) -> ir.Expr:
         lo = self._count(schema, "minLength", ptr) or 0
         hi = self._count(schema, "maxLength", ptr)
+        fmt = self._format(schema, ptr)
+        if fmt is not None:
+            if "pattern" in schema:
+                raise CompileError("'pattern' beside an enforced 'format' is not enforced",
+                                   keyword="pattern", pointer=_ptr(ptr, "pattern"))
+            return js.constrained_string(fmt, lo, hi, ptr, "format")
         if "pattern" in schema:
             return js.constrained_string(js.pattern_expr(schema["pattern"], ptr), lo, hi, ptr,
                                          "pattern")
@@ -501,6 +521,17 @@ class _Compiler:
         members = jg.alt(*firsts)
         expr = jg.container(g, "{", members, "}", nullable_members=(first_req is None))
         return g.add(self._rule_name(ptr, "object"), expr, container=True)
+
+
+def _matches(expr: ir.Expr, s: str) -> bool:
+    """The JSON spelling of s (no quotes) is in expr (a small byte-level check for enum
+    values under an enforced format)."""
+    from .grammar import Grammar
+    g = ir.GrammarIR()
+    g.add("root", expr)
+    m = Grammar.from_ir(g).matcher()
+    body = jg.canonical_string(s)[1:-1]
+    return m.accept_bytes(body) and m.is_accepting()
 
 
 def _seq_onto(x: ir.Expr, rest: ir.Expr) -> ir.Expr:

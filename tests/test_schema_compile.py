@@ -278,7 +278,7 @@ def test_any_of(schema, good, bad):
 # --- refusals -------------------------------------------------------------------------------
 REFUSED = [
     ({"type": "string", "pattern": "^(?=a)"}, "pattern", "/pattern"),
-    ({"type": "string", "format": "date"}, "format", "/format"),
+    ({"type": "string", "format": 3}, "format", "/format"),
     ({"properties": {"age": {"type": "integer", "minimum": "0"}}}, "minimum", "/properties/age/minimum"),
     ({"maximum": None}, "maximum", "/maximum"),
     ({"exclusiveMinimum": True}, "exclusiveMinimum", "/exclusiveMinimum"),
@@ -307,7 +307,7 @@ REFUSED = [
     ({"type": "strin"}, "type", "/type"),
     ({"minLength": -1}, "minLength", "/minLength"),
     ({"properties": {"a~b/c": {"pattern": "(x)\\1"}}}, "pattern", "/properties/a~0b~1c/pattern"),
-    ({"anyOf": [{"type": "integer"}, {"type": "string", "format": "email"}]}, "format", "/anyOf/1/format"),
+    ({"anyOf": [{"type": "integer"}, {"type": "string", "format": ["email"]}]}, "format", "/anyOf/1/format"),
     ({"type": "object", "properties": {"a": {}}, "anyOf": [{"additionalProperties": False}]},
      "anyOf", "/anyOf"),                                                  # cannot merge exactly
 ]
