@@ -411,15 +411,26 @@ def _inline_small_rules(grammar: ir.GrammarIR) -> Dict[str, ir.Expr]:
             if m not in seen:
                 seen.add(m)
                 stack.extend(refs[m])
-    maxlen: Dict[str, float] = {}
+    maxlen: Dict[str, float] = {n: float("inf") for n in recursive}
 
     def rule_max(n):
-        if n in recursive:
-            return float("inf")
-        if n not in maxlen:
-            maxlen[n] = float("inf")      # provisional; non-recursive rules never see it
-            maxlen[n] = _max_match(rules[n].expr, rule_max)
         return maxlen[n]
+
+    # callees first (an explicit post-order: chains of rules, such as the states of a
+    # number automaton, are thousands deep)
+    for n0 in rules:
+        if n0 in maxlen:
+            continue
+        todo = [(n0, False)]
+        while todo:
+            n, ready = todo.pop()
+            if n in maxlen:
+                continue
+            if ready:
+                maxlen[n] = _max_match(rules[n].expr, rule_max)
+                continue
+            todo.append((n, True))
+            todo.extend((m, False) for m in refs[n] if m not in maxlen)
 
     # only rules matching short strings (a character, an escape): long or unbounded ones
     # (string bodies, numbers) keep their frames so their mask tables are shared
