@@ -14,11 +14,10 @@
 # that close the string continue in a suffix trie of a few hundred nodes, so a mask costs an
 # OR of a 16 KB bitset plus a short walk. Tables of small self-contained rules (string
 # bodies, numbers) are keyed by the rule's structure and shared across grammars.
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memset
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 cimport numpy as cnp
-import hashlib
 import threading
 import numpy as np
 cimport cython
@@ -35,14 +34,22 @@ cdef struct TrieC:
     const int32_t* end
     const int32_t* tok_off
     const int32_t* tok_ids
+    const int32_t* big          # per node: row of its child table, or -1 (few children)
+    const int32_t* child_tab    # rows of 256: the child reached by each byte, or -1
     int32_t n_nodes
     int32_t max_len
 
 cdef struct Frame:
-    int32_t child
+    int32_t child           # next child node, or with a child table the next byte to try
     int32_t end
     int32_t st_start
     int32_t st_n
+    const int32_t* tab      # the node's child table when the filter uses it, else NULL
+    uint64_t allow[4]       # bytes some entry of the frame has an edge for (a superset filter)
+
+cdef enum:
+    FILTER_MIN_SUBTREE = 48     # a frame whose subtree is smaller is not worth a byte filter
+    TABLE_MIN_CHILDREN = 16     # nodes with this many children get a byte -> child table
 
 cdef struct I32Vec:
     int32_t* data
@@ -104,25 +111,100 @@ _U8_CUTS = (0, 0x20, 0x22, 0x23, 0x5C, 0x5D, 0x80, 0x90, 0xA0, 0xC0, 0xC2, 0xE0,
             0xEE, 0xF0, 0xF1, 0xF4, 0xF5)
 
 
-cdef inline void set_tokens(const TrieC* t, int32_t x, uint32_t* bits) noexcept nogil:
+cdef inline void set_tokens(const TrieC* t, int32_t x, uint32_t* bits, I32Vec* ids) noexcept nogil:
     cdef int32_t k, tok
     for k in range(t.tok_off[x], t.tok_off[x + 1]):
         tok = t.tok_ids[k]
-        bits[tok >> 5] |= (<uint32_t> 1) << (tok & 31)
+        if ids != NULL:
+            i32_push(ids, tok)
+        else:
+            bits[tok >> 5] |= (<uint32_t> 1) << (tok & 31)
 
 
-cdef int walk(const Prog* p, Store* s, const TrieC* t, int32_t start, const Entry* init,
+cdef inline void allow_range(uint64_t* a, int32_t lo, int32_t hi) noexcept nogil:
+    cdef int32_t w, a0, a1
+    for w in range(lo >> 6, (hi >> 6) + 1):
+        a0 = lo - 64 * w if lo > 64 * w else 0
+        a1 = hi - 64 * w if hi < 64 * w + 63 else 63
+        a[w] |= (~(<uint64_t> 0) >> (63 - a1 + a0)) << a0
+
+
+cdef struct FirstBytes:
+    # per automaton position, filled on first use: the bytes its edges accept
+    uint64_t* bits          # 4 words per position
+    uint8_t* done
+
+
+cdef inline const uint64_t* first_bytes(const Prog* p, FirstBytes* fb, int32_t q) noexcept nogil:
+    cdef uint64_t* a = fb.bits + 4 * <int64_t> q
+    cdef int32_t k
+    if not fb.done[q]:
+        # concurrent fillers write the same words: the race is benign
+        a[0] = a[1] = a[2] = a[3] = 0
+        for k in range(p.edge_off[q], p.edge_off[q + 1]):
+            allow_range(a, p.edge_lo[k], p.edge_hi[k])
+        fb.done[q] = 1
+    return a
+
+
+cdef inline void frame_filter(const Prog* p, const Store* s, const TrieC* t, FirstBytes* fb,
+                              Frame* f, const Entry* st, int32_t x) noexcept nogil:
+    """Bytes any entry of the frame can step on: children outside are skipped without a
+    step. A node with many children is then visited through its child table, one allowed
+    byte at a time, instead of child by child (whitespace runs have hundreds of children)."""
+    cdef int32_t i
+    f.tab = NULL
+    if t.end[x] - x < FILTER_MIN_SUBTREE:
+        f.allow[0] = f.allow[1] = f.allow[2] = f.allow[3] = ~(<uint64_t> 0)
+        return
+    cdef const uint64_t* a
+    f.allow[0] = f.allow[1] = f.allow[2] = f.allow[3] = 0
+    for i in range(f.st_n):
+        if st[i].node < 0:
+            continue
+        a = first_bytes(p, fb, s.pos[st[i].node])
+        f.allow[0] |= a[0]
+        f.allow[1] |= a[1]
+        f.allow[2] |= a[2]
+        f.allow[3] |= a[3]
+    if t.big[x] >= 0:
+        f.tab = t.child_tab + 256 * <int64_t> t.big[x]
+        f.child = 0
+
+
+cdef extern from *:
+    int ctz64 "__builtin_ctzll"(unsigned long long) nogil
+
+
+cdef inline int32_t next_allowed(const uint64_t* a, int32_t b) noexcept nogil:
+    """The smallest byte >= b in the set a, or 256."""
+    cdef int32_t w = b >> 6
+    cdef uint64_t m
+    if w >= 4:
+        return 256
+    m = a[w] & (~(<uint64_t> 0) << (b & 63))
+    while m == 0:
+        w += 1
+        if w == 4:
+            return 256
+        m = a[w]
+    return 64 * w + ctz64(m)
+
+
+cdef int walk(const Prog* p, Store* s, const TrieC* t, FirstBytes* fb, int32_t start, const Entry* init,
               int32_t n_init, int32_t max_depth, uint32_t* bits,
-              bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits) noexcept nogil:
+              bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits,
+              I32Vec* acc) noexcept nogil:
     """Depth-first walk of the trie below node `start`, the automaton state following.
 
     Real mode (local=False): set the bits of every token whose bytes are legal.
-    Local mode: classify tokens (unconditional -> bits, conditional -> cond triples) and
-    record exits (node, ws, pmax) where the walk's base frame was popped.
+    Local mode: classify tokens (unconditional -> bits, or the id list `acc` when given;
+    conditional -> cond triples) and record exits (node, ws, pmax) where the walk's base
+    frame was popped.
     """
     cdef EntryVec buf, tmp
     cdef Frame* frames
-    cdef int32_t top, x, mark, got, i, j, k, tok
+    cdef int32_t top, x, mark, got, i, j, k, tok, b
     cdef bint live, uncond, dominated
     cdef Entry* st
     buf.data = NULL
@@ -140,13 +222,27 @@ cdef int walk(const Prog* p, Store* s, const TrieC* t, int32_t start, const Entr
     frames[0].end = t.end[start]
     frames[0].st_start = 0
     frames[0].st_n = n_init
+    frame_filter(p, s, t, fb, &frames[0], buf.data, start)
     while top >= 0:
-        if frames[top].child >= frames[top].end:
-            buf.n = frames[top].st_start
-            top -= 1
-            continue
-        x = frames[top].child
-        frames[top].child = t.end[x]
+        if frames[top].tab != NULL:
+            b = next_allowed(frames[top].allow, frames[top].child)
+            if b == 256:
+                buf.n = frames[top].st_start
+                top -= 1
+                continue
+            frames[top].child = b + 1
+            x = frames[top].tab[b]
+            if x < 0:
+                continue
+        else:
+            if frames[top].child >= frames[top].end:
+                buf.n = frames[top].st_start
+                top -= 1
+                continue
+            x = frames[top].child
+            frames[top].child = t.end[x]
+            if not (frames[top].allow[t.byte[x] >> 6] >> (t.byte[x] & 63)) & 1:
+                continue
         tmp.n = 0
         got = step(p, s, buf.data + frames[top].st_start, frames[top].st_n, t.byte[x],
                    max_depth, &tmp)
@@ -161,7 +257,7 @@ cdef int walk(const Prog* p, Store* s, const TrieC* t, int32_t start, const Entr
                 live = True
                 break
         if not local:
-            set_tokens(t, x, bits)
+            set_tokens(t, x, bits, NULL)
         else:
             uncond = False
             for i in range(got):
@@ -169,7 +265,7 @@ cdef int walk(const Prog* p, Store* s, const TrieC* t, int32_t start, const Entr
                     uncond = True
                     break
             if uncond:
-                set_tokens(t, x, bits)
+                set_tokens(t, x, bits, acc)
             else:
                 # Pareto-minimal (ws, pmax) outcomes for the tokens ending here
                 for i in range(got):
@@ -203,6 +299,7 @@ cdef int walk(const Prog* p, Store* s, const TrieC* t, int32_t start, const Entr
             frames[top].end = t.end[x]
             frames[top].st_start = mark
             frames[top].st_n = got
+            frame_filter(p, s, t, fb, &frames[top], buf.data + mark, x)
     free(frames)
     vec_free(&buf)
     vec_free(&tmp)
@@ -218,6 +315,7 @@ def _build_trie_arrays(items):
     """items: sorted list of (bytes, [token ids]) with unique non-empty byte strings."""
     node_byte = [0]
     node_depth = [0]
+    node_parent = [-1]
     node_tokens = [[]]
     path = [0]            # trie node of each prefix length of the previous token
     prev = b""
@@ -230,6 +328,7 @@ def _build_trie_arrays(items):
         for d in range(lcp, len(data)):
             node_byte.append(data[d])
             node_depth.append(d + 1)
+            node_parent.append(path[d])
             node_tokens.append([])
             path.append(len(node_byte) - 1)
         node_tokens[path[len(data)]].extend(ids)
@@ -249,20 +348,30 @@ def _build_trie_arrays(items):
     tok_off = np.zeros(n + 1, np.int32)
     tok_off[1:] = np.cumsum([len(ts) for ts in node_tokens])
     tok_ids = np.asarray([tk for ts in node_tokens for tk in ts] or [0], np.int32)
-    return (np.asarray(node_byte, np.uint8), end, tok_off, tok_ids, depth,
-            int(depth.max()) if n else 0)
+    byte = np.asarray(node_byte, np.uint8)
+    # byte -> child tables of the nodes with many children
+    parent = np.asarray(node_parent, np.int64)
+    n_children = np.bincount(parent[1:], minlength=n)
+    big_nodes = np.flatnonzero(n_children >= TABLE_MIN_CHILDREN)
+    big = np.full(n, -1, np.int32)
+    big[big_nodes] = np.arange(big_nodes.shape[0], dtype=np.int32)
+    child_tab = np.full(max(1, big_nodes.shape[0]) * 256, -1, np.int32)
+    kids = np.flatnonzero(big[parent[1:]] >= 0) + 1
+    child_tab[big[parent[kids]].astype(np.int64) * 256 + byte[kids]] = kids
+    return (byte, end, tok_off, tok_ids, depth, int(depth.max()) if n else 0, big, child_tab)
 
 
 cdef class TokenTrie:
     """Flat DFS token trie of one vocabulary (shared by every grammar)."""
     cdef TrieC c
-    cdef readonly object node_byte, node_end, tok_off, tok_ids, node_depth
+    cdef readonly object node_byte, node_end, tok_off, tok_ids, node_depth, node_big, child_tab
     cdef readonly int32_t n_words, vocab_size
     cdef readonly object eos_ids
 
     cdef readonly object tokens
     cdef object _slices
     cdef object _plain_len
+    cdef object _slice_sizes
     cdef object _suffix_memo
 
     def __init__(self, tokens, eos_ids, keep=None):
@@ -270,17 +379,20 @@ cdef class TokenTrie:
         self.tokens = tokens
         self._slices = {}
         self._plain_len = None
+        self._slice_sizes = None
         self._suffix_memo = {}
         for i, data in enumerate(tokens):
             if data and (keep is None or keep[i]):
                 groups.setdefault(bytes(data), []).append(i)
         items = sorted(groups.items())
         (self.node_byte, self.node_end, self.tok_off, self.tok_ids, self.node_depth,
-         max_len) = _build_trie_arrays(items)
+         max_len, self.node_big, self.child_tab) = _build_trie_arrays(items)
         self.c.byte = <const uint8_t*> cnp.PyArray_DATA(self.node_byte)
         self.c.end = <const int32_t*> cnp.PyArray_DATA(self.node_end)
         self.c.tok_off = <const int32_t*> cnp.PyArray_DATA(self.tok_off)
         self.c.tok_ids = <const int32_t*> cnp.PyArray_DATA(self.tok_ids)
+        self.c.big = <const int32_t*> cnp.PyArray_DATA(self.node_big)
+        self.c.child_tab = <const int32_t*> cnp.PyArray_DATA(self.child_tab)
         self.c.n_nodes = self.node_byte.shape[0]
         self.c.max_len = max_len
         self.vocab_size = len(tokens)
@@ -326,8 +438,10 @@ cdef class TokenTrie:
         Capped at 32: longer plain tokens are rare (the trie of the others is ~14k nodes at
         K=32 against ~12k at K=128 for llama-bpe), while proving a position accepts longer runs
         costs a BFS level per byte wherever a counter (maxLength) is involved."""
-        longest = int(self.plain_lengths().max())
-        return [k for k in (8, 32) if k <= longest] or [max(longest, 1)]
+        if self._slice_sizes is None:
+            longest = int(self.plain_lengths().max())
+            self._slice_sizes = [k for k in (8, 32) if k <= longest] or [max(longest, 1)]
+        return self._slice_sizes
 
     def slice(self, int k):
         """(bitset of the plain tokens of at most k bytes, trie of every other token)."""
@@ -345,7 +459,7 @@ cdef class TokenTrie:
 
     def nbytes(self):
         return sum(a.nbytes for a in (self.node_byte, self.node_end, self.tok_off, self.tok_ids,
-                                      self.node_depth))
+                                      self.node_depth, self.node_big, self.child_tab))
 
 
 _TRIES = {}
@@ -397,7 +511,7 @@ cdef class PosTable:
             if a is not None:
                 n += a.nbytes
         for _, _, arrs in self.groups:
-            n += sum(x.nbytes for x in arrs[:4])
+            n += sum(x.nbytes for x in arrs[:4]) + arrs[6].nbytes + arrs[7].nbytes
         return n
 
 
@@ -439,6 +553,7 @@ cdef class TokenTables:
     cdef object called_rules
     cdef object seen_once
     cdef object _narrow
+    cdef FirstBytes fb
 
     def __init__(self, automaton, vocab):
         self.automaton = automaton
@@ -449,12 +564,21 @@ cdef class TokenTables:
         self.shared_keys = _Signatures(automaton)
         self.called_rules = frozenset(int(r) for r in automaton.call_rule)
         self.seen_once = {}
+        n_pos = automaton.n_positions
+        self.fb.bits = <uint64_t*> malloc(max(1, n_pos) * 4 * sizeof(uint64_t))
+        self.fb.done = <uint8_t*> calloc(max(1, n_pos), 1)
+        if self.fb.bits == NULL or self.fb.done == NULL:
+            raise MemoryError()
         # positions whose first byte is one of few (structural: a quote, a brace, a key)
         widths = automaton.edge_hi.astype(np.int64) - automaton.edge_lo.astype(np.int64) + 1
         cum = np.concatenate([np.zeros(1, np.int64), np.cumsum(widths)])
         n_pos = automaton.n_positions
         per_pos = cum[automaton.edge_off[1:n_pos + 1]] - cum[automaton.edge_off[0:n_pos]]
         self._narrow = (per_pos < NARROW_FIRST_BYTES).tolist()
+
+    def __dealloc__(self):
+        free(self.fb.bits)
+        free(self.fb.done)
 
     def shared_positions(self):
         """Positions whose tables are shared across grammars (small self-contained rules)."""
@@ -560,8 +684,12 @@ cdef class TokenTables:
         cdef int rc
         cdef int32_t base_pm
         cdef int32_t n_words = self.trie.n_words
-        cdef cnp.ndarray bits = np.zeros(n_words, np.uint32)
-        cdef uint32_t* bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
+        cdef cnp.ndarray bits = None
+        cdef uint32_t* bits_p = NULL
+        cdef I32Vec acc              # accepted ids, when no slice bitset is involved
+        cdef I32Vec* acc_p = &acc
+        acc.data = NULL
+        acc.n = acc.cap = 0
         prog.ws_budget = -1          # budgets are applied at run time from the recorded costs
         prog.max_depth = 1 << 30
         base_pm = 1 if prog.flags[p] & FLAG_CONTAINER else 0
@@ -593,19 +721,22 @@ cdef class TokenTables:
         fitting = [k for k in sizes if k <= depth]
         if fitting:
             slice_bits, walked = self.trie.slice(fitting[len(fitting) - 1])
-            np.bitwise_or(bits, slice_bits, out=bits)
+            bits = slice_bits.copy()
+            bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
+            acc_p = NULL
         with nogil:
-            rc = walk(&prog, &store, &walked.c, 0, init.data, 1, 1 << 30, bits_p, True,
-                      base_pm, &cond, exits_p)
+            rc = walk(&prog, &store, &walked.c, &self.fb, 0, init.data, 1, 1 << 30, bits_p, True,
+                      base_pm, &cond, exits_p, acc_p)
         store_free(&store)
         vec_free(&init)
-        cond_arr = np.array(<int32_t[:cond.n]> cond.data if cond.n else [], dtype=np.int32).reshape(-1, 3)
-        exit_arr = np.array(<int32_t[:exits.n]> exits.data if exits.n else [], dtype=np.int32).reshape(-1, 3)
-        free(cond.data)
-        free(exits.data)
-        if rc != 0:
-            raise MemoryError("mask table computation failed")
-        return _make_table(walked, bits, cond_arr, exit_arr)
+        try:
+            if rc != 0:
+                raise MemoryError("mask table computation failed")
+            return _make_table(walked, bits, &acc, &cond, &exits, n_words)
+        finally:
+            free(acc.data)
+            free(cond.data)
+            free(exits.data)
 
     def fill(self, Matcher m, out):
         cdef cnp.ndarray arr = out
@@ -661,8 +792,8 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
             continue
         if tabs[i] is False:
             with nogil:
-                rc = walk(p, &m.store, &tt.trie.c, 0, &m.cur.data[i], 1, p.max_depth, out,
-                          False, 0, NULL, NULL)
+                rc = walk(p, &m.store, &tt.trie.c, &tt.fb, 0, &m.cur.data[i], 1, p.max_depth, out,
+                          False, 0, NULL, NULL, NULL)
             if rc != 0:
                 break
             continue
@@ -691,8 +822,8 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
                     if st0.n == 0:
                         continue
                     dedup(&st0, 0)
-                    rc = walk(p, &m.store, &t.g_trie[g], 0, st0.data, st0.n, p.max_depth, out,
-                              False, 0, NULL, NULL)
+                    rc = walk(p, &m.store, &t.g_trie[g], &tt.fb, 0, st0.data, st0.n, p.max_depth, out,
+                              False, 0, NULL, NULL, NULL)
                     if rc != 0:
                         break
         if rc != 0:
@@ -706,37 +837,67 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
             out[tok >> 5] |= (<uint32_t> 1) << (tok & 31)
 
 
-@cython.wraparound(True)
-@cython.boundscheck(True)
-def _make_table(TokenTrie trie, bits, cond_arr, exit_arr):
+cdef extern from *:
+    int popcount32 "__builtin_popcount"(unsigned int) nogil
+    int ctz32 "__builtin_ctz"(unsigned int) nogil
+
+
+cdef PosTable _make_table(TokenTrie trie, cnp.ndarray bits, const I32Vec* acc,
+                          const I32Vec* cond, const I32Vec* exits, int32_t n_words):
+    """Pack one position's walk results: the accepted tokens as a bitset or an id list
+    (whichever is smaller), the conditional triples, and the suffix tries of its exits."""
     cdef PosTable t = PosTable.__new__(PosTable)
-    n_acc = int(np.bitwise_count(bits).sum())
+    cdef int32_t k, n_acc = 0, n
+    cdef uint32_t w
+    cdef const uint32_t* bp
+    cdef int32_t* ip
+    cdef cnp.ndarray ids
+    if bits is None:
+        n_acc = acc.n
+    else:
+        bp = <const uint32_t*> cnp.PyArray_DATA(bits)
+        for k in range(n_words):
+            n_acc += popcount32(bp[k])
     t.n_accepted = n_acc
-    if n_acc * 2 < bits.shape[0]:
+    if n_acc * 2 < n_words:
         # few tokens: an id list is smaller than the bitset
-        words = np.flatnonzero(bits)
-        sub = np.unpackbits(bits[words].view(np.uint8), bitorder="little").reshape(-1, 32)
-        r, c = np.nonzero(sub)
-        ids = (words[r] * 32 + c).astype(np.int32)
+        ids = np.empty(n_acc, np.int32)
+        ip = <int32_t*> cnp.PyArray_DATA(ids)
+        if bits is None:
+            if n_acc:
+                memcpy(ip, acc.data, n_acc * sizeof(int32_t))
+        else:
+            n = 0
+            for k in range(n_words):
+                w = bp[k]
+                while w:
+                    ip[n] = k * 32 + ctz32(w)
+                    n += 1
+                    w &= w - 1
         t.ids = ids
         t.bits = None
+        t.bits_p = NULL
+        t.ids_p = <const int32_t*> ip if n_acc else NULL
+        t.n_ids = n_acc
     else:
+        if bits is None:
+            bits = np.zeros(n_words, np.uint32)
+            ip = <int32_t*> cnp.PyArray_DATA(bits)
+            for k in range(n_acc):
+                (<uint32_t*> ip)[acc.data[k] >> 5] |= (<uint32_t> 1) << (acc.data[k] & 31)
         t.bits = bits
         t.ids = None
-    if t.bits is not None:
-        t.bits_p = <const uint32_t*> cnp.PyArray_DATA(t.bits)
+        t.bits_p = <const uint32_t*> cnp.PyArray_DATA(bits)
         t.ids_p = NULL
         t.n_ids = 0
-    else:
-        t.bits_p = NULL
-        t.ids_p = <const int32_t*> cnp.PyArray_DATA(t.ids) if t.ids.shape[0] else NULL
-        t.n_ids = t.ids.shape[0]
-    t.cond = np.ascontiguousarray(cond_arr, dtype=np.int32)
-    t.n_cond = t.cond.shape[0]
+    t.cond = np.empty((cond.n // 3, 3), np.int32)
+    if cond.n:
+        memcpy(cnp.PyArray_DATA(t.cond), cond.data, cond.n * sizeof(int32_t))
+    t.n_cond = cond.n // 3
     t.cond_p = <const int32_t*> cnp.PyArray_DATA(t.cond) if t.n_cond else NULL
     groups = {}
-    for x, ws, pm in exit_arr.tolist():
-        groups.setdefault((ws, pm), set()).add(x)
+    for k in range(0, exits.n, 3):
+        groups.setdefault((exits.data[k + 1], exits.data[k + 2]), set()).add(exits.data[k])
     t.groups = []
     for (ws, pm), nodes in sorted(groups.items()):
         arrs = trie.suffix_trie(tuple(sorted(nodes)))
@@ -746,14 +907,18 @@ def _make_table(TokenTrie trie, bits, cond_arr, exit_arr):
     t.g_ws = <int32_t*> malloc(max(1, t.n_groups) * sizeof(int32_t))
     t.g_pm = <int32_t*> malloc(max(1, t.n_groups) * sizeof(int32_t))
     t.g_trie = <TrieC*> malloc(max(1, t.n_groups) * sizeof(TrieC))
+    if t.g_ws == NULL or t.g_pm == NULL or t.g_trie == NULL:
+        raise MemoryError()
     for g, (ws, pm, arrs) in enumerate(t.groups):
         t.g_ws[g] = ws
         t.g_pm[g] = pm
-        nb, end, toff, tids, depth, max_len = arrs
+        nb, end, toff, tids, depth, max_len, big, ctab = arrs
         t.g_trie[g].byte = <const uint8_t*> cnp.PyArray_DATA(nb)
         t.g_trie[g].end = <const int32_t*> cnp.PyArray_DATA(end)
         t.g_trie[g].tok_off = <const int32_t*> cnp.PyArray_DATA(toff)
         t.g_trie[g].tok_ids = <const int32_t*> cnp.PyArray_DATA(tids)
+        t.g_trie[g].big = <const int32_t*> cnp.PyArray_DATA(big)
+        t.g_trie[g].child_tab = <const int32_t*> cnp.PyArray_DATA(ctab)
         t.g_trie[g].n_nodes = nb.shape[0]
         t.g_trie[g].max_len = max_len
     return t
@@ -792,66 +957,124 @@ def shared_tables_nbytes():
     return _SHARED_BYTES[0]
 
 
-class _Signatures:
+cdef enum:
+    SIG_MAX_RULES = 8          # a shared rule calls at most this many rules (itself included) ...
+    SIG_MAX_POSITIONS = 512    # ... with at most this many positions in all
+
+
+cdef class _Signatures:
     """Structural keys of positions whose rule (with everything it calls) is small, so their
-    tables can be shared across grammars. Computed per rule on first need: a big grammar
-    pays only for the rules its documents reach."""
+    tables can be shared across grammars. A key is the exact serialisation of the rules'
+    tables with positions made relative (no hash, so two keys are equal only when the rules
+    are). Computed per rule on first need: a big grammar pays only for the rules its
+    documents reach."""
+    cdef const int32_t[::1] rule_start, pos_rule, edge_off, edge_to, call_off, call_rule, call_to
+    cdef const uint8_t[::1] edge_lo, edge_hi, edge_ws, pos_flags
+    cdef int32_t n_rules, n_pos
+    cdef dict by_rule
+    cdef bytes header
 
     def __init__(self, a):
-        self.a = a
-        self.bounds = [int(x) for x in a.rule_start] + [a.n_positions]
+        self.rule_start = a.rule_start
+        self.pos_rule = a.pos_rule
+        self.edge_off = a.edge_off
+        self.edge_to = a.edge_to
+        self.edge_lo = a.edge_lo
+        self.edge_hi = a.edge_hi
+        self.edge_ws = a.edge_ws
+        self.pos_flags = a.pos_flags
+        self.call_off = a.call_off
+        self.call_rule = a.call_rule
+        self.call_to = a.call_to
+        self.n_rules = a.rule_start.shape[0]
+        self.n_pos = a.n_positions
         self.by_rule = {}
+        # tables record whitespace and depth costs; whether limits exist at all is part of it
+        self.header = repr((a.max_depth >= (1 << 30), a.whitespace_budget >= 0)).encode()
 
-    def _callees(self, r):
-        a = self.a
-        lo, hi = self.bounds[r], self.bounds[r + 1]
-        return sorted(set(int(x) for x in a.call_rule[a.call_off[lo]:a.call_off[hi]]))
+    cdef inline int32_t _end(self, int32_t r) noexcept:
+        return self.rule_start[r + 1] if r + 1 < self.n_rules else self.n_pos
 
-    def rule_digest(self, r):
-        if r in self.by_rule:
-            return self.by_rule[r]
-        self.by_rule[r] = None
-        a, bounds = self.a, self.bounds
-        order = [r]
-        seen = {r}
-        i = 0
-        while i < len(order):
-            for c in self._callees(order[i]):
-                if c not in seen:
-                    seen.add(c)
-                    order.append(c)
+    cdef object _key(self, int32_t r):
+        cdef int32_t order[SIG_MAX_RULES]
+        cdef int32_t n = 1, i = 0, j, k, c, q, lo, hi, total = 0, size = 0, w = 0
+        cdef bint seen
+        cdef int32_t* buf
+        order[0] = r
+        # the rule and its callees, in discovery order (the renaming of rule ids)
+        while i < n:
+            lo = self.rule_start[order[i]]
+            hi = self._end(order[i])
+            for k in range(self.call_off[lo], self.call_off[hi]):
+                c = self.call_rule[k]
+                seen = False
+                for j in range(n):
+                    if order[j] == c:
+                        seen = True
+                        break
+                if not seen:
+                    if n == SIG_MAX_RULES:
+                        return None
+                    order[n] = c
+                    n += 1
             i += 1
-            if len(order) > 8:
-                return None
-        if sum(bounds[x + 1] - bounds[x] for x in order) > 512:
+        for i in range(n):
+            lo = self.rule_start[order[i]]
+            hi = self._end(order[i])
+            total += hi - lo
+            size += 4 * (hi - lo) + 2 * (self.edge_off[hi] - self.edge_off[lo]) \
+                + 2 * (self.call_off[hi] - self.call_off[lo]) + 2
+        if total > SIG_MAX_POSITIONS:
             return None
-        ren = {x: k for k, x in enumerate(order)}
-        h = hashlib.sha256()
-        h.update(repr((a.max_depth >= (1 << 30), a.whitespace_budget >= 0)).encode())
-        for x in order:
-            lo, hi = bounds[x], bounds[x + 1]
-            for q in range(lo, hi):
-                e0, e1 = int(a.edge_off[q]), int(a.edge_off[q + 1])
-                c0, c1 = int(a.call_off[q]), int(a.call_off[q + 1])
-                h.update(repr((
-                    ren[x], q - lo, int(a.pos_flags[q]),
-                    [(int(a.edge_lo[k]), int(a.edge_hi[k]), int(a.edge_to[k]) - lo, int(a.edge_ws[k]))
-                     for k in range(e0, e1)],
-                    [(ren[int(a.call_rule[k])], int(a.call_to[k]) - lo) for k in range(c0, c1)],
-                )).encode())
-        self.by_rule[r] = h.hexdigest()
-        return self.by_rule[r]
+        buf = <int32_t*> malloc(max(size, 1) * sizeof(int32_t))
+        if buf == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                lo = self.rule_start[order[i]]
+                hi = self._end(order[i])
+                for q in range(lo, hi):
+                    buf[w] = q - lo
+                    buf[w + 1] = self.pos_flags[q]
+                    buf[w + 2] = self.edge_off[q + 1] - self.edge_off[q]
+                    buf[w + 3] = self.call_off[q + 1] - self.call_off[q]
+                    w += 4
+                    for k in range(self.edge_off[q], self.edge_off[q + 1]):
+                        buf[w] = self.edge_lo[k] | (self.edge_hi[k] << 8) | (self.edge_ws[k] << 16)
+                        buf[w + 1] = self.edge_to[k] - lo
+                        w += 2
+                    for k in range(self.call_off[q], self.call_off[q + 1]):
+                        c = self.call_rule[k]
+                        for j in range(n):
+                            if order[j] == c:
+                                buf[w] = j
+                                break
+                        buf[w + 1] = self.call_to[k] - lo
+                        w += 2
+                # rule boundary: positions restart at 0, so mark it
+                buf[w] = -1
+                buf[w + 1] = -1
+                w += 2
+            return self.header + (<char*> buf)[:w * sizeof(int32_t)]
+        finally:
+            free(buf)
 
-    def get(self, p):
-        r = int(self.a.pos_rule[p])
+    def rule_digest(self, int32_t r):
+        d = self.by_rule.get(r, False)
+        if d is False:
+            d = self.by_rule[r] = self._key(r)
+        return d
+
+    def get(self, int32_t p):
+        cdef int32_t r = self.pos_rule[p]
         d = self.rule_digest(r)
-        return None if d is None else (d, p - self.bounds[r])
+        return None if d is None else (d, p - self.rule_start[r])
 
     def positions(self):
         out = []
-        for r in range(len(self.bounds) - 1):
+        for r in range(self.n_rules):
             if self.rule_digest(r) is not None:
-                out.extend(range(self.bounds[r], self.bounds[r + 1]))
+                out.extend(range(self.rule_start[r], self._end(r)))
         return out
 
 
