@@ -33,11 +33,15 @@ def __getattr__(name):
 
 
 def prepare(vocab, *, json: bool = True) -> None:
-    """Build what every mask over `vocab` shares, ahead of the first request: the token trie
-    and (json=True) the tables of the JSON rules that every schema reuses (string bodies,
-    numbers, integers). Idempotent; later grammars find these in the shared cache."""
+    """Build what every mask over `vocab` shares, ahead of the first request: the token trie,
+    its whitespace-run split and slices, and (json=True) the tables of the JSON rules that
+    every schema reuses (string bodies, numbers, integers). Idempotent; later grammars find
+    these in the shared cache."""
     from ._mask import trie_of
-    trie_of(vocab)
+    trie = trie_of(vocab)
+    trie.ws_split()
+    for k in trie.slice_sizes():
+        trie.slice(k)
     if json:
         g = compile_any_json()
         tables = g.token_tables(vocab)

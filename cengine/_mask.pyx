@@ -106,6 +106,8 @@ cdef int _u8_next(int u, int b) noexcept nogil:
     return 2 if 0x80 <= b <= 0x8F else -1
 
 
+WS_BYTES = frozenset(b" \t\n\r")
+
 # every byte where _u8_next's answer may change, for any state
 _U8_CUTS = (0, 0x20, 0x22, 0x23, 0x5C, 0x5D, 0x80, 0x90, 0xA0, 0xC0, 0xC2, 0xE0, 0xE1, 0xED,
             0xEE, 0xF0, 0xF1, 0xF4, 0xF5)
@@ -191,43 +193,235 @@ cdef inline int32_t next_allowed(const uint64_t* a, int32_t b) noexcept nogil:
     return 64 * w + ctz64(m)
 
 
+cdef struct WalkBufs:
+    Frame* frames
+    int32_t n_frames
+    EntryVec buf
+    EntryVec tmp
+
+
+cdef int bufs_init(WalkBufs* wb, int32_t max_len) noexcept nogil:
+    wb.buf.data = NULL
+    wb.buf.n = wb.buf.cap = 0
+    wb.tmp.data = NULL
+    wb.tmp.n = wb.tmp.cap = 0
+    wb.n_frames = max_len + 2
+    wb.frames = <Frame*> malloc(wb.n_frames * sizeof(Frame))
+    return -1 if wb.frames == NULL else 0
+
+
+cdef void bufs_free(WalkBufs* wb) noexcept nogil:
+    free(wb.frames)
+    vec_free(&wb.buf)
+    vec_free(&wb.tmp)
+
+
+cdef bint record(const TrieC* t, int32_t x, const Entry* st, int32_t got, uint32_t* bits,
+                 bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits,
+                 I32Vec* acc) noexcept nogil:
+    """The tokens ending at trie node x, whose bytes led to the entries st[0:got] (got > 0):
+    real mode sets their bits; local mode classifies them and records exits. Returns whether
+    some entry can still consume bytes."""
+    cdef int32_t i, j, k, tok
+    cdef bint live = False, uncond, dominated
+    for i in range(got):
+        if st[i].node >= 0:
+            live = True
+            break
+    if not local:
+        set_tokens(t, x, bits, NULL)
+        return live
+    uncond = False
+    for i in range(got):
+        if st[i].ws == 0 and st[i].pmax <= base_pm:
+            uncond = True
+            break
+    if uncond:
+        set_tokens(t, x, bits, acc)
+    else:
+        # Pareto-minimal (ws, pmax) outcomes for the tokens ending here
+        for i in range(got):
+            dominated = False
+            for j in range(got):
+                if j != i and st[j].ws <= st[i].ws and st[j].pmax <= st[i].pmax and \
+                        (st[j].ws < st[i].ws or st[j].pmax < st[i].pmax or j < i):
+                    dominated = True
+                    break
+            if dominated:
+                continue
+            for k in range(t.tok_off[x], t.tok_off[x + 1]):
+                tok = t.tok_ids[k]
+                i32_push(cond, tok)
+                i32_push(cond, st[i].ws)
+                i32_push(cond, st[i].pmax)
+    for i in range(got):
+        if st[i].node == NODE_EXIT and exits != NULL:
+            i32_push(exits, x)
+            i32_push(exits, st[i].ws)
+            i32_push(exits, st[i].pmax)
+    return live
+
+
+cdef bint same_entries(const EntryVec* a, const EntryVec* b, int32_t dws) noexcept nogil:
+    """b holds exactly a's entries with dws more whitespace (both deduplicated)."""
+    cdef int32_t i, j
+    cdef bint found
+    if a.n != b.n:
+        return False
+    for i in range(b.n):
+        found = False
+        for j in range(a.n):
+            if a.data[j].node == b.data[i].node and a.data[j].pmax == b.data[i].pmax \
+                    and a.data[j].ws + dws == b.data[i].ws:
+                found = True
+                break
+        if not found:
+            return False
+    return True
+
+
+cdef int32_t ws_invariant(const Prog* p, Store* s, const Entry* init, int32_t n_init,
+                          int32_t max_depth, bint local, EntryVec* s1, EntryVec* tmp) noexcept nogil:
+    """Whether whitespace leaves the state where it is: every whitespace byte takes `init` to
+    the same entries s1, and every whitespace byte takes s1 back to s1 with the same extra
+    cost c. Returns c (0 or 1), or -1 when not (or when a local walk's frame may pop inside
+    the run: exits there would need the rest of the run)."""
+    cdef int32_t i, c = -1
+    cdef uint8_t wsb[4]
+    wsb[0] = 0x20
+    wsb[1] = 0x09
+    wsb[2] = 0x0A
+    wsb[3] = 0x0D
+    s1.n = 0
+    if step(p, s, init, n_init, 0x20, max_depth, s1) == 0 or s.failed:
+        return -1
+    if local:
+        for i in range(s1.n):
+            if s1.data[i].node == NODE_EXIT:
+                return -1
+    for i in range(1, 4):
+        tmp.n = 0
+        step(p, s, init, n_init, wsb[i], max_depth, tmp)
+        if s.failed or not same_entries(s1, tmp, 0):
+            return -1
+    for i in range(4):
+        tmp.n = 0
+        step(p, s, s1.data, s1.n, wsb[i], max_depth, tmp)
+        if s.failed:
+            return -1
+        if c < 0:
+            if same_entries(s1, tmp, 1):
+                c = 1
+            elif same_entries(s1, tmp, 0):
+                c = 0
+            else:
+                return -1
+        elif not same_entries(s1, tmp, c):
+            return -1
+    return c
+
+
+cdef int walk_ws(WalkBufs* wb, const Prog* p, Store* s, const TrieC* nows, const TrieC* runs,
+                 FirstBytes* fb, const Entry* init, int32_t n_init, int32_t max_depth,
+                 uint32_t* bits, bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits,
+                 I32Vec* acc) noexcept nogil:
+    """walk_in over the whole vocabulary when whitespace is a loop in this state (between
+    JSON tokens): the tokens without leading whitespace in `nows`, then for each leading
+    run length d the rests of the tokens in `runs`, from the state after the run.
+    Returns 1, having done nothing, when the state is not whitespace-invariant."""
+    cdef EntryVec s1, ed
+    cdef int32_t c, x, d, i, k, n_ex, rc = 0
+    cdef bint live
+    s1.data = NULL
+    s1.n = s1.cap = 0
+    ed.data = NULL
+    ed.n = ed.cap = 0
+    c = ws_invariant(p, s, init, n_init, max_depth, local, &s1, &wb.tmp)
+    if c < 0:
+        vec_free(&s1)
+        if s.failed:
+            return -1
+        return 1
+    rc = walk_in(wb, p, s, nows, fb, 0, init, n_init, max_depth, bits, local, base_pm, cond,
+                 exits, acc)
+    x = 1
+    while rc == 0 and x < runs.end[0]:
+        d = runs.byte[x]
+        ed.n = 0
+        if vec_reserve(&ed, s1.n) != 0:
+            rc = -1
+            break
+        for i in range(s1.n):
+            if p.ws_budget >= 0 and s1.data[i].ws + (d - 1) * c > p.ws_budget:
+                continue
+            ed.data[ed.n] = s1.data[i]
+            ed.data[ed.n].ws += (d - 1) * c
+            ed.n += 1
+        if ed.n == 0:
+            break                 # runs come in increasing length: longer ones cost more
+        live = record(runs, x, ed.data, ed.n, bits, local, base_pm, cond, exits, acc)
+        if live and runs.end[x] > x + 1:
+            n_ex = exits.n if exits != NULL else 0
+            rc = walk_in(wb, p, s, runs, fb, x, ed.data, ed.n, max_depth, bits, local, base_pm,
+                         cond, exits, acc)
+            if exits != NULL:
+                # exits inside the run trie: node ids after the other trie's
+                for k in range(n_ex, exits.n, 3):
+                    exits.data[k] += nows.n_nodes
+        x = runs.end[x]
+    vec_free(&s1)
+    vec_free(&ed)
+    return rc
+
+
 cdef int walk(const Prog* p, Store* s, const TrieC* t, FirstBytes* fb, int32_t start, const Entry* init,
               int32_t n_init, int32_t max_depth, uint32_t* bits,
               bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits,
               I32Vec* acc) noexcept nogil:
-    """Depth-first walk of the trie below node `start`, the automaton state following.
+    cdef WalkBufs wb
+    cdef int rc
+    if bufs_init(&wb, t.max_len) != 0:
+        return -1
+    rc = walk_in(&wb, p, s, t, fb, start, init, n_init, max_depth, bits, local, base_pm, cond,
+                 exits, acc)
+    bufs_free(&wb)
+    return rc
+
+
+cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstBytes* fb,
+                 int32_t start, const Entry* init, int32_t n_init, int32_t max_depth,
+                 uint32_t* bits, bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits,
+                 I32Vec* acc) noexcept nogil:
+    """Depth-first walk of the trie below node `start` (the tokens at `start` itself are
+    not looked at), the automaton state following.
 
     Real mode (local=False): set the bits of every token whose bytes are legal.
     Local mode: classify tokens (unconditional -> bits, or the id list `acc` when given;
     conditional -> cond triples) and record exits (node, ws, pmax) where the walk's base
     frame was popped.
     """
-    cdef EntryVec buf, tmp
-    cdef Frame* frames
-    cdef int32_t top, x, mark, got, i, j, k, tok, b
-    cdef bint live, uncond, dominated
+    cdef Frame* frames = wb.frames
+    cdef int32_t top, x, mark, got, b
+    cdef bint live
     cdef Entry* st
-    buf.data = NULL
-    buf.n = buf.cap = 0
-    tmp.data = NULL
-    tmp.n = tmp.cap = 0
-    frames = <Frame*> malloc((t.max_len + 2) * sizeof(Frame))
-    if frames == NULL or vec_reserve(&buf, n_init + 64) != 0:
-        free(frames)
+    if t.max_len + 2 > wb.n_frames:
         return -1
-    memcpy(buf.data, init, n_init * sizeof(Entry))
-    buf.n = n_init
+    wb.buf.n = 0
+    if vec_reserve(&wb.buf, n_init + 64) != 0:
+        return -1
+    memcpy(wb.buf.data, init, n_init * sizeof(Entry))
+    wb.buf.n = n_init
     top = 0
     frames[0].child = start + 1
     frames[0].end = t.end[start]
     frames[0].st_start = 0
     frames[0].st_n = n_init
-    frame_filter(p, s, t, fb, &frames[0], buf.data, start)
+    frame_filter(p, s, t, fb, &frames[0], wb.buf.data, start)
     while top >= 0:
         if frames[top].tab != NULL:
             b = next_allowed(frames[top].allow, frames[top].child)
             if b == 256:
-                buf.n = frames[top].st_start
+                wb.buf.n = frames[top].st_start
                 top -= 1
                 continue
             frames[top].child = b + 1
@@ -236,73 +430,35 @@ cdef int walk(const Prog* p, Store* s, const TrieC* t, FirstBytes* fb, int32_t s
                 continue
         else:
             if frames[top].child >= frames[top].end:
-                buf.n = frames[top].st_start
+                wb.buf.n = frames[top].st_start
                 top -= 1
                 continue
             x = frames[top].child
             frames[top].child = t.end[x]
             if not (frames[top].allow[t.byte[x] >> 6] >> (t.byte[x] & 63)) & 1:
                 continue
-        tmp.n = 0
-        got = step(p, s, buf.data + frames[top].st_start, frames[top].st_n, t.byte[x],
-                   max_depth, &tmp)
+        wb.tmp.n = 0
+        got = step(p, s, wb.buf.data + frames[top].st_start, frames[top].st_n, t.byte[x],
+                   max_depth, &wb.tmp)
         if s.failed:
             break
         if got == 0:
             continue
-        st = tmp.data
-        live = False
-        for i in range(got):
-            if st[i].node >= 0:
-                live = True
-                break
-        if not local:
-            set_tokens(t, x, bits, NULL)
-        else:
-            uncond = False
-            for i in range(got):
-                if st[i].ws == 0 and st[i].pmax <= base_pm:
-                    uncond = True
-                    break
-            if uncond:
-                set_tokens(t, x, bits, acc)
-            else:
-                # Pareto-minimal (ws, pmax) outcomes for the tokens ending here
-                for i in range(got):
-                    dominated = False
-                    for j in range(got):
-                        if j != i and st[j].ws <= st[i].ws and st[j].pmax <= st[i].pmax and \
-                                (st[j].ws < st[i].ws or st[j].pmax < st[i].pmax or j < i):
-                            dominated = True
-                            break
-                    if dominated:
-                        continue
-                    for k in range(t.tok_off[x], t.tok_off[x + 1]):
-                        tok = t.tok_ids[k]
-                        i32_push(cond, tok)
-                        i32_push(cond, st[i].ws)
-                        i32_push(cond, st[i].pmax)
-            for i in range(got):
-                if st[i].node == NODE_EXIT and exits != NULL:
-                    i32_push(exits, x)
-                    i32_push(exits, st[i].ws)
-                    i32_push(exits, st[i].pmax)
+        st = wb.tmp.data
+        live = record(t, x, st, got, bits, local, base_pm, cond, exits, acc)
         if live and t.end[x] > x + 1:
-            mark = buf.n
-            if vec_reserve(&buf, buf.n + got) != 0:
+            mark = wb.buf.n
+            if vec_reserve(&wb.buf, wb.buf.n + got) != 0:
                 s.failed = 1
                 break
-            memcpy(buf.data + mark, tmp.data, got * sizeof(Entry))
-            buf.n += got
+            memcpy(wb.buf.data + mark, wb.tmp.data, got * sizeof(Entry))
+            wb.buf.n += got
             top += 1
             frames[top].child = x + 1
             frames[top].end = t.end[x]
             frames[top].st_start = mark
             frames[top].st_n = got
-            frame_filter(p, s, t, fb, &frames[top], buf.data + mark, x)
-    free(frames)
-    vec_free(&buf)
-    vec_free(&tmp)
+            frame_filter(p, s, t, fb, &frames[top], wb.buf.data + mark, x)
     return -1 if s.failed else 0
 
 
@@ -373,18 +529,23 @@ cdef class TokenTrie:
     cdef object _plain_len
     cdef object _slice_sizes
     cdef object _suffix_memo
+    cdef object _ws_split
 
-    def __init__(self, tokens, eos_ids, keep=None):
-        groups = {}
+    def __init__(self, tokens, eos_ids, keep=None, items=None):
+        """The trie of the tokens (those with keep[i], when given), or of ready `items`
+        (sorted (bytes, [ids]) pairs; the whitespace-run trie uses that)."""
         self.tokens = tokens
         self._slices = {}
         self._plain_len = None
         self._slice_sizes = None
         self._suffix_memo = {}
-        for i, data in enumerate(tokens):
-            if data and (keep is None or keep[i]):
-                groups.setdefault(bytes(data), []).append(i)
-        items = sorted(groups.items())
+        self._ws_split = False
+        if items is None:
+            groups = {}
+            for i, data in enumerate(tokens):
+                if data and (keep is None or keep[i]):
+                    groups.setdefault(bytes(data), []).append(i)
+            items = sorted(groups.items())
         (self.node_byte, self.node_end, self.tok_off, self.tok_ids, self.node_depth,
          max_len, self.node_big, self.child_tab) = _build_trie_arrays(items)
         self.c.byte = <const uint8_t*> cnp.PyArray_DATA(self.node_byte)
@@ -403,12 +564,17 @@ cdef class TokenTrie:
     def n_nodes(self):
         return self.c.n_nodes
 
-    def suffix_trie(self, tuple exit_nodes):
+    def suffix_trie(self, tuple exit_nodes, TokenTrie runs=None):
         """_suffix_trie, memoised: the same exit sets recur across positions and grammars
-        (every object-closing position exits at the same `}` nodes)."""
+        (every object-closing position exits at the same `}` nodes). Node ids from
+        n_nodes on are nodes of `runs` (the whitespace-run trie of ws_split())."""
         arrs = self._suffix_memo.get(exit_nodes, False)
         if arrs is False:
-            arrs = _suffix_trie(self, exit_nodes)
+            n = self.c.n_nodes
+            sources = [(self, [x for x in exit_nodes if x < n])]
+            if runs is not None:
+                sources.append((runs, [x - n for x in exit_nodes if x >= n]))
+            arrs = _suffix_trie(sources)
             if len(self._suffix_memo) > 65536:
                 self._suffix_memo.clear()
             self._suffix_memo[exit_nodes] = arrs
@@ -437,10 +603,13 @@ cdef class TokenTrie:
 
         Capped at 32: longer plain tokens are rare (the trie of the others is ~14k nodes at
         K=32 against ~12k at K=128 for llama-bpe), while proving a position accepts longer runs
-        costs a BFS level per byte wherever a counter (maxLength) is involved."""
+        costs a BFS level per byte wherever a counter (maxLength) is involved. The sizes
+        between serve bounded strings near their end (for llama-bpe the trie of the others
+        has 145k nodes at K=8, 55k at K=12, 27k at K=16, 16k at K=24)."""
         if self._slice_sizes is None:
             longest = int(self.plain_lengths().max())
-            self._slice_sizes = [k for k in (8, 32) if k <= longest] or [max(longest, 1)]
+            self._slice_sizes = [k for k in (8, 12, 16, 24, 32) if k <= longest] \
+                or [max(longest, 1)]
         return self._slice_sizes
 
     def slice(self, int k):
@@ -456,6 +625,36 @@ cdef class TokenTrie:
             rest = TokenTrie(self.tokens, self.eos_ids.tolist(), keep=~inside)
             s = self._slices[k] = (bits, rest)
         return s
+
+    def ws_split(self):
+        """(trie of the tokens that do not start with JSON whitespace, whitespace-run trie),
+        or None when the vocabulary has no such tokens.
+
+        The run trie holds every token that starts with whitespace as the byte d (the length
+        of its leading run of space, tab, CR, LF) followed by the rest of the token: a
+        position where whitespace loops back to the same state (everywhere between JSON
+        tokens) walks each rest once per run length instead of every run spelling (llama-bpe
+        has 760 trie nodes of pure whitespace, and 59k tokens below them)."""
+        if self._ws_split is False:
+            runs = {}
+            keep = np.ones(len(self.tokens), bool)
+            for i, data in enumerate(self.tokens):
+                if not data or data[0] not in WS_BYTES:
+                    continue
+                d = 1
+                while d < len(data) and data[d] in WS_BYTES:
+                    d += 1
+                if d > 255:
+                    continue         # stays in the other trie, walked byte by byte
+                keep[i] = False
+                runs.setdefault(bytes((d,)) + bytes(data[d:]), []).append(i)
+            if not runs:
+                self._ws_split = None
+            else:
+                self._ws_split = (TokenTrie(self.tokens, self.eos_ids.tolist(), keep=keep),
+                                  TokenTrie(self.tokens, self.eos_ids.tolist(),
+                                            items=sorted(runs.items())))
+        return self._ws_split
 
     def nbytes(self):
         return sum(a.nbytes for a in (self.node_byte, self.node_end, self.tok_off, self.tok_ids,
@@ -517,14 +716,26 @@ cdef class PosTable:
 
 @cython.wraparound(True)
 @cython.boundscheck(True)
-def _suffix_trie(trie: TokenTrie, exit_nodes):
-    """Merge the subtrees below the exit nodes into one trie keyed by the remaining bytes."""
+def _suffix_trie(sources):
+    """Merge the subtrees below the exit nodes into one trie keyed by the remaining bytes.
+    sources: (trie, exit nodes of that trie) pairs."""
+    merged = {}
+    for trie, exit_nodes in sources:
+        _suffixes(trie, exit_nodes, merged)
+    items = sorted((k, sorted(set(v))) for k, v in merged.items())
+    if not items:
+        return None
+    return _build_trie_arrays(items)
+
+
+@cython.wraparound(True)
+@cython.boundscheck(True)
+def _suffixes(TokenTrie trie, exit_nodes, dict merged):
     node_byte = trie.node_byte
     node_end = trie.node_end
     tok_off = trie.tok_off
     tok_ids = trie.tok_ids
     node_depth = trie.node_depth
-    merged = {}
     for x in exit_nodes:
         x = int(x)
         base_depth = int(node_depth[x])
@@ -536,10 +747,20 @@ def _suffix_trie(trie: TokenTrie, exit_nodes):
             a, b = int(tok_off[y]), int(tok_off[y + 1])
             if a < b:
                 merged.setdefault(bytes(path), []).extend(int(v) for v in tok_ids[a:b])
-    items = sorted((k, sorted(set(v))) for k, v in merged.items())
-    if not items:
-        return None
-    return _build_trie_arrays(items)
+
+
+cdef int _walk_ws(TokenTrie nows, TokenTrie runs, const Prog* p, Store* s, FirstBytes* fb,
+                  const Entry* init, int32_t n_init, int32_t max_depth, uint32_t* bits,
+                  bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits, I32Vec* acc):
+    cdef WalkBufs wb
+    cdef int rc
+    with nogil:
+        if bufs_init(&wb, nows.c.max_len if nows.c.max_len > runs.c.max_len else runs.c.max_len) != 0:
+            return -1
+        rc = walk_ws(&wb, p, s, &nows.c, &runs.c, fb, init, n_init, max_depth, bits, local,
+                     base_pm, cond, exits, acc)
+        bufs_free(&wb)
+    return rc
 
 
 cdef class TokenTables:
@@ -719,20 +940,33 @@ cdef class TokenTables:
         # a narrow position (few first bytes) never admits the ~90 plain first bytes
         depth = 0 if self._narrow[p] else self._slice_depth(p, base_pm, sizes[len(sizes) - 1])
         fitting = [k for k in sizes if k <= depth]
+        cdef TokenTrie runs = None
         if fitting:
             slice_bits, walked = self.trie.slice(fitting[len(fitting) - 1])
             bits = slice_bits.copy()
             bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
             acc_p = NULL
-        with nogil:
-            rc = walk(&prog, &store, &walked.c, &self.fb, 0, init.data, 1, 1 << 30, bits_p, True,
-                      base_pm, &cond, exits_p, acc_p)
+        else:
+            split = self.trie.ws_split()
+            if split is not None:
+                walked, runs = split
+        rc = 1
+        if runs is not None:
+            rc = _walk_ws(walked, runs, &prog, &store, &self.fb, init.data, 1, 1 << 30, bits_p,
+                          True, base_pm, &cond, exits_p, acc_p)
+            if rc == 1:                  # whitespace is no loop here: the whole trie
+                walked = self.trie
+                runs = None
+        if rc == 1:
+            with nogil:
+                rc = walk(&prog, &store, &walked.c, &self.fb, 0, init.data, 1, 1 << 30, bits_p,
+                          True, base_pm, &cond, exits_p, acc_p)
         store_free(&store)
         vec_free(&init)
         try:
             if rc != 0:
                 raise MemoryError("mask table computation failed")
-            return _make_table(walked, bits, &acc, &cond, &exits, n_words)
+            return _make_table(walked, bits, &acc, &cond, &exits, n_words, runs)
         finally:
             free(acc.data)
             free(cond.data)
@@ -782,6 +1016,7 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
     cdef EntryVec st0
     cdef int rc = 0
     cdef int32_t tok
+    split = tt.trie.ws_split() if False in tabs else None
     st0.data = NULL
     st0.n = st0.cap = 0
     memset(out, 0, n_out_words * sizeof(uint32_t))
@@ -791,9 +1026,14 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
             accepting = True
             continue
         if tabs[i] is False:
-            with nogil:
-                rc = walk(p, &m.store, &tt.trie.c, &tt.fb, 0, &m.cur.data[i], 1, p.max_depth, out,
-                          False, 0, NULL, NULL, NULL)
+            rc = 1
+            if split is not None:
+                rc = _walk_ws(split[0], split[1], p, &m.store, &tt.fb, &m.cur.data[i], 1,
+                              p.max_depth, out, False, 0, NULL, NULL, NULL)
+            if rc == 1:
+                with nogil:
+                    rc = walk(p, &m.store, &tt.trie.c, &tt.fb, 0, &m.cur.data[i], 1, p.max_depth,
+                              out, False, 0, NULL, NULL, NULL)
             if rc != 0:
                 break
             continue
@@ -843,7 +1083,8 @@ cdef extern from *:
 
 
 cdef PosTable _make_table(TokenTrie trie, cnp.ndarray bits, const I32Vec* acc,
-                          const I32Vec* cond, const I32Vec* exits, int32_t n_words):
+                          const I32Vec* cond, const I32Vec* exits, int32_t n_words,
+                          TokenTrie runs=None):
     """Pack one position's walk results: the accepted tokens as a bitset or an id list
     (whichever is smaller), the conditional triples, and the suffix tries of its exits."""
     cdef PosTable t = PosTable.__new__(PosTable)
@@ -900,7 +1141,8 @@ cdef PosTable _make_table(TokenTrie trie, cnp.ndarray bits, const I32Vec* acc,
         groups.setdefault((exits.data[k + 1], exits.data[k + 2]), set()).add(exits.data[k])
     t.groups = []
     for (ws, pm), nodes in sorted(groups.items()):
-        arrs = trie.suffix_trie(tuple(sorted(nodes)))
+        # node ids past the trie's own are in the whitespace-run trie (see walk_ws)
+        arrs = trie.suffix_trie(tuple(sorted(nodes)), runs)
         if arrs is not None:
             t.groups.append((ws, pm, arrs))
     t.n_groups = len(t.groups)

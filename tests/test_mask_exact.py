@@ -197,3 +197,33 @@ def test_mask_exact_slices_and_first_visits(llama_bpe, name):
     # the scripted walk twice: first visits walk the trie directly, second ones use tables
     n = 2 * (len(pieces) + 1) + 10
     assert check_random_states(g, llama_bpe, n, seed=3, docs=[pieces, list(pieces)]) == n
+
+
+# Whitespace runs: between JSON tokens whitespace loops back to the same state, and the mask
+# walks the rests of whitespace-led tokens once per run length (TokenTrie.ws_split); budgets
+# that run out part-way through a run, and grammars whose whitespace costs nothing.
+WS_DOC = b'{ "a" :  1 ,\n  "b":\t[ 1 ,  2\r\n ] , "c" : "x  y" }  '
+
+
+@pytest.mark.parametrize("budget", [3, 9, None])
+def test_mask_exact_whitespace_runs(llama_bpe, budget):
+    cengine.CACHE.clear()
+    g = cengine.compile_json_schema(
+        {"type": "object", "properties": {"a": {"type": "integer"},
+                                          "b": {"type": "array", "items": {"type": "integer"}},
+                                          "c": {"type": "string"}}},
+        whitespace_budget=budget)
+    pieces = [WS_DOC[i:i + 2] for i in range(0, len(WS_DOC), 2)]
+    n = 2 * (len(pieces) + 1) + 10
+    # the document spends more whitespace than the small budgets allow: the scripted walk stops
+    # where the budget runs out, random continuations fill in the rest
+    assert check_random_states(g, llama_bpe, n, seed=4, docs=[pieces, list(pieces)]) == n
+
+
+def test_mask_exact_whitespace_runs_free_whitespace(llama_bpe):
+    cengine.CACHE.clear()
+    g = cengine.compile_gbnf('root ::= "[" ws ( "1" ws ( "," ws "1" ws )* )? "]" ws\nws ::= [ \\t\\n]*')
+    doc = b"[ 1 ,\t1\n,  1 ]  \n"
+    pieces = [doc[i:i + 2] for i in range(0, len(doc), 2)]
+    n = 2 * (len(pieces) + 1) + 6
+    assert check_random_states(g, llama_bpe, n, seed=5, docs=[pieces, list(pieces)]) == n
