@@ -160,8 +160,39 @@ cdef object _subst(e, set inlinable, resolved, int depth):
     if k is _Alt:
         return _Alt(tuple([_subst(it, inlinable, resolved, depth + 1) for it in e.items]))
     if k is _Repeat:
+        if type(e.item) is _Ref and _repeat_count(e) > UNROLL_INLINE_MAX:
+            return e            # a long counted run calls its item: one copy of it, not n
         return _Repeat(_subst(e.item, inlinable, resolved, depth + 1), e.lo, e.hi)
     return e
+
+
+# A bounded repeat is unrolled into one copy of its item per count; above this count an
+# inlinable item stays a call, so a string of maxLength 2000 is 2000 call positions instead
+# of 2000 copies of the ~80-position JSON character automaton. (Must match
+# automaton_reference.UNROLL_INLINE_MAX.)
+UNROLL_INLINE_MAX = 32
+
+
+def _repeat_count(e):
+    return e.hi if e.hi is not None else e.lo
+
+
+cdef int _long_repeat_refs(e, set out, int depth) except -1:
+    """Rules that _subst keeps as calls in e: items of repeats counted past UNROLL_INLINE_MAX."""
+    if depth > MAX_EXPR_DEPTH:
+        raise RecursionError("grammar expressions nest too deeply")
+    k = type(e)
+    if k is _Repeat:
+        if type(e.item) is _Ref and _repeat_count(e) > UNROLL_INLINE_MAX:
+            out.add(e.item.name)
+        else:
+            _long_repeat_refs(e.item, out, depth + 1)
+    elif k is _Seq or k is _Alt:
+        for it in e.items:
+            _long_repeat_refs(it, out, depth + 1)
+    elif hasattr(e, "item"):     # the whitespace wrapper
+        _long_repeat_refs(e.item, out, depth + 1)
+    return 0
 
 
 def subst(e, set inlinable, resolved):
@@ -227,15 +258,26 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
             if m not in seen:
                 seen.add(m)
                 stack.extend(refs[m])
-    maxlen = {}
+    maxlen = {n: float("inf") for n in recursive}
 
     def rule_max(n):
-        if n in recursive:
-            return float("inf")
-        if n not in maxlen:
-            maxlen[n] = float("inf")      # provisional; non-recursive rules never see it
-            maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, 0)
         return maxlen[n]
+
+    # callees first (an explicit post-order: chains of rules, such as the states of a
+    # number automaton, are thousands deep)
+    for n0 in rules:
+        if n0 in maxlen:
+            continue
+        todo = [(n0, False)]
+        while todo:
+            n, ready = todo.pop()
+            if n in maxlen:
+                continue
+            if ready:
+                maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, 0)
+                continue
+            todo.append((n, True))
+            todo.extend((m, False) for m in refs[n] if m not in maxlen)
 
     # only rules matching short strings (a character, an escape): long or unbounded ones
     # (string bodies, numbers) keep their frames so their mask tables are shared
@@ -280,9 +322,13 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
         c = out_refs.get(n)
         if c is None:
             c = set()
+            kept = set()
+            _long_repeat_refs(rules[n].expr, kept, 0)
             for m in refs[n]:
                 if m in inlinable and done.get(m) is not None:
                     c |= calls_of(m)
+                    if m in kept:       # also called, from a long counted run
+                        c.add(m)
                 else:
                     c.add(m)
             out_refs[n] = c

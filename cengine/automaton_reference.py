@@ -351,6 +351,7 @@ def _expr_size(e) -> int:
 
 
 INLINE_MAX_MATCH = 16
+UNROLL_INLINE_MAX = 32      # repeats counted above this call their item instead of inlining it
 
 
 def _max_match(e, rule_max) -> float:
@@ -453,6 +454,9 @@ def _inline_small_rules(grammar: ir.GrammarIR) -> Dict[str, ir.Expr]:
         if isinstance(e, ir.Alt):
             return ir.Alt(tuple(subst(it) for it in e.items))
         if isinstance(e, ir.Repeat):
+            count = e.hi if e.hi is not None else e.lo
+            if isinstance(e.item, ir.Ref) and count > UNROLL_INLINE_MAX:
+                return e        # a long counted run calls its item: one copy of it, not n
             return ir.Repeat(subst(e.item), e.lo, e.hi)
         return e
 
