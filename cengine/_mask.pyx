@@ -18,6 +18,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 cimport numpy as cnp
+import itertools
 import threading
 import numpy as np
 cimport cython
@@ -698,6 +699,7 @@ cdef class PosTable:
     cdef int32_t* g_pm
     cdef TrieC* g_trie
     cdef readonly int32_t n_accepted
+    cdef readonly int32_t n_frames     # 2 for a pair table (see TokenTables.pair_table)
 
     def __dealloc__(self):
         free(self.g_ws)
@@ -763,6 +765,40 @@ cdef int _walk_ws(TokenTrie nows, TokenTrie runs, const Prog* p, Store* s, First
     return rc
 
 
+def _pair_starts(a):
+    """Per position: whether it starts a rule that calls nothing and is called again right
+    where one of its calls returns (a repeated item kept as a call, see
+    _build.UNROLL_INLINE_MAX); such frames get pair tables with the frame below."""
+    n_pos = a.n_positions
+    out = np.zeros(n_pos, bool)
+    if a.call_rule.shape[0] == 0:
+        return out.tolist()
+    sites = np.repeat(np.arange(n_pos), np.diff(a.call_off[:n_pos + 1]))
+    callers = np.zeros(len(a.rule_start), bool)
+    callers[a.pos_rule[sites]] = True
+    n_rules = len(a.rule_start)
+    site_rule = set((sites.astype(np.int64) * n_rules + a.call_rule).tolist())
+    again = a.call_to.astype(np.int64) * n_rules + a.call_rule
+    for k in np.flatnonzero(~callers[a.call_rule]).tolist():
+        if int(again[k]) in site_rule:
+            out[a.rule_start[a.call_rule[k]]] = True
+    return out.tolist()
+
+
+cdef inline int32_t _frame_depth(const Prog* p, int32_t q) noexcept nogil:
+    return 1 if q >= 0 and p.flags[q] & FLAG_CONTAINER else 0
+
+
+cdef int32_t _intern_base(const Prog* p, Store* s, int32_t q, int32_t top):
+    """The stack a local walk starts from: a frame at top, on a frame at q when q >= 0,
+    on the walk's base (NODE_EXIT)."""
+    cdef int32_t d = _frame_depth(p, q)
+    cdef int32_t below = NODE_EXIT
+    if q >= 0:
+        below = store_intern(s, q, NODE_EXIT, d)
+    return store_intern(s, top, below, d + _frame_depth(p, top))
+
+
 cdef class TokenTables:
     """Mask tables of one grammar over one vocabulary (built lazily per position)."""
     cdef Program program
@@ -774,6 +810,7 @@ cdef class TokenTables:
     cdef object called_rules
     cdef object seen_once
     cdef object _narrow
+    cdef object _pair_start
     cdef FirstBytes fb
 
     def __init__(self, automaton, vocab):
@@ -796,6 +833,7 @@ cdef class TokenTables:
         n_pos = automaton.n_positions
         per_pos = cum[automaton.edge_off[1:n_pos + 1]] - cum[automaton.edge_off[0:n_pos]]
         self._narrow = (per_pos < NARROW_FIRST_BYTES).tolist()
+        self._pair_start = _pair_starts(automaton)
 
     def __dealloc__(self):
         free(self.fb.bits)
@@ -816,20 +854,50 @@ cdef class TokenTables:
                         key = (self.trie.node_byte.shape[0], id(self.trie), key)
                         t = _shared_get(key)
                     if t is None:
-                        t = self._compute(p)
+                        t = self._compute(-1, p)
                         if key is not None:
                             _shared_put(key, t)
                     self.tables[p] = t
         return t
 
-    cdef int32_t _slice_depth(self, int32_t p, int32_t base_pm, int32_t limit) except -1:
-        """Largest d <= limit such that from p every sequence of plain string characters of at
-        most d bytes keeps p's frame alive with no whitespace or depth cost (exact BFS over the
-        automaton configurations; gives up, conservatively, past 4096 of them)."""
+    def pair_table(self, int q, int p):
+        """The table of a frame at p sitting on a frame at q, for p the start of a short rule
+        called once per count of a long counted run (a character of a long bounded string):
+        alone, nearly every token would leave that rule, and its table would hand almost the
+        whole vocabulary to a suffix walk at every mask. Keyed (q, p) in `tables`."""
+        key = (q, p)
+        t = self.tables.get(key)
+        if t is None:
+            with self.lock:
+                t = self.tables.get(key)
+                if t is None:
+                    # positions of a long counted run farther than the longest token from
+                    # its end see the same structure: one table serves them all, across
+                    # grammars too
+                    skey = None
+                    top = self.shared_keys.get(p)
+                    if top is not None:
+                        skey = (self.trie.node_byte.shape[0], id(self.trie), "pair",
+                                self.shared_keys.horizon_key(q, self.trie.c.max_len), top,
+                                self.automaton.pos_rule[q] in self.called_rules)
+                        t = _shared_get(skey)
+                    if t is None:
+                        t = self._compute(q, p)
+                        if skey is not None:
+                            _shared_put(skey, t)
+                    self.tables[key] = t
+        return t
+
+    cdef int32_t _slice_depth(self, int32_t q, int32_t p, int32_t base_pm,
+                              int32_t limit) except -1:
+        """Largest d <= limit such that from p (on a frame at q, when q >= 0) every sequence
+        of plain string characters of at most d bytes keeps the base frame alive with no
+        whitespace or depth cost (exact BFS over the automaton configurations; gives up,
+        conservatively, past 4096 of them)."""
         cdef Prog prog = self.program.c
         cdef Store store
         cdef EntryVec src, tmp
-        cdef int32_t depth = 0, i, k, b, nu, u, q
+        cdef int32_t depth = 0, i, k, b, nu, u, qq
         prog.ws_budget = -1
         prog.max_depth = 1 << 30
         src.data = NULL
@@ -839,7 +907,7 @@ cdef class TokenTables:
         if store_init(&store, 256) != 0:
             raise MemoryError()
         try:
-            start = ((store_intern(&store, p, NODE_EXIT, base_pm), 0, 0),)
+            start = ((_intern_base(&prog, &store, q, p), 0, 0),)
             frontier = [(start, 0)]
             visited = {(start, 0)}
             while frontier and depth < limit:
@@ -856,8 +924,8 @@ cdef class TokenTables:
                     # step identically: try one byte per interval
                     cuts = set(_U8_CUTS)
                     for i in range(src.n):
-                        q = store.pos[src.data[i].node]
-                        for k in range(prog.edge_off[q], prog.edge_off[q + 1]):
+                        qq = store.pos[src.data[i].node]
+                        for k in range(prog.edge_off[qq], prog.edge_off[qq + 1]):
                             cuts.add(prog.edge_lo[k])
                             cuts.add(prog.edge_hi[k] + 1)
                     for b in sorted(cuts):
@@ -895,9 +963,11 @@ cdef class TokenTables:
         """How many bytes of plain string characters position p provably accepts (tests)."""
         sizes = self.trie.slice_sizes()
         base_pm = 1 if self.program.c.flags[p] & FLAG_CONTAINER else 0
-        return self._slice_depth(p, base_pm, sizes[len(sizes) - 1])
+        return self._slice_depth(-1, p, base_pm, sizes[len(sizes) - 1])
 
-    cdef PosTable _compute(self, int32_t p):
+    cdef PosTable _compute(self, int32_t q, int32_t p):
+        """The table of a frame at p (sitting on a frame at q when q >= 0: a pair table)."""
+        cdef PosTable t
         cdef Prog prog = self.program.c
         cdef Store store
         cdef EntryVec init
@@ -913,7 +983,7 @@ cdef class TokenTables:
         acc.n = acc.cap = 0
         prog.ws_budget = -1          # budgets are applied at run time from the recorded costs
         prog.max_depth = 1 << 30
-        base_pm = 1 if prog.flags[p] & FLAG_CONTAINER else 0
+        base_pm = _frame_depth(&prog, q) + _frame_depth(&prog, p)
         cond.data = NULL
         cond.n = cond.cap = 0
         exits.data = NULL
@@ -924,21 +994,23 @@ cdef class TokenTables:
             raise MemoryError()
         if vec_reserve(&init, 1) != 0:
             raise MemoryError()
-        # the frame at p sits on the walk's base (NODE_EXIT): popping it is an exit
-        init.data[0].node = store_intern(&store, p, NODE_EXIT, base_pm)
+        # the frame at p (or the pair q, p) sits on the walk's base (NODE_EXIT): popping the
+        # bottom one is an exit
+        init.data[0].node = _intern_base(&prog, &store, q, p)
         init.data[0].ws = 0
         init.data[0].pmax = 0
         init.n = 1
         # a frame that is always the bottom of the stack (a root nobody calls) has no frame
         # below it to continue in: its exits are never walked, so don't record them
-        cdef I32Vec* exits_p = &exits if self.automaton.pos_rule[p] in self.called_rules else NULL
+        cdef I32Vec* exits_p = &exits \
+            if self.automaton.pos_rule[p if q < 0 else q] in self.called_rules else NULL
         # slices (llguidance's idea, made exact): when p provably accepts every run of plain
         # string characters up to K bytes, all such tokens are in without a walk, and only the
         # trie of the other tokens is walked
         cdef TokenTrie walked = self.trie
         sizes = self.trie.slice_sizes()
         # a narrow position (few first bytes) never admits the ~90 plain first bytes
-        depth = 0 if self._narrow[p] else self._slice_depth(p, base_pm, sizes[len(sizes) - 1])
+        depth = 0 if self._narrow[p] else self._slice_depth(q, p, base_pm, sizes[len(sizes) - 1])
         fitting = [k for k in sizes if k <= depth]
         cdef TokenTrie runs = None
         if fitting:
@@ -966,7 +1038,9 @@ cdef class TokenTables:
         try:
             if rc != 0:
                 raise MemoryError("mask table computation failed")
-            return _make_table(walked, bits, &acc, &cond, &exits, n_words, runs)
+            t = _make_table(walked, bits, &acc, &cond, &exits, n_words, runs)
+            t.n_frames = 1 if q < 0 else 2
+            return t
         finally:
             free(acc.data)
             free(cond.data)
@@ -985,13 +1059,18 @@ cdef class TokenTables:
             arr[:] = 0
             return
         tabs = []
-        cdef int32_t p
+        cdef int32_t p, q
         for i in range(n):
             node = m.cur.data[i].node
             if node < 0:
                 tabs.append(None)
                 continue
             p = m.store.pos[node]
+            if self._pair_start[p] and m.store.parent[node] >= 0:
+                q = m.store.pos[m.store.parent[node]]
+                t = self.tables.get((q, p))
+                tabs.append(t if t is not None else self.pair_table(q, p))
+                continue
             t = self.tables.get(p)
             if t is None and self._narrow[p]:
                 # a position with few first bytes: walking the trie directly costs ~10x less
@@ -1039,6 +1118,8 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
             continue
         t = <PosTable> tabs[i]
         parent = m.store.parent[node]
+        if t.n_frames == 2:          # a pair table: its exits continue below both frames
+            parent = m.store.parent[parent]
         headroom = p.max_depth - (m.store.depth[parent] if parent >= 0 else 0)
         remaining = (p.ws_budget - m.cur.data[i].ws) if p.ws_budget >= 0 else (1 << 30)
         with nogil:
@@ -1204,6 +1285,9 @@ cdef enum:
     SIG_MAX_POSITIONS = 512    # ... with at most this many positions in all
 
 
+_SIGNATURE_IDS = itertools.count()
+
+
 cdef class _Signatures:
     """Structural keys of positions whose rule (with everything it calls) is small, so their
     tables can be shared across grammars. A key is the exact serialisation of the rules'
@@ -1212,9 +1296,11 @@ cdef class _Signatures:
     documents reach."""
     cdef const int32_t[::1] rule_start, pos_rule, edge_off, edge_to, call_off, call_rule, call_to
     cdef const uint8_t[::1] edge_lo, edge_hi, edge_ws, pos_flags
+    cdef const int64_t[::1] short_len
     cdef int32_t n_rules, n_pos
     cdef dict by_rule
     cdef bytes header
+    cdef object token
 
     def __init__(self, a):
         self.rule_start = a.rule_start
@@ -1228,9 +1314,11 @@ cdef class _Signatures:
         self.call_off = a.call_off
         self.call_rule = a.call_rule
         self.call_to = a.call_to
+        self.short_len = a.short_len
         self.n_rules = a.rule_start.shape[0]
         self.n_pos = a.n_positions
         self.by_rule = {}
+        self.token = next(_SIGNATURE_IDS)     # unique for the life of the process
         # tables record whitespace and depth costs; whether limits exist at all is part of it
         self.header = repr((a.max_depth >= (1 << 30), a.whitespace_budget >= 0)).encode()
 
@@ -1311,6 +1399,109 @@ cdef class _Signatures:
         cdef int32_t r = self.pos_rule[p]
         d = self.rule_digest(r)
         return None if d is None else (d, p - self.rule_start[r])
+
+    def horizon_key(self, int32_t q, int32_t horizon):
+        """The structure a local walk from position q can see within `horizon` bytes (no
+        token is longer), as an exact key (a tuple of bytes).
+
+        Positions of q's rule are searched in order of the fewest bytes that reach them (a
+        call costs the callee's shortest match); each one found within the horizon is
+        written with its flags, byte edges and calls, targets renumbered in the order found
+        and -1 past the horizon, callees by their rule keys (by identity within the grammar
+        when too big to key). Two positions with equal keys have equal tables: in a string
+        of maxLength 2000 every position more than a token's length from the end shares one."""
+        cdef int32_t r = self.pos_rule[q]
+        cdef int32_t lo = self.rule_start[r], hi = self._end(r), n = hi - lo
+        cdef int32_t v, w, k, i, j, best, found = 0, size = 0, c, n_front
+        cdef int64_t dv, dw
+        cdef int64_t* dist
+        cdef int32_t* order
+        cdef int32_t* index
+        cdef int32_t* buf
+        cdef char* done
+        dist = <int64_t*> malloc(n * sizeof(int64_t))
+        order = <int32_t*> malloc(n * sizeof(int32_t))
+        index = <int32_t*> malloc(n * sizeof(int32_t))
+        done = <char*> calloc(n, 1)
+        buf = NULL
+        if dist == NULL or order == NULL or index == NULL or done == NULL:
+            free(dist); free(order); free(index); free(done)
+            raise MemoryError()
+        try:
+            for i in range(n):
+                dist[i] = -1
+                index[i] = -1
+            dist[q - lo] = 0
+            # Dijkstra over the rule's positions; the frontier (positions reached, not yet
+            # done) lives in `order` past `found`: few are within the horizon
+            order[0] = q - lo
+            n_front = 1
+            while n_front > found:
+                best = -1
+                for i in range(found, n_front):
+                    if best < 0 or dist[order[i]] < dist[order[best]]:
+                        best = i
+                v = order[best]
+                if dist[v] > horizon:
+                    break
+                order[best] = order[found]
+                best = v
+                done[best] = 1
+                index[best] = found
+                order[found] = best
+                found += 1
+                v = best + lo
+                dv = dist[best]
+                for k in range(self.edge_off[v], self.edge_off[v + 1]):
+                    w = self.edge_to[k] - lo
+                    if dist[w] < 0:
+                        order[n_front] = w
+                        n_front += 1
+                        dist[w] = dv + 1
+                    elif dv + 1 < dist[w]:
+                        dist[w] = dv + 1
+                for k in range(self.call_off[v], self.call_off[v + 1]):
+                    w = self.call_to[k] - lo
+                    dw = dv + self.short_len[self.rule_start[self.call_rule[k]]]
+                    if dw < 0:
+                        continue
+                    if dist[w] < 0:
+                        order[n_front] = w
+                        n_front += 1
+                        dist[w] = dw
+                    elif dw < dist[w]:
+                        dist[w] = dw
+                size += 4 + 2 * (self.edge_off[v + 1] - self.edge_off[v]) \
+                    + 2 * (self.call_off[v + 1] - self.call_off[v])
+            buf = <int32_t*> malloc(max(size, 1) * sizeof(int32_t))
+            if buf == NULL:
+                raise MemoryError()
+            callees = []
+            j = 0
+            for i in range(found):
+                v = order[i] + lo
+                buf[j] = self.pos_flags[v]
+                buf[j + 1] = self.edge_off[v + 1] - self.edge_off[v]
+                buf[j + 2] = self.call_off[v + 1] - self.call_off[v]
+                buf[j + 3] = 1 if v == q else 0
+                j += 4
+                for k in range(self.edge_off[v], self.edge_off[v + 1]):
+                    buf[j] = self.edge_lo[k] | (self.edge_hi[k] << 8) | (self.edge_ws[k] << 16)
+                    buf[j + 1] = index[self.edge_to[k] - lo]
+                    j += 2
+                for k in range(self.call_off[v], self.call_off[v + 1]):
+                    c = self.call_rule[k]
+                    d = self.rule_digest(c)
+                    if d is None:
+                        # too big to key by structure: by identity, within this grammar
+                        d = (self.token, c)
+                    buf[j] = len(callees)
+                    callees.append(d)
+                    buf[j + 1] = index[self.call_to[k] - lo]
+                    j += 2
+            return (self.header, (<char*> buf)[:j * sizeof(int32_t)]) + tuple(callees)
+        finally:
+            free(dist); free(order); free(index); free(done); free(buf)
 
     def positions(self):
         out = []

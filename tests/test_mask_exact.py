@@ -178,6 +178,14 @@ SLICE_SCHEMAS = {
         "long": {"type": "string", "minLength": 2}}, "required": ["short", "mid", "long"]},
         True,
         b'{"short": "h\xc3\xa9llo", "mid": "a string of some thirty characters", "long": "x\\"y"}'),
+    # past 32 the character is a call: pair tables, shared by positions far from the end
+    "long_bounded_string": ({"type": "object", "properties": {
+        "text": {"type": "string", "minLength": 40, "maxLength": 150},
+        "n": {"type": "integer"}}, "required": ["text"]},
+        True,
+        b'{"text": "' + b"A long summary with \\u00e9scapes, \xc3\xa9 and \xe2\x82\xac "
+        + b"signs and plenty of words, running past the point where its table is shared "
+        + b'with the others.", "n": 3}'),
     "enum_and_array": ({"type": "array", "items": {"enum": ["red", "green", "blue green"]},
                         "maxItems": 4}, True, b'["red", "blue green", "green"]'),
 }
