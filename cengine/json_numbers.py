@@ -25,9 +25,12 @@ from __future__ import annotations
 import math
 import struct
 import sys
+import threading
 from decimal import Decimal
 from fractions import Fraction
 from typing import Dict, List, Optional, Tuple
+
+import numpy as np
 
 from . import ir
 from .errors import CompileError, LimitError
@@ -318,18 +321,29 @@ def _minimize(trans: List[Dict[str, int]], accepting: List[bool]):
     if 0 not in live:
         return None
     states = sorted(live)
-    block = {q: int(accepting[q]) for q in states}
+    # Moore's refinement, vectorised: each round splits blocks by (block, block of every
+    # symbol's target); rounds stop when no block splits
+    dense = np.full(n, -1, np.int64)
+    dense[states] = np.arange(len(states))
+    targets = np.full((len(states), len(_SYMBOLS)), -1, np.int64)
+    for i, q in enumerate(states):
+        for j, ch in enumerate(_SYMBOLS):
+            t = trans[q].get(ch)
+            if t is not None:
+                targets[i, j] = dense[t]       # -1 when the target is dead
+    ids = np.asarray([int(accepting[q]) for q in states], np.int64)
+    n_blocks = len(set(ids.tolist()))
     while True:
-        sig = {}
-        new = {}
-        for q in states:
-            key = (block[q],) + tuple(block.get(trans[q].get(ch), -1) if trans[q].get(ch) in live
-                                      else -1 for ch in _SYMBOLS)
-            new[q] = sig.setdefault(key, len(sig))
-        if len(sig) == len(set(block.values())):
-            block = new
+        succ = np.where(targets >= 0, ids[np.maximum(targets, 0)], -1)
+        _, new_ids = np.unique(np.concatenate([ids[:, None], succ], axis=1), axis=0,
+                               return_inverse=True)
+        new_ids = new_ids.reshape(-1)
+        n_new = int(new_ids.max()) + 1
+        ids = new_ids
+        if n_new == n_blocks:
             break
-        block = new
+        n_blocks = n_new
+    block = dict(zip(states, ids.tolist()))
     # renumber so that the start is 0, in breadth-first order from it
     ids = {block[0]: 0}
     order = [0]
@@ -416,6 +430,13 @@ def _divisor(schema: dict, ptr: str, integer: bool) -> Tuple[int, Optional[int]]
     return p, k
 
 
+# Minimal automata by constraint key, across grammars: the same bounds recur in many schemas
+# (`minimum: 0`, `maximum: 100`), and exploring them costs milliseconds. Immutable values.
+_AUTOMATA: Dict[tuple, object] = {}
+_AUTOMATA_MAX = 1024
+_AUTOMATA_LOCK = threading.Lock()
+
+
 def number_expr(g: ir.GrammarIR, schema: dict, ptr: str, *, integer: bool, name: str,
                 cache: Optional[dict] = None) -> ir.Expr:
     """The spellings of a number (integer=True: an integer) satisfying the numeric keywords
@@ -460,10 +481,16 @@ def number_expr(g: ir.GrammarIR, schema: dict, ptr: str, *, integer: bool, name:
         return out
 
     kw = next((x for x in NUMERIC_KEYWORDS if x in schema), "minimum")
-    frac_cmps = cmps(frac_lo, frac_hi) if k != 0 else []    # k == 0: no '.' spellings
-    dfa = _NumberDfa(integer, cmps(int_lo, int_hi), frac_cmps, p, k)
-    trans, accepting = _explore(dfa, kw, _ptr(ptr, kw))
-    small = _minimize(trans, accepting)
+    small = _AUTOMATA.get(key, False)
+    if small is False:
+        frac_cmps = cmps(frac_lo, frac_hi) if k != 0 else []    # k == 0: no '.' spellings
+        dfa = _NumberDfa(integer, cmps(int_lo, int_hi), frac_cmps, p, k)
+        trans, accepting = _explore(dfa, kw, _ptr(ptr, kw))
+        small = _minimize(trans, accepting)
+        with _AUTOMATA_LOCK:
+            if len(_AUTOMATA) >= _AUTOMATA_MAX:
+                _AUTOMATA.pop(next(iter(_AUTOMATA)))      # oldest first out
+            _AUTOMATA[key] = small
     if small is None:
         expr: ir.Expr = ir.NOTHING
     else:
