@@ -14,6 +14,17 @@
 # that close the string continue in a suffix trie of a few hundred nodes, so a mask costs an
 # OR of a 16 KB bitset plus a short walk. Tables of small self-contained rules (string
 # bodies, numbers) are keyed by the rule's structure and shared across grammars.
+# What keeps cold walks (a position's first visit) cheap:
+#   * slices (llguidance's idea, made exact by a search over the automaton): plain-string
+#     tokens of at most K bytes are ORed in when the position provably takes any such run;
+#   * whitespace runs: between JSON tokens whitespace loops back to the same state, so the
+#     tokens that start with whitespace are walked as (run length, rest), each rest once per
+#     run length, instead of every spelling of every run (ws_split);
+#   * a byte filter per trie frame (the bytes the state's positions have edges for) and a
+#     byte -> child table on nodes with many children, so refused children cost nothing;
+#   * pair tables: a short rule called once per count of a long run (a character of a
+#     maxLength 2000 string) is tabled together with the run's position, and positions
+#     farther than the longest token from the run's end share one table (horizon_key).
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
