@@ -76,6 +76,31 @@ def _is_annotation(key: str) -> bool:
     return key in ANNOTATIONS or key.startswith("x-")
 
 
+def _type_list(t):
+    """`type` as a list of known type names, True when absent, None when malformed."""
+    if t is None:
+        return True
+    names = [t] if isinstance(t, str) else t
+    if not isinstance(names, list) or not all(isinstance(n, str) and n in TYPES for n in names):
+        return None
+    return names
+
+
+def _is_type(v, t: str) -> bool:
+    """JSON Schema's type test (booleans are not numbers; 1.0 is an integer)."""
+    if t == "null":
+        return v is None
+    if t == "boolean":
+        return isinstance(v, bool)
+    if isinstance(v, bool):
+        return False
+    if t == "integer":
+        return isinstance(v, int) or (isinstance(v, float) and v.is_integer())
+    if t == "number":
+        return isinstance(v, (int, float))
+    return isinstance(v, {"string": str, "array": list, "object": dict}[t])
+
+
 def _ptr(base: str, *tokens) -> str:
     return base + "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
 
@@ -225,7 +250,13 @@ class _Compiler:
             # an enforced format filters exactly like the grammar would
             fmt = js.decoded_to_json(jf.format_expr(schema["format"]))
             values = [v for v in values if not isinstance(v, str) or _matches(fmt, v)]
-        kept = [v for v in values if self._valid(v, schema, ptr, kw)]
+        if all(_is_annotation(k) or k in ("enum", "const", "type") for k in schema) and \
+                _type_list(schema.get("type")) is not None:
+            # only `type` beside the values (the common case): no validator needed
+            types = _type_list(schema.get("type"))
+            kept = [v for v in values if types is True or any(_is_type(v, t) for t in types)]
+        else:
+            kept = [v for v in values if self._valid(v, schema, ptr, kw)]
         exprs = [jg.value_literal(self.g, v) for v in kept]
         expr = ir.alt(*exprs)
         if any(isinstance(v, (list, dict)) for v in kept):
