@@ -517,8 +517,13 @@ def _build_trie_arrays(items):
     tok_off[1:] = np.cumsum([len(ts) for ts in node_tokens])
     tok_ids = np.asarray([tk for ts in node_tokens for tk in ts] or [0], np.int32)
     byte = np.asarray(node_byte, np.uint8)
-    # byte -> child tables of the nodes with many children
-    parent = np.asarray(node_parent, np.int64)
+    big, child_tab = _child_tables(byte, np.asarray(node_parent, np.int64))
+    return (byte, end, tok_off, tok_ids, depth, int(depth.max()) if n else 0, big, child_tab)
+
+
+def _child_tables(byte, parent):
+    """byte -> child tables of the nodes with many children (parent[0] = -1, the root)."""
+    n = byte.shape[0]
     n_children = np.bincount(parent[1:], minlength=n)
     big_nodes = np.flatnonzero(n_children >= TABLE_MIN_CHILDREN)
     big = np.full(n, -1, np.int32)
@@ -526,7 +531,7 @@ def _build_trie_arrays(items):
     child_tab = np.full(max(1, big_nodes.shape[0]) * 256, -1, np.int32)
     kids = np.flatnonzero(big[parent[1:]] >= 0) + 1
     child_tab[big[parent[kids]].astype(np.int64) * 256 + byte[kids]] = kids
-    return (byte, end, tok_off, tok_ids, depth, int(depth.max()) if n else 0, big, child_tab)
+    return big, child_tab
 
 
 cdef class TokenTrie:
@@ -727,39 +732,137 @@ cdef class PosTable:
         return n
 
 
-@cython.wraparound(True)
-@cython.boundscheck(True)
+cdef struct SuffixOut:
+    I32Vec byte
+    I32Vec parent
+    I32Vec depth
+    I32Vec end
+    I32Vec tok_off
+    I32Vec tok_ids
+
+
+cdef int _merge_children(SuffixOut* o, const TrieC* tries, const int32_t* nodes, int32_t n,
+                         int32_t parent, int32_t depth) noexcept nogil:
+    """Append, in depth-first order, the merged children of the (trie, node) pairs in
+    nodes[0:2n]: one merged node per byte, holding the tokens of every original child with
+    that byte, its own children merged the same way."""
+    cdef int32_t counts[257]
+    cdef int32_t i, k, c, b, src, x, total = 0, me, pos
+    cdef int32_t* kids
+    cdef const TrieC* t
+    memset(counts, 0, sizeof(counts))
+    for i in range(n):
+        t = &tries[nodes[2 * i]]
+        x = nodes[2 * i + 1]
+        c = x + 1
+        while c < t.end[x]:
+            counts[t.byte[c] + 1] += 1
+            total += 1
+            c = t.end[c]
+    if total == 0:
+        return 0
+    for b in range(256):
+        counts[b + 1] += counts[b]
+    # counting sort of the children by byte (pairs: trie, node)
+    kids = <int32_t*> malloc(2 * total * sizeof(int32_t))
+    if kids == NULL:
+        return -1
+    for i in range(n):
+        src = nodes[2 * i]
+        t = &tries[src]
+        x = nodes[2 * i + 1]
+        c = x + 1
+        while c < t.end[x]:
+            pos = counts[t.byte[c]]
+            counts[t.byte[c]] += 1
+            kids[2 * pos] = src
+            kids[2 * pos + 1] = c
+            c = t.end[c]
+    # counts[b] is now the end of byte b's run; runs start at the previous byte's end
+    i = 0
+    while i < total:
+        b = tries[kids[2 * i]].byte[kids[2 * i + 1]]
+        k = i
+        while k < total and tries[kids[2 * k]].byte[kids[2 * k + 1]] == b:
+            k += 1
+        me = o.byte.n
+        if i32_push(&o.byte, b) or i32_push(&o.parent, parent) or \
+                i32_push(&o.depth, depth + 1) or i32_push(&o.end, 0):
+            free(kids)
+            return -1
+        for c in range(i, k):
+            t = &tries[kids[2 * c]]
+            x = kids[2 * c + 1]
+            for pos in range(t.tok_off[x], t.tok_off[x + 1]):
+                if i32_push(&o.tok_ids, t.tok_ids[pos]):
+                    free(kids)
+                    return -1
+        if i32_push(&o.tok_off, o.tok_ids.n):
+            free(kids)
+            return -1
+        if _merge_children(o, tries, kids + 2 * i, k - i, me, depth + 1) != 0:
+            free(kids)
+            return -1
+        o.end.data[me] = o.byte.n
+        i = k
+    free(kids)
+    return 0
+
+
+cdef object _vec_array(I32Vec* v, dtype):
+    return np.array(<int32_t[:v.n]> v.data, dtype=dtype) if v.n else np.zeros(0, dtype)
+
+
 def _suffix_trie(sources):
-    """Merge the subtrees below the exit nodes into one trie keyed by the remaining bytes.
-    sources: (trie, exit nodes of that trie) pairs."""
-    merged = {}
-    for trie, exit_nodes in sources:
-        _suffixes(trie, exit_nodes, merged)
-    items = sorted((k, sorted(set(v))) for k, v in merged.items())
-    if not items:
-        return None
-    return _build_trie_arrays(items)
-
-
-@cython.wraparound(True)
-@cython.boundscheck(True)
-def _suffixes(TokenTrie trie, exit_nodes, dict merged):
-    node_byte = trie.node_byte
-    node_end = trie.node_end
-    tok_off = trie.tok_off
-    tok_ids = trie.tok_ids
-    node_depth = trie.node_depth
-    for x in exit_nodes:
-        x = int(x)
-        base_depth = int(node_depth[x])
-        path = []
-        for y in range(x + 1, int(node_end[x])):
-            d = int(node_depth[y]) - base_depth
-            del path[d - 1:]
-            path.append(int(node_byte[y]))
-            a, b = int(tok_off[y]), int(tok_off[y + 1])
-            if a < b:
-                merged.setdefault(bytes(path), []).extend(int(v) for v in tok_ids[a:b])
+    """Merge the subtrees below the exit nodes into one trie keyed by the remaining bytes
+    (the trie arrays, or None when no token goes on past an exit).
+    sources: (TokenTrie, exit nodes of that trie) pairs."""
+    cdef SuffixOut o
+    cdef TrieC tries[2]
+    cdef int32_t* nodes
+    cdef int32_t n = 0, i, rc
+    cdef TokenTrie tr
+    cdef I32Vec* vecs[6]
+    if len(sources) > 2:
+        raise ValueError("at most two tries")
+    total = sum(len(x) for _, x in sources)
+    nodes = <int32_t*> malloc(max(1, 2 * total) * sizeof(int32_t))
+    if nodes == NULL:
+        raise MemoryError()
+    for i, (tr, exit_nodes) in enumerate(sources):
+        tries[i] = tr.c
+        for x in exit_nodes:
+            nodes[2 * n] = i
+            nodes[2 * n + 1] = x
+            n += 1
+    vecs[0], vecs[1], vecs[2] = &o.byte, &o.parent, &o.depth
+    vecs[3], vecs[4], vecs[5] = &o.end, &o.tok_off, &o.tok_ids
+    for i in range(6):
+        vecs[i].data = NULL
+        vecs[i].n = vecs[i].cap = 0
+    # the root: no tokens (those ending at an exit node were decided by the walk)
+    rc = i32_push(&o.byte, 0) or i32_push(&o.parent, -1) or i32_push(&o.depth, 0) or \
+        i32_push(&o.end, 0) or i32_push(&o.tok_off, 0) or i32_push(&o.tok_off, 0)
+    if rc == 0:
+        with nogil:
+            rc = _merge_children(&o, tries, nodes, n, 0, 0)
+    free(nodes)
+    try:
+        if rc != 0:
+            raise MemoryError()
+        if o.byte.n == 1:
+            return None
+        o.end.data[0] = o.byte.n
+        byte = _vec_array(&o.byte, np.uint8)
+        end = _vec_array(&o.end, np.int32)
+        tok_off = _vec_array(&o.tok_off, np.int32)
+        tok_ids = _vec_array(&o.tok_ids, np.int32) if o.tok_ids.n else np.zeros(1, np.int32)
+        depth = _vec_array(&o.depth, np.int32)
+        big, child_tab = _child_tables(byte, _vec_array(&o.parent, np.int64))
+        return (byte, end, tok_off, tok_ids, depth, int(depth.max()), big, child_tab)
+    finally:
+        for i in range(6):
+            free(vecs[i].data)
 
 
 cdef enum:
