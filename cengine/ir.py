@@ -36,22 +36,42 @@ class CharSet:
     ranges: Ranges
 
 
-@dataclass(frozen=True)
-class Seq:
+class _HashOnce:
+    """Composite expressions are hashed (alt() deduplicates, compilers key tables on them)
+    again and again; their structural hash is computed once and kept."""
+    __slots__ = ()
+
+    def __hash__(self):
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash((type(self).__name__,) + tuple(getattr(self, f) for f in self._fields))
+            object.__setattr__(self, "_hash", h)
+            return h
+
+
+@dataclass(frozen=True, eq=True)
+class Seq(_HashOnce):
     items: Tuple["Expr", ...]
+    _fields = ("items",)
+    __hash__ = _HashOnce.__hash__
 
 
-@dataclass(frozen=True)
-class Alt:
+@dataclass(frozen=True, eq=True)
+class Alt(_HashOnce):
     items: Tuple["Expr", ...]
+    _fields = ("items",)
+    __hash__ = _HashOnce.__hash__
 
 
-@dataclass(frozen=True)
-class Repeat:
+@dataclass(frozen=True, eq=True)
+class Repeat(_HashOnce):
     """`item` repeated between lo and hi times (hi None = unbounded)."""
     item: "Expr"
     lo: int
     hi: Optional[int]
+    _fields = ("item", "lo", "hi")
+    __hash__ = _HashOnce.__hash__
 
 
 @dataclass(frozen=True)
