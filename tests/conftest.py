@@ -8,10 +8,18 @@ from __future__ import annotations
 import importlib.metadata
 from pathlib import Path
 
+import os
+
 import pytest
+from hypothesis import settings
 
 import fixture_model as _fixture_model
 import material as _material
+
+# On CI the property tests draw the same examples every run (a failure there reproduces);
+# locally they explore new ones (HYPOTHESIS_PROFILE=ci to reproduce CI).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
 
 
 @pytest.fixture(scope="session")

@@ -55,3 +55,32 @@ class MaskAtMidDocument:
         schema, _ = _load(name)
         cengine.CACHE.clear()
         cengine.compile_json_schema(schema, closed_objects=False)
+
+
+class ColdDocument:
+    """A fresh schema's whole document: compile, then per token a mask and the token, as
+    MaskBench walks it (the first visit of every position builds or walks its table). The
+    tokens are the bytes of json.dumps cut every 4 bytes (no tokenizer here), so the states
+    masked are the ones a 4-byte tokenizer would reach. Includes the long bounded strings
+    (summarize_document, maxLength 2000) and bounded numbers (book_flight)."""
+    params = SCHEMAS + ["summarize_document", "book_flight"]
+    param_names = ["schema"]
+    timeout = 300
+
+    def setup(self, name):
+        import cengine
+        self.schema, instance = _load(name)
+        self.vocab = _vocab()
+        cengine.prepare(self.vocab)
+        text = json.dumps(instance).encode()
+        self.pieces = [text[i:i + 4] for i in range(0, len(text), 4)]
+        self.out = np.zeros(cengine.mask_words(self.vocab.size), np.int32)
+
+    def time_compile_and_walk(self, name):
+        import cengine
+        cengine.CACHE.clear()
+        m = cengine.compile_json_schema(self.schema, closed_objects=False).matcher(self.vocab)
+        for piece in self.pieces:
+            m.fill_mask(self.out)
+            if not m.accept_bytes(piece):
+                raise RuntimeError(f"{name}: piece refused")
