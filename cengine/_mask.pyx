@@ -149,15 +149,30 @@ cdef struct FirstBytes:
     uint8_t* done
 
 
+cdef extern from *:
+    void thread_fence "__atomic_thread_fence"(int) nogil
+    int ATOMIC_ACQUIRE "__ATOMIC_ACQUIRE"
+    int ATOMIC_RELEASE "__ATOMIC_RELEASE"
+
+
 cdef inline const uint64_t* first_bytes(const Prog* p, FirstBytes* fb, int32_t q) noexcept nogil:
     cdef uint64_t* a = fb.bits + 4 * <int64_t> q
+    cdef uint64_t w[4]
     cdef int32_t k
-    if not fb.done[q]:
-        # concurrent fillers write the same words: the race is benign
-        a[0] = a[1] = a[2] = a[3] = 0
-        for k in range(p.edge_off[q], p.edge_off[q + 1]):
-            allow_range(a, p.edge_lo[k], p.edge_hi[k])
-        fb.done[q] = 1
+    if fb.done[q]:
+        thread_fence(ATOMIC_ACQUIRE)     # the words were written before the flag
+        return a
+    # threads masking with the same grammar may fill the same entry: each writes the same
+    # words, and publishes them before the flag
+    w[0] = w[1] = w[2] = w[3] = 0
+    for k in range(p.edge_off[q], p.edge_off[q + 1]):
+        allow_range(w, p.edge_lo[k], p.edge_hi[k])
+    a[0] = w[0]
+    a[1] = w[1]
+    a[2] = w[2]
+    a[3] = w[3]
+    thread_fence(ATOMIC_RELEASE)
+    fb.done[q] = 1
     return a
 
 
