@@ -19,8 +19,6 @@ from libcpp.unordered_set cimport unordered_set
 from libcpp.algorithm cimport sort as cpp_sort, unique as cpp_unique
 from cython.operator cimport dereference as deref
 
-from array import array
-
 import numpy as np
 
 from .errors import CompileError, LimitError
@@ -617,14 +615,6 @@ cdef inline int _one_state(vector[int]& targets) noexcept:
     return t0
 
 
-def _arr(xs):
-    return array("i", xs)
-
-
-def segment_nbytes(tuple seg):
-    return sum(a.itemsize * len(a) for a in seg[1:10])
-
-
 cdef class Builder:
     # positions of all rules, numbered rule after rule (CSR edges)
     cdef vector[int] finals, pos_rule, starts
@@ -869,59 +859,6 @@ cdef class Builder:
             self.c_off.push_back(<int>self.c_rule.size())
         if base + nsets > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
-        self.starts.push_back(base)
-
-    def segment(self, int base, list callees, int64_t used_before):
-        """The positions from `base` on (one rule's DFA, just added) relative to base, calls
-        by their callee's slot in `callees`; None when a call is to a rule not listed."""
-        cdef int P = <int>self.finals.size(), p, k, e0, c0
-        slot = {c: i for i, c in enumerate(callees)}
-        e0 = self.e_off[base]
-        c0 = self.c_off[base]
-        c_slot = []
-        for k in range(c0, self.c_off[P]):
-            sl = slot.get(self.c_rule[k])
-            if sl is None:
-                return None
-            c_slot.append(sl)
-        return (
-            P - base,
-            _arr([self.finals[p] for p in range(base, P)]),
-            _arr([self.e_off[p + 1] - e0 for p in range(base, P)]),
-            _arr([self.e_lo[k] for k in range(e0, self.e_off[P])]),
-            _arr([self.e_hi[k] for k in range(e0, self.e_off[P])]),
-            _arr([self.e_to[k] - base for k in range(e0, self.e_off[P])]),
-            _arr([self.e_ws[k] for k in range(e0, self.e_off[P])]),
-            _arr([self.c_off[p + 1] - c0 for p in range(base, P)]),
-            _arr(c_slot),
-            _arr([self.c_to[k] - base for k in range(c0, self.c_off[P])]),
-            self.used - used_before,
-        )
-
-    def append_segment(self, int rule, tuple seg, list callee_list):
-        """Append a rule's DFA made earlier (segment()), its calls to the rules `callees`
-        (by slot); spends the work it cost then, so budgets stay deterministic."""
-        cdef int base = <int>self.finals.size(), e0 = <int>self.e_lo.size()
-        cdef int c0 = <int>self.c_rule.size(), i, n
-        cdef const int[:] finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_slot, c_to
-        n, finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_slot, c_to, used = seg
-        cdef vector[int] callees = callee_list
-        self.spend(used)
-        if base + n > self.max_positions:
-            raise LimitError(f"grammar needs more than {self.max_positions} positions")
-        for i in range(n):
-            self.finals.push_back(finals[i])
-            self.pos_rule.push_back(rule)
-            self.e_off.push_back(e0 + e_off[i])
-            self.c_off.push_back(c0 + c_off[i])
-        for i in range(e_lo.shape[0]):
-            self.e_lo.push_back(e_lo[i])
-            self.e_hi.push_back(e_hi[i])
-            self.e_to.push_back(e_to[i] + base)
-            self.e_ws.push_back(e_ws[i])
-        for i in range(c_slot.shape[0]):
-            self.c_rule.push_back(callees[c_slot[i]])
-            self.c_to.push_back(c_to[i] + base)
         self.starts.push_back(base)
 
     def nullable(self):

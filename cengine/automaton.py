@@ -20,7 +20,6 @@ Left recursion (direct, indirect, behind nullable prefixes) is refused here, nam
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -28,7 +27,7 @@ import numpy as np
 
 from . import ir
 from .errors import CompileError, LimitError
-from ._build import Builder, RuleNfa, inline_small_rules, segment_nbytes
+from ._build import Builder, RuleNfa, inline_small_rules
 
 # documented limits
 MAX_NFA_STATES = 400_000
@@ -148,26 +147,6 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     return inline_small_rules(grammar, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE)
 
 
-# Rule DFAs by (expression, whitespace flag, callees in index order), across grammars: the
-# same library rules are in nearly every grammar. Only rules up to RULE_CACHE_MAX_POSITIONS
-# positions are kept (big ones are rarely shared and would hold memory).
-RULE_CACHE_MAX_POSITIONS = 512
-RULE_CACHE_MAX_BYTES = 32 << 20
-_RULE_DFAS: dict = {}
-_RULE_DFAS_BYTES = [0]
-_RULE_DFAS_LOCK = threading.Lock()
-
-
-def _remember_rule(key, seg) -> None:
-    with _RULE_DFAS_LOCK:
-        if key in _RULE_DFAS:
-            return
-        _RULE_DFAS[key] = seg
-        _RULE_DFAS_BYTES[0] += segment_nbytes(seg)
-        while _RULE_DFAS_BYTES[0] > RULE_CACHE_MAX_BYTES and len(_RULE_DFAS) > 1:
-            _RULE_DFAS_BYTES[0] -= segment_nbytes(_RULE_DFAS.pop(next(iter(_RULE_DFAS))))
-
-
 def build(grammar: ir.GrammarIR) -> Automaton:
     if grammar.root not in grammar.rules:
         raise CompileError(f"root rule '{grammar.root}' is not defined", rule=grammar.root)
@@ -186,19 +165,8 @@ def build(grammar: ir.GrammarIR) -> Automaton:
     # per rule DFA (C++ subset construction), concatenated into one position space
     builder = Builder(MAX_COMPILE_WORK, MAX_POSITIONS)
     for ri, name in enumerate(names):
-        whitespace = grammar.rules[name].whitespace
-        # a rule's DFA depends on its expression, its whitespace flag and the relative order
-        # of its callees' indices (call edges are laid out by callee index): the JSON library
-        # rules (strings, numbers, any value) recur in nearly every grammar
-        callees = sorted(calls[name], key=rule_index.__getitem__)
-        key = (exprs[name], whitespace, tuple(callees))
-        seg = _RULE_DFAS.get(key)
-        callee_ids = [rule_index[c] for c in callees]
-        if seg is not None:
-            builder.append_segment(ri, seg, callee_ids)
-            continue
         # Thompson construction of the rule's expression over bytes and calls (C++)
-        rc = _RuleCompiler(rule_index, name, whitespace=whitespace)
+        rc = _RuleCompiler(rule_index, name, whitespace=grammar.rules[name].whitespace)
         try:
             s, t = rc.build(exprs[name])
         except CompileError as e:
@@ -206,12 +174,7 @@ def build(grammar: ir.GrammarIR) -> Automaton:
                 line, col = origins.get(name) or (None, None)
                 raise type(e)(e.reason, rule=name, line=line, column=col) from None
             raise
-        base, used = builder.n_positions, builder.used
         builder.add_rule(ri, rc.nfa, s, t)
-        if builder.n_positions - base <= RULE_CACHE_MAX_POSITIONS:
-            seg = builder.segment(base, callee_ids, used)
-            if seg is not None:
-                _remember_rule(key, seg)
 
     nullable = builder.nullable()
     _check_left_recursion(names, builder.left_callees(nullable), origins)
