@@ -13,6 +13,7 @@ the schema compiler count code points and exclude key names exactly.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -167,7 +168,16 @@ def _char_in(ranges: ir.Ranges) -> ir.Expr:
     ranges = _minus(ranges, ((_SURR_LO, _SURR_HI),))
     if not ranges:
         return ir.NOTHING
-    literal = ir.charset(_minus(_intersect(ranges, 0x20, ir.MAX_UNICODE), ((0x22, 0x22), (0x5C, 0x5C))))
+    return ir.alt(_literal_in(ranges), _escaped_in(ranges))
+
+
+def _literal_in(ranges: ir.Ranges) -> ir.Expr:
+    """The characters of `ranges` that may stand in a string as themselves."""
+    return ir.charset(_minus(_intersect(ranges, 0x20, ir.MAX_UNICODE), ((0x22, 0x22), (0x5C, 0x5C))))
+
+
+def _escaped_in(ranges: ir.Ranges) -> ir.Expr:
+    """Every escaped spelling (short, \\uXXXX, surrogate pair) of the characters of `ranges`."""
     short = ir.normalize_ranges((ord(c), ord(c)) for c, cp in SHORT_ESCAPES.items()
                                 if _contains(ranges, cp))
     escapes = []
@@ -177,8 +187,7 @@ def _char_in(ranges: ir.Ranges) -> ir.Expr:
     u += [_pairs(a, b) for a, b in _intersect(ranges, 0x10000, ir.MAX_UNICODE)]
     if u:
         escapes.append(ir.seq(ir.lit("u"), ir.alt(*u)))
-    esc = ir.seq(ir.lit("\\"), ir.alt(*escapes)) if escapes else ir.NOTHING
-    return ir.alt(literal, esc)
+    return ir.seq(ir.lit("\\"), ir.alt(*escapes)) if escapes else ir.NOTHING
 
 
 # --- shared rules --------------------------------------------------------------------------
@@ -354,10 +363,16 @@ def value_literal(g: ir.GrammarIR, v) -> ir.Expr:
 
 # --- key names outside a set ----------------------------------------------------------------
 def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
-    """A JSON string (with quotes) whose decoded value is none of `names`, in any spelling.
+    """A JSON string (with quotes) whose decoded value is none of `names`.
 
     Walks the trie of the names over code points: at each node, a character that leaves the
     trie frees the rest of the string; closing the quote is allowed unless the node is a name.
+    While a key is still a prefix of a name, the characters that occur in the names are
+    written as themselves (escaped only where JSON requires it): their other spellings
+    (`\\u0061` for `a`) are refused there, a documented narrowing. Every other way to leave
+    the trie (any other character, in any spelling) goes through two rules shared by all
+    the trie's nodes, so a node costs a few positions instead of a copy of the whole
+    escape grammar.
     """
     if not names:
         return string(g)
@@ -369,16 +384,41 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
             node = node.setdefault(ord(ch), {})
         node[END] = True
     body = string_body(g)
+    used = ir.normalize_ranges((ord(c), ord(c)) for name in names for c in name)
+    tag = hashlib.sha1(repr(used).encode()).hexdigest()[:12]
+    others = _minus(ir.negate_ranges(used), ((_SURR_LO, _SURR_HI),))
+    # any escape of a character no name contains, then the rest of the string
+    esc_out = _ensure(g, f"json-key-escape-{tag}",
+                      lambda: ir.seq(_escaped_in(others), body))
+    # a non-ASCII character no name contains, then the rest of the string
+    wide_out = _ensure(g, f"json-key-wide-{tag}",
+                       lambda: ir.seq(_literal_in(_intersect(others, 0x80, ir.MAX_UNICODE)), body))
+
+    def spelling(k: int) -> ir.Expr:
+        # the one spelling of a name's character inside the trie: itself, or JSON's escape
+        return ir.lit(json.dumps(chr(k), ensure_ascii=_SURR_LO <= k <= _SURR_HI)[1:-1])
 
     def walk(node) -> ir.Expr:
         kids = sorted(k for k in node if k is not END)
         opts: List[ir.Expr] = []
         if END not in node:
             opts.append(ir.lit('"'))
-        leave = char_in(ir.negate_ranges((k, k) for k in kids))
-        opts.append(ir.seq(leave, body))
+        kid_ranges = tuple((k, k) for k in kids)
+        # ASCII characters that leave the trie here, as themselves
+        opts.append(ir.seq(_literal_in(_minus(((0, 0x7F),), kid_ranges)), body))
+        # names' non-ASCII characters that are not kids here leave it too
+        wide_used = _minus(_intersect(used, 0x80, ir.MAX_UNICODE), kid_ranges)
+        if wide_used:
+            opts.append(ir.seq(_literal_in(wide_used), body))
+        opts.append(wide_out)
+        opts.append(esc_out)
+        # names' characters in escaped spelling that are not kids here leave the trie only
+        # when JSON requires the escape (a quote, a backslash, a control character)
+        for k in sorted(set(c for c, _ in used) - set(kids)):
+            if k < 0x20 or k in (0x22, 0x5C):
+                opts.append(ir.seq(spelling(k), body))
         for k in kids:
-            opts.append(ir.seq(char_in(((k, k),)), walk(node[k])))
+            opts.append(ir.seq(spelling(k), walk(node[k])))
         return alt(*opts)
 
     return ir.seq(ir.lit('"'), walk(trie))

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cengine
 from cengine import CompileError, LimitError, ir
@@ -404,3 +407,31 @@ def test_completion_of_tool_call_shape():
     value = json.loads(doc)
     assert value["arguments"]["city"].startswith("O") and len(value["arguments"]["city"]) == 2
     assert isinstance(value["arguments"]["days"], int)
+
+
+# Open objects: a key that is not declared may be anything but a declared name, in whatever
+# spelling; keys still on the way to a declared name write its characters as themselves
+# (json.dumps with ensure_ascii=False), a documented narrowing.
+OPEN_NAMES = ["name", "nam", "n\u00e4me", "na\"me", "tab\there", "\U0001F600x"]
+
+
+def _open_object_schema():
+    return {"type": "object", "properties": {n: {"type": "integer"} for n in OPEN_NAMES},
+            "additionalProperties": {"type": "string"}}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.sampled_from(OPEN_NAMES), st.text(alphabet="nameä\"\t\U0001F600x\\/é", max_size=6)),
+       st.booleans(), st.sampled_from(['1', '"s"']))
+def test_open_object_keys_sound_and_canonical_complete(key, ascii_only, value):
+    g = cengine.compile_json_schema(_open_object_schema(), closed_objects=False)
+    doc = "{" + json.dumps(key, ensure_ascii=ascii_only) + ": " + value + "}"
+    valid = jsonschema.Draft202012Validator(_open_object_schema()).is_valid(json.loads(doc))
+    m = g.matcher()
+    accepted = m.accept_bytes(doc.encode()) and m.is_accepting()
+    if accepted:
+        assert valid, doc                                # never a wrong document
+    if not ascii_only:
+        assert accepted == valid, doc                    # the canonical spelling: exactly
+    elif valid and all(ord(c) >= 0x80 and c not in "".join(OPEN_NAMES) for c in key):
+        assert accepted, doc                             # escapes of other characters: free
