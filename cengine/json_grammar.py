@@ -370,9 +370,8 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     While a key is still a prefix of a name, the characters that occur in the names are
     written as themselves (escaped only where JSON requires it): their other spellings
     (`\\u0061` for `a`) are refused there, a documented narrowing. Every other way to leave
-    the trie (any other character, in any spelling) goes through two rules shared by all
-    the trie's nodes, so a node costs a few positions instead of a copy of the whole
-    escape grammar.
+    the trie by an escape goes through one rule shared by all the trie's nodes, so a node
+    costs a few positions instead of a copy of the whole escape grammar.
     """
     if not names:
         return string(g)
@@ -390,9 +389,9 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     # any escape of a character no name contains, then the rest of the string
     esc_out = _ensure(g, f"json-key-escape-{tag}",
                       lambda: ir.seq(_escaped_in(others), body))
-    # a non-ASCII character no name contains, then the rest of the string
-    wide_out = _ensure(g, f"json-key-wide-{tag}",
-                       lambda: ir.seq(_literal_in(_intersect(others, 0x80, ir.MAX_UNICODE)), body))
+    # non-ASCII characters no name contains stay in each node (a few positions): plain
+    # characters must be the node's own, or the mask could not prove a slice of plain runs
+    wide_out = ir.seq(_literal_in(_intersect(others, 0x80, ir.MAX_UNICODE)), body)
 
     def spelling(k: int) -> ir.Expr:
         # the one spelling of a name's character inside the trie: itself, or JSON's escape
