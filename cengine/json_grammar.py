@@ -369,9 +369,9 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     trie frees the rest of the string; closing the quote is allowed unless the node is a name.
     While a key is still a prefix of a name, the characters that occur in the names are
     written as themselves (escaped only where JSON requires it): their other spellings
-    (`\\u0061` for `a`) are refused there, a documented narrowing. Every other way to leave
-    the trie by an escape goes through one rule shared by all the trie's nodes, so a node
-    costs a few positions instead of a copy of the whole escape grammar.
+    (`\\u0061` for `a`) are refused there, a documented narrowing. The escapes of every other
+    character leave the trie through one rule shared by all the trie's nodes, so a node no
+    longer carries a copy of the whole escape grammar.
     """
     if not names:
         return string(g)
