@@ -1,6 +1,8 @@
 """`llamay serve`: the HTTP server (OpenAI, Anthropic and Ollama shapes) on one model."""
 from __future__ import annotations
 
+import gc
+
 import click
 
 from .cli import main
@@ -31,5 +33,10 @@ def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_token
         app = create_app(settings)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
+    # what loading built (vocabulary, token trie, shared mask tables) lives as long as the
+    # process: out of the collector's generations, a full collection during a request no
+    # longer walks it (one such collection cost a 27 ms mask in the benchmark)
+    gc.collect()
+    gc.freeze()
     click.echo(f"llamay: serving {app.state.llamay.model_name} on http://{host}:{port}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
