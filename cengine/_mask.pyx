@@ -1077,17 +1077,31 @@ cdef int32_t _slice_bfs_run(BfsBufs* w, const Prog* prog, Store* store, int32_t 
     return limit
 
 
-cdef int _walk_ws(TokenTrie nows, TokenTrie runs, const Prog* p, Store* s, FirstBytes* fb,
-                  const Entry* init, int32_t n_init, int32_t max_depth, uint32_t* bits,
-                  bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits, I32Vec* acc):
+cdef int _walk_vocab(TokenTrie trie, const Prog* p, Store* s, FirstBytes* fb,
+                     const Entry* init, int32_t n_init, int32_t max_depth, uint32_t* bits,
+                     bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits, I32Vec* acc):
+    """Walk the whole vocabulary from init: through its whitespace split (walk_ws) where
+    whitespace loops in this state, else the whole trie. Returns 0 after the split, 1 after
+    the whole trie (exits then are node ids of `trie`), -1 on failure."""
     cdef WalkBufs wb
-    cdef int rc
-    with nogil:
-        if bufs_init(&wb, nows.c.max_len if nows.c.max_len > runs.c.max_len else runs.c.max_len) != 0:
-            return -1
-        rc = walk_ws(&wb, p, s, &nows.c, &runs.c, fb, init, n_init, max_depth, bits, local,
-                     base_pm, cond, exits, acc)
-        bufs_free(&wb)
+    cdef int rc = 1
+    cdef TokenTrie nows, runs
+    split = trie.ws_split()
+    if split is not None:
+        nows, runs = split
+        with nogil:
+            if bufs_init(&wb, nows.c.max_len if nows.c.max_len > runs.c.max_len
+                         else runs.c.max_len) != 0:
+                return -1
+            rc = walk_ws(&wb, p, s, &nows.c, &runs.c, fb, init, n_init, max_depth, bits,
+                         local, base_pm, cond, exits, acc)
+            bufs_free(&wb)
+    if rc == 1:
+        with nogil:
+            rc = walk(p, s, &trie.c, fb, 0, init, n_init, max_depth, bits, local, base_pm,
+                      cond, exits, acc)
+        if rc == 0:
+            rc = 1
     return rc
 
 
@@ -1156,7 +1170,6 @@ cdef class TokenTables:
         # positions whose first byte is one of few (structural: a quote, a brace, a key)
         widths = automaton.edge_hi.astype(np.int64) - automaton.edge_lo.astype(np.int64) + 1
         cum = np.concatenate([np.zeros(1, np.int64), np.cumsum(widths)])
-        n_pos = automaton.n_positions
         per_pos = cum[automaton.edge_off[1:n_pos + 1]] - cum[automaton.edge_off[0:n_pos]]
         self._narrow = (per_pos < NARROW_FIRST_BYTES).tolist()
         self._pair_start = _pair_starts(automaton)
@@ -1170,21 +1183,10 @@ cdef class TokenTables:
         return self.shared_keys.positions()
 
     def table(self, int p):
+        """The table of a frame at p (built on first need, shared across grammars when p's
+        rule is small and self-contained)."""
         t = self.tables.get(p)
-        if t is None:
-            with self.lock:
-                t = self.tables.get(p)
-                if t is None:
-                    key = self.shared_keys.get(p)
-                    if key is not None:
-                        key = (self.trie.node_byte.shape[0], id(self.trie), key)
-                        t = _shared_get(key)
-                    if t is None:
-                        t = self._compute(-1, p)
-                        if key is not None:
-                            _shared_put(key, t)
-                    self.tables[p] = t
-        return t
+        return t if t is not None else self._table(p, -1, p)
 
     def pair_table(self, int q, int p):
         """The table of a frame at p sitting on a frame at q, for p the start of a short rule
@@ -1193,26 +1195,32 @@ cdef class TokenTables:
         whole vocabulary to a suffix walk at every mask. Keyed (q, p) in `tables`."""
         key = (q, p)
         t = self.tables.get(key)
-        if t is None:
-            with self.lock:
-                t = self.tables.get(key)
-                if t is None:
+        return t if t is not None else self._table(key, q, p)
+
+    cdef PosTable _table(self, key, int32_t q, int32_t p):
+        cdef PosTable t
+        with self.lock:
+            t = self.tables.get(key)
+            if t is not None:
+                return t
+            skey = self.shared_keys.get(p)
+            if skey is not None:
+                if q < 0:
+                    skey = (self.trie.node_byte.shape[0], id(self.trie), skey)
+                else:
                     # positions of a long counted run farther than the longest token from
                     # its end see the same structure: one table serves them all, across
                     # grammars too
-                    skey = None
-                    top = self.shared_keys.get(p)
-                    if top is not None:
-                        skey = (self.trie.node_byte.shape[0], id(self.trie), "pair",
-                                self.shared_keys.horizon_key(q, self.trie.c.max_len), top,
-                                self.automaton.pos_rule[q] in self.called_rules)
-                        t = _shared_get(skey)
-                    if t is None:
-                        t = self._compute(q, p)
-                        if skey is not None:
-                            _shared_put(skey, t)
-                    self.tables[key] = t
-        return t
+                    skey = (self.trie.node_byte.shape[0], id(self.trie), "pair",
+                            self.shared_keys.horizon_key(q, self.trie.c.max_len), skey,
+                            self.automaton.pos_rule[q] in self.called_rules)
+                t = _shared_get(skey)
+            if t is None:
+                t = self._compute(q, p)
+                if skey is not None:
+                    _shared_put(skey, t)
+            self.tables[key] = t
+            return t
 
     cdef int32_t _slice_depth(self, int32_t q, int32_t p, int32_t base_pm,
                               int32_t limit) except -1:
@@ -1294,21 +1302,16 @@ cdef class TokenTables:
             bits = slice_bits.copy()
             bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
             acc_p = NULL
-        else:
-            split = self.trie.ws_split()
-            if split is not None:
-                walked, runs = split
-        rc = 1
-        if runs is not None:
-            rc = _walk_ws(walked, runs, &prog, &store, &self.fb, init.data, 1, 1 << 30, bits_p,
-                          True, base_pm, &cond, exits_p, acc_p)
-            if rc == 1:                  # whitespace is no loop here: the whole trie
-                walked = self.trie
-                runs = None
-        if rc == 1:
             with nogil:
                 rc = walk(&prog, &store, &walked.c, &self.fb, 0, init.data, 1, 1 << 30, bits_p,
                           True, base_pm, &cond, exits_p, acc_p)
+        else:
+            rc = _walk_vocab(self.trie, &prog, &store, &self.fb, init.data, 1, 1 << 30, bits_p,
+                             True, base_pm, &cond, exits_p, acc_p)
+            if rc == 0:                  # through the whitespace split: exits in both tries
+                walked, runs = self.trie.ws_split()
+            elif rc == 1:                # the whole trie
+                rc = 0
         store_free(&store)
         vec_free(&init)
         try:
@@ -1371,7 +1374,6 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
     cdef EntryVec st0
     cdef int rc = 0
     cdef int32_t tok
-    split = tt.trie.ws_split() if False in tabs else None
     st0.data = NULL
     st0.n = st0.cap = 0
     memset(out, 0, n_out_words * sizeof(uint32_t))
@@ -1381,14 +1383,10 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
             accepting = True
             continue
         if tabs[i] is False:
-            rc = 1
-            if split is not None:
-                rc = _walk_ws(split[0], split[1], p, &m.store, &tt.fb, &m.cur.data[i], 1,
-                              p.max_depth, out, False, 0, NULL, NULL, NULL)
+            rc = _walk_vocab(tt.trie, p, &m.store, &tt.fb, &m.cur.data[i], 1, p.max_depth, out,
+                             False, 0, NULL, NULL, NULL)
             if rc == 1:
-                with nogil:
-                    rc = walk(p, &m.store, &tt.trie.c, &tt.fb, 0, &m.cur.data[i], 1, p.max_depth,
-                              out, False, 0, NULL, NULL, NULL)
+                rc = 0
             if rc != 0:
                 break
             continue
