@@ -394,8 +394,8 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     wide_out = ir.seq(_literal_in(_intersect(others, 0x80, ir.MAX_UNICODE)), body)
 
     def spelling(k: int) -> ir.Expr:
-        # the one spelling of a name's character inside the trie: itself, or JSON's escape
-        return ir.lit(json.dumps(chr(k), ensure_ascii=_SURR_LO <= k <= _SURR_HI)[1:-1])
+        # the one spelling of a name's character inside the trie: the declared keys' own
+        return ir.lit(canonical_string(chr(k))[1:-1])
 
     def walk(node) -> ir.Expr:
         kids = sorted(k for k in node if k is not END)
