@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import cengine
 from cengine import CompileError, LimitError, ir
-from cengine import json_grammar as jg
+from cengine.schema import json_grammar as jg
 from cengine.grammar import Grammar
 from cengine.schema import MAX_UNROLL, add_schema, schema_to_ir
 

@@ -1,7 +1,7 @@
 """Numeric keywords (minimum, maximum, exclusive*, multipleOf): case tables, and hypothesis
 checks that the automaton accepts a spelling exactly when it is valid.
 
-"Valid" is both readings the compiler promises (cengine/json_numbers.py): jsonschema on the
+"Valid" is both readings the compiler promises (cengine/schema/numbers.py): jsonschema on the
 parsed value (a spelling with '.' is a double) and the specification's exact decimal value.
 multipleOf with a non-integer divisor is checked exactly (jsonschema divides doubles, see
 docs/json-schema.md). Documented spellings: no exponent; with '.', an integer stays within
@@ -22,7 +22,7 @@ from jsonschema.exceptions import ValidationError
 
 import cengine
 from cengine import CompileError, LimitError
-from cengine.json_numbers import MAX_MODULUS
+from cengine.schema.numbers import MAX_MODULUS
 from cengine.schema import schema_to_ir
 from walks import walk_allowed
 

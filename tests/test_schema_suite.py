@@ -20,7 +20,7 @@ import pytest
 import material
 from cengine import CompileError
 from cengine.grammar import Grammar
-from cengine.json_formats import FORMATS
+from cengine.schema.formats import FORMATS
 from jsonschema import Draft202012Validator
 from cengine.schema import ENFORCED, schema_to_ir
 

@@ -18,7 +18,7 @@ import json
 import math
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from . import ir
+from .. import ir
 
 WS = "json-ws"
 STRING_CHAR = "json-string-char"

@@ -1,5 +1,5 @@
 """`format` as regular languages over decoded code points (mapped onto JSON spellings by
-json_strings.decoded_to_json).
+strings.decoded_to_json).
 
 Enforced exactly: date, time, date-time (RFC 3339, real calendar days, leap years), uuid,
 ipv4, ipv6 (RFC 3986 text form). email is a documented narrowing (a dot-atom local part and
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Optional
 
-from . import ir
+from .. import ir
 
 _D = ir.CharSet(((0x30, 0x39),))
 _HEX = ir.CharSet(((0x30, 0x39), (0x41, 0x46), (0x61, 0x66)))

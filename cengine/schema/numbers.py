@@ -32,8 +32,8 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import ir
-from .errors import CompileError, LimitError
+from .. import ir
+from ..errors import CompileError, LimitError
 
 NUMERIC_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from . import ir
+from .. import ir
 from . import json_grammar as jg
-from .errors import CompileError, LimitError
-from .regex import regex_to_expr
+from ..errors import CompileError, LimitError
+from ..regex import regex_to_expr
 
 
 def decoded_to_json(expr: ir.Expr, memo: Optional[dict] = None) -> ir.Expr:

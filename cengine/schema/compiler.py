@@ -3,7 +3,7 @@
 Enforced: type (all seven, unions), properties, required, additionalProperties, items,
 prefixItems, minItems, maxItems, enum, const, minLength, maxLength, local $ref with
 $defs/definitions (recursion becomes recursive rules), anyOf, boolean schemas, numeric
-bounds and multipleOf (json_numbers), pattern (json_strings), format (json_formats: a
+bounds and multipleOf (numbers.py), pattern (strings.py), format (formats.py: a
 documented set enforced, every other format an annotation).
 Every other keyword that changes which documents are valid raises CompileError naming the
 keyword and its JSON pointer; annotations are ignored. Nothing is ever weakened: where the
@@ -22,12 +22,12 @@ import re
 from typing import Any, Dict, List, Optional, Set, Tuple
 from urllib.parse import unquote
 
-from . import ir
+from .. import ir
 from . import json_grammar as jg
-from . import json_formats as jf
-from . import json_numbers as jn
-from . import json_strings as js
-from .errors import CompileError, LimitError
+from . import formats as jf
+from . import numbers as jn
+from . import strings as js
+from ..errors import CompileError, LimitError
 
 # minLength/maxLength/minItems/maxItems are unrolled into copies: same cap as GBNF repetition
 MAX_UNROLL = 4096
@@ -557,7 +557,7 @@ class _Compiler:
 def _matches(expr: ir.Expr, s: str) -> bool:
     """The JSON spelling of s (no quotes) is in expr (a small byte-level check for enum
     values under an enforced format)."""
-    from .grammar import Grammar
+    from ..grammar import Grammar
     g = ir.GrammarIR()
     g.add("root", expr)
     m = Grammar.from_ir(g).matcher()
