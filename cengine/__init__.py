@@ -10,11 +10,16 @@ from typing import Iterable, Optional, Union
 
 from .errors import CompileError, LimitError
 from .grammar import CACHE, Grammar, GrammarCache
+# grammar composition (docs/composition.md)
+from .compose import (Concat, Gbnf, JsonSchema, OneOf, Part, Regex, Repeat, Tagged, Text,
+                      TriggeredGrammar, TriggeredRegion, compile_structural, compile_triggered)
 
 __all__ = [
     "CompileError", "LimitError", "Grammar", "GrammarCache", "Vocabulary", "Matcher",
     "compile_json_schema", "compile_gbnf", "compile_regex", "compile_lexicon", "compile_any_json",
     "apply_mask", "mask_words", "prepare",
+    "Part", "Text", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat", "Tagged",
+    "TriggeredRegion", "TriggeredGrammar", "compile_structural", "compile_triggered",
 ]
 
 

@@ -20,8 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import cengine  # noqa: E402
-from server.default_model import default_model_path  # noqa: E402
-from server.generate import FinishEvent, Model, SamplingParams, TokenEvent  # noqa: E402
+from server.runtime.default_model import default_model_path  # noqa: E402
+from server.runtime.model import Model  # noqa: E402
+from server.runtime.types import FinishEvent, SamplingParams, TokenEvent  # noqa: E402
 
 STORY_SCHEMA = {
     "type": "object",

@@ -151,7 +151,7 @@ def main() -> int:
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     if args.model is None:
-        from server.default_model import default_model_path
+        from server.runtime.default_model import default_model_path
         args.model = str(default_model_path())
     budgets = [int(b) for b in args.budgets.split(",")]
     out = Path(args.out)

@@ -10,8 +10,8 @@ from typing import Optional
 import uvicorn
 
 import fixture_model
-from server.app import create_app
-from server.settings import Settings
+from server.api.app import create_app
+from server.api.settings import Settings
 
 
 CLIENT_TIMEOUT = 120

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import cengine
 from server.cli import main
-from server import default_model
+from server.runtime import default_model
 
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}, "tag": {"enum": ["a", "b"]}},
           "required": ["ok", "tag"]}

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from server.chat_template import (FALLBACK_TEMPLATE, ChatTemplateError, render_chat,
-                                  template_knows_tools)
+from server.runtime.chat_template import (FALLBACK_TEMPLATE, ChatTemplateError, render_chat,
+                                          template_knows_tools)
+from server.tools import hermes
 
 CHATML_NO_TOOLS = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content']"
@@ -61,7 +62,8 @@ def test_broken_or_unsafe_templates_raise_chat_template_error(template):
 
 def test_template_without_tools_gets_a_hermes_system_block():
     assert not template_knows_tools(CHATML_NO_TOOLS)
-    out = render_chat(CHATML_NO_TOOLS, [{"role": "user", "content": "weather?"}], tools=TOOLS)
+    out = render_chat(CHATML_NO_TOOLS, [{"role": "user", "content": "weather?"}], tools=TOOLS,
+                      tool_format=hermes)
     system = out.split("<|im_end|>")[0]
     assert system.startswith("<|im_start|>system\n")
     assert "<tool_call>" in system and "</tool_call>" in system
@@ -71,7 +73,8 @@ def test_template_without_tools_gets_a_hermes_system_block():
 
 def test_template_without_tools_keeps_an_existing_system_message_first():
     out = render_chat(CHATML_NO_TOOLS, [{"role": "system", "content": "Be brief."},
-                                        {"role": "user", "content": "x"}], tools=TOOLS)
+                                        {"role": "user", "content": "x"}], tools=TOOLS,
+                      tool_format=hermes)
     assert out.startswith("<|im_start|>system\nBe brief.\n\n")
     assert out.count("<|im_start|>system") == 1
 
@@ -84,12 +87,22 @@ def test_tool_calls_and_results_become_text_turns_without_tool_support():
              "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "-3 C"},
     ]
-    out = render_chat(CHATML_NO_TOOLS, msgs, tools=TOOLS)
+    out = render_chat(CHATML_NO_TOOLS, msgs, tools=TOOLS, tool_format=hermes)
     call = out.split("<|im_start|>assistant\n")[1].split("<|im_end|>")[0]
     assert call.startswith("<tool_call>\n") and call.endswith("\n</tool_call>")
     assert json.loads(call[len("<tool_call>\n"):-len("\n</tool_call>")]) == \
         {"name": "get_weather", "arguments": {"city": "Oslo"}}
     assert "<|im_start|>user\n<tool_response>\n-3 C\n</tool_response><|im_end|>" in out
+
+
+@pytest.mark.parametrize("messages, tools", [
+    ([{"role": "user", "content": "weather?"}], TOOLS),
+    ([{"role": "tool", "tool_call_id": "c1", "content": "-3 C"}], None),
+])
+def test_tools_without_template_support_or_format_are_refused(messages, tools):
+    # nowhere to write the tools: refused, never dropped silently
+    with pytest.raises(ChatTemplateError, match="no tool format"):
+        render_chat(CHATML_NO_TOOLS, messages, tools=tools)
 
 
 def test_template_that_knows_tools_receives_them():

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cengine
-from server.generate import FinishEvent, Model, SamplingParams, TokenEvent
+from server.runtime.model import Model
+from server.runtime.types import FinishEvent, SamplingParams, TokenEvent
 
 N_CTX = 512
 

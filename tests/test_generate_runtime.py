@@ -5,7 +5,7 @@ import fixture_model
 import numpy as np
 import pytest
 
-from server.llama_backend import LlamaRuntime
+from server.runtime.llama_backend import LlamaRuntime
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.sampling import NoTokenAllowed, Sampler, apply_repeat_penalty, logprobs_of
+from server.runtime.sampling import NoTokenAllowed, Sampler, apply_repeat_penalty, logprobs_of
 
 NEG = -np.inf
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.generate import Model, TokenEvent, _StopScanner
+from server.runtime.model import Model
+from server.runtime.stops import StopScanner
+from server.runtime.types import TokenEvent
 
 
 def ev(text: bytes) -> TokenEvent:
@@ -13,7 +15,7 @@ def ev(text: bytes) -> TokenEvent:
 
 def feed(pieces, stops):
     """What a consumer sees: the released text, and the stop hit (or None)."""
-    s = _StopScanner(stops)
+    s = StopScanner(stops)
     seen = []
     for p in pieces:
         hit = s.add(ev(p))
@@ -36,7 +38,7 @@ def test_earliest_stop_wins():
 
 
 def test_partial_stop_is_held_back_then_released():
-    s = _StopScanner(["STOP"])
+    s = StopScanner(["STOP"])
     s.add(ev(b"text ST"))
     assert s.ready() == []                       # "ST" might start "STOP"
     s.add(ev(b"ory"))
@@ -44,7 +46,7 @@ def test_partial_stop_is_held_back_then_released():
 
 
 def test_no_stops_releases_immediately():
-    s = _StopScanner([])
+    s = StopScanner([])
     s.add(ev(b"abc"))
     assert [e.text for e in s.ready()] == [b"abc"]
 

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from server.errors import QueueFull
-from server.scheduler import Scheduler
+from server.api.errors import QueueFull
+from server.api.scheduler import Scheduler
 
 
 def _blocking_job(gate: threading.Event, started: threading.Event):

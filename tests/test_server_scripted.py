@@ -17,8 +17,8 @@ openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 ollama = pytest.importorskip("ollama")
 
-from server.generate import FinishEvent, TokenEvent  # noqa: E402
-from server.settings import Settings  # noqa: E402
+from server.runtime.types import FinishEvent, TokenEvent  # noqa: E402
+from server.api.settings import Settings  # noqa: E402
 from server_harness import LiveServer  # noqa: E402
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -44,7 +44,7 @@ class ScriptedModel:
     def __init__(self):
         self.seen_lazy = []
 
-    def render_chat(self, messages, tools=None, add_generation_prompt=True):
+    def render_chat(self, messages, tools=None, tool_format=None, add_generation_prompt=True):
         return "\n".join(str(m.get("content")) for m in messages)
 
     def tokenize(self, text, add_bos=True, special=True):

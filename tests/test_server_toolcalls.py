@@ -6,8 +6,8 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from server.errors import InvalidRequest
-from server.toolcalls import CallStream, ToolSpec, parse_output, parse_tools, tool_choice_mode
+from server.tools.common import ToolFormatError, ToolSpec, parse_tools, tool_choice_mode
+from server.tools.hermes import CallStream, parse_output
 
 WEATHER = ToolSpec("get_weather", "", {"type": "object", "properties": {"city": {"type": "string"}}})
 TIME = ToolSpec("get_time", "", {"type": "object"})
@@ -92,7 +92,7 @@ def test_parse_tools_shapes(api, tools):
     [{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}],
 ])
 def test_parse_tools_refuses(tools):
-    with pytest.raises(InvalidRequest):
+    with pytest.raises(ToolFormatError):
         parse_tools(tools, "openai")
 
 
@@ -120,7 +120,7 @@ def test_tool_choice_modes(api, choice, want):
     ("openai", 3, TOOLS),
 ])
 def test_tool_choice_refuses(api, choice, tools):
-    with pytest.raises(InvalidRequest):
+    with pytest.raises(ToolFormatError):
         tool_choice_mode(choice, tools, api)
 
 

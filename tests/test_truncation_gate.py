@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import cengine
-from server.default_model import default_model_path
-from server.generate import FinishEvent, Model, SamplingParams, TokenEvent
+from server.runtime.default_model import default_model_path
+from server.runtime.model import Model
+from server.runtime.types import FinishEvent, SamplingParams, TokenEvent
 
 pytestmark = pytest.mark.truncation
 

@@ -12,7 +12,9 @@ from typing import Dict, Optional
 
 from starlette.responses import JSONResponse
 
-from cengine.errors import CompileError
+from cengine import CompileError
+
+from ..tools import ToolFormatError
 
 log = logging.getLogger("llamay.server")
 
@@ -85,6 +87,8 @@ def to_api_error(exc: BaseException) -> APIError:
     """Map any exception to an APIError by its class (the only place that decides status codes)."""
     if isinstance(exc, APIError):
         return exc
+    if isinstance(exc, ToolFormatError):
+        return InvalidRequest(exc.message, param=exc.param)
     if isinstance(exc, CompileError):
         param = exc.keyword or exc.rule or exc.pointer
         return InvalidRequest(f"cannot enforce the requested output format: {exc}",

@@ -14,9 +14,8 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Deque, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -25,45 +24,10 @@ import cengine
 from . import chat_template as _chat
 from .llama_backend import LlamaRuntime
 from .sampling import REPEAT_LAST_N, NoTokenAllowed, Sampler, apply_repeat_penalty, logprobs_of
+from .stops import StopScanner
+from .types import Event, FinishEvent, LazyGrammar, SamplingParams, TokenEvent, ToolPromptFormat
 
 log = logging.getLogger("llamay.generate")
-
-
-@dataclass
-class SamplingParams:
-    max_tokens: Optional[int] = 256        # None = until EOS/context end
-    temperature: float = 0.8               # 0 = greedy
-    top_p: float = 1.0
-    top_k: int = 0                         # 0 = off
-    min_p: float = 0.0
-    repeat_penalty: float = 1.0
-    seed: Optional[int] = None
-    stop: List[str] = field(default_factory=list)
-    logprobs: Optional[int] = None         # None: none; k>=0: chosen token logprob + top-k alternatives
-
-
-@dataclass
-class TokenEvent:
-    token_id: int            # -1 for closer bytes / forced bytes not from a single token
-    text: bytes              # the bytes this step added (may be a partial UTF-8 sequence)
-    logprob: Optional[float]
-    top_logprobs: Optional[List[Tuple[bytes, float]]]
-    forced: bool             # appended without sampling (fast-forward) or by the closer
-
-
-@dataclass
-class FinishEvent:
-    reason: str              # "stop", "length", "stop_sequence", "cancelled"
-    stop_sequence: Optional[str]
-    closer: bytes            # bytes the closer appended (b"" if none)
-    prompt_tokens: int
-    completion_tokens: int   # sampled + fast-forwarded tokens; closer bytes are not tokens
-    # beside the interface: what fast-forward saved
-    forward_passes: int = 0          # model evaluations during this generation (prompt included)
-    fast_forward_tokens: int = 0     # tokens appended without sampling (no pass of their own)
-
-
-Event = Union[TokenEvent, FinishEvent]
 
 
 def _numpy_apply_mask(logits: np.ndarray, mask: np.ndarray) -> None:
@@ -77,76 +41,6 @@ def _mask_kernel():
         return cengine.apply_mask
     except (ImportError, AttributeError):     # the Cython kernel is not built: same result, slower
         return _numpy_apply_mask
-
-
-class _StopScanner:
-    """Holds back the events whose bytes might start a stop sequence, and finds stops."""
-
-    def __init__(self, stops: Sequence[str]):
-        self.stops = [s.encode("utf-8") for s in stops if s]
-        self.maxlen = max((len(s) for s in self.stops), default=0)
-        self.out = bytearray()               # every byte generated so far
-        self.held: Deque[TokenEvent] = collections.deque()
-        self.held_start = 0                  # offset in `out` of held[0]
-
-    def add(self, ev: TokenEvent) -> Optional[Tuple[int, bytes]]:
-        """Append ev; return (offset, stop) of the earliest stop sequence now in the text."""
-        start = len(self.out)
-        self.out += ev.text
-        self.held.append(ev)
-        best = None
-        lo = max(0, start - self.maxlen + 1)
-        for s in self.stops:
-            p = self.out.find(s, lo)
-            if p >= 0 and (best is None or p < best[0]):
-                best = (p, s)
-        return best
-
-    def _partial(self) -> int:
-        """Length of the longest suffix of out that is a proper prefix of a stop sequence."""
-        best = 0
-        for s in self.stops:
-            for k in range(min(len(s) - 1, len(self.out)), best, -1):
-                if self.out.endswith(s[:k]):
-                    best = k
-                    break
-        return best
-
-    def ready(self) -> List[TokenEvent]:
-        safe = len(self.out) - self._partial()
-        out = []
-        while self.held and self.held_start + len(self.held[0].text) <= safe:
-            ev = self.held.popleft()
-            self.held_start += len(ev.text)
-            out.append(ev)
-        return out
-
-    def release_all(self) -> List[TokenEvent]:
-        out = list(self.held)
-        self.held.clear()
-        self.held_start = len(self.out)
-        return out
-
-    def cut(self, pos: int) -> List[TokenEvent]:
-        """Release the text before `pos` (the event straddling it is shortened), drop the rest."""
-        out = []
-        while self.held and self.held_start < pos:
-            ev = self.held.popleft()
-            end = self.held_start + len(ev.text)
-            if end > pos:
-                ev = TokenEvent(ev.token_id, ev.text[:pos - self.held_start], ev.logprob,
-                                ev.top_logprobs, ev.forced)
-            self.held_start = end
-            out.append(ev)
-        self.held.clear()
-        del self.out[pos:]
-        self.held_start = len(self.out)
-        return out
-
-    def stop_scanning(self) -> List[TokenEvent]:
-        self.stops = []
-        self.maxlen = 0
-        return self.release_all()
 
 
 class Model:
@@ -198,8 +92,9 @@ class Model:
         return self.runtime.detokenize(list(ids))
 
     def render_chat(self, messages: List[dict], *, tools: Optional[List[dict]] = None,
+                    tool_format: Optional[ToolPromptFormat] = None,
                     add_generation_prompt: bool = True) -> str:
-        return _chat.render_chat(self.chat_template, messages, tools=tools,
+        return _chat.render_chat(self.chat_template, messages, tools=tools, tool_format=tool_format,
                                  add_generation_prompt=add_generation_prompt,
                                  bos_token=self.runtime.token_text(self.runtime.bos_id),
                                  eos_token=self.runtime.token_text(self.runtime.eos_id))
@@ -262,7 +157,7 @@ class Model:
 
     # --- generation ----------------------------------------------------------------------------
     def generate(self, prompt: Union[str, List[int]], *, grammar: Optional["cengine.Grammar"] = None,
-                 params: SamplingParams, lazy_grammar: Optional[Tuple[str, "cengine.Grammar"]] = None,
+                 params: SamplingParams, lazy_grammar: Optional[LazyGrammar] = None,
                  cancel: Optional[threading.Event] = None) -> Iterator[Event]:
         """Events of one generation (see the module doc). Arguments are checked here, before
         the first event, so callers can map mistakes to a 400."""
@@ -301,7 +196,7 @@ class Model:
         # inside a constrained document stop sequences are not honoured: cutting there would
         # break the document the grammar guarantees (docs/generation.md)
         stops = [params.stop] if isinstance(params.stop, str) else list(params.stop or [])
-        stream = _StopScanner(stops if matcher is None else [])
+        stream = StopScanner(stops if matcher is None else [])
         want_lp = params.logprobs is not None
         k_top = params.logprobs or 0
 

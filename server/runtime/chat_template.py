@@ -4,10 +4,10 @@ Templates come from model files, so they run in jinja2's immutable sandbox. They
 for Hugging Face's renderer, so the same globals are provided: raise_exception, strftime_now,
 bos_token, eos_token, a `tojson` that keeps non-ASCII text, and loop controls.
 
-Tools: when the template itself handles `tools` it gets them. Otherwise a system block lists
-them and asks for <tool_call>{"name": ..., "arguments": {...}}</tool_call>, assistant tool
-calls are written out in that form, and tool results become <tool_response> user turns
-(many templates refuse a "tool" role).
+Tools: when the template itself handles `tools` it gets them. Otherwise the caller's tool
+format (a dialect of server.tools, e.g. Hermes) rewrites the tool list, assistant tool calls
+and tool results as plain turns (many templates refuse a "tool" role); this module knows no
+dialect.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from typing import Any, Dict, List, Optional
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from .types import ToolPromptFormat
+
 # Used when a model file carries no template (e.g. the random test model): ChatML.
 FALLBACK_TEMPLATE = (
     "{% for message in messages %}"
@@ -26,10 +28,6 @@ FALLBACK_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
-
-TOOL_CALL_OPEN = "<tool_call>"
-TOOL_CALL_CLOSE = "</tool_call>"
-
 
 class ChatTemplateError(ValueError):
     """The template is broken or refused the conversation (raise_exception)."""
@@ -92,49 +90,13 @@ def _arguments_object(arguments: Any) -> Any:
     return arguments
 
 
-def tools_system_block(tools: List[dict]) -> str:
-    lines = []
-    for t in tools:
-        fn = t.get("function", t) if isinstance(t, dict) else t
-        lines.append(json.dumps(fn, ensure_ascii=False))
-    return (
-        "You can call tools. Their signatures, one JSON object per line, are between "
-        "<tools> and </tools>:\n<tools>\n" + "\n".join(lines) + "\n</tools>\n\n"
-        "To call a tool, answer with a JSON object holding its name and its arguments between "
-        f"{TOOL_CALL_OPEN} and {TOOL_CALL_CLOSE}, one call per block:\n"
-        f'{TOOL_CALL_OPEN}\n{{"name": "<tool name>", "arguments": {{...}}}}\n{TOOL_CALL_CLOSE}'
-    )
+def uses_tools(messages: List[dict], tools: Optional[List[dict]]) -> bool:
+    return bool(tools) or any(m.get("tool_calls") or m.get("role") == "tool" for m in messages)
 
 
-def _hermes_messages(messages: List[dict], tools: Optional[List[dict]]) -> List[dict]:
-    """Rewrite tool calls, tool results and the tool list as plain text turns."""
-    out: List[dict] = []
-    for m in messages:
-        role = m.get("role")
-        content = _text_content(m.get("content"))
-        if role == "assistant" and m.get("tool_calls"):
-            blocks = []
-            for call in m["tool_calls"]:
-                fn = call.get("function", {})
-                blocks.append(TOOL_CALL_OPEN + "\n" + json.dumps(
-                    {"name": fn.get("name"), "arguments": _arguments_object(fn.get("arguments", {}))},
-                    ensure_ascii=False) + "\n" + TOOL_CALL_CLOSE)
-            content = (content + "\n" if content else "") + "\n".join(blocks)
-            out.append({"role": "assistant", "content": content})
-        elif role == "tool":
-            out.append({"role": "user", "content": f"<tool_response>\n{content}\n</tool_response>"})
-        else:
-            out.append({"role": role, "content": content})
-    if tools:
-        block = tools_system_block(tools)
-        if out and out[0]["role"] == "system":
-            out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + block}
-        else:
-            out.insert(0, {"role": "system", "content": block})
-    return out
-
-
-def _plain_messages(messages: List[dict]) -> List[dict]:
+def plain_messages(messages: List[dict]) -> List[dict]:
+    """Messages as templates (and tool formats) take them: content as text, tool-call
+    arguments as objects."""
     out = []
     for m in messages:
         m2 = dict(m)
@@ -151,20 +113,24 @@ def _plain_messages(messages: List[dict]) -> List[dict]:
 
 
 def render_chat(template: Optional[str], messages: List[dict], *, tools: Optional[List[dict]] = None,
-                add_generation_prompt: bool = True, bos_token: str = "", eos_token: str = "") -> str:
-    """The prompt text for `messages` (OpenAI-shaped dicts) under `template` (None: ChatML)."""
+                tool_format: Optional[ToolPromptFormat] = None, add_generation_prompt: bool = True,
+                bos_token: str = "", eos_token: str = "") -> str:
+    """The prompt text for `messages` (OpenAI-shaped dicts) under `template` (None: ChatML).
+    When tools are in play and the template does not handle them, `tool_format` writes them as
+    text; without one that is a ChatTemplateError (dropping the tools silently would be a lie)."""
     source = template or FALLBACK_TEMPLATE
     tmpl = _compile(source)
-    uses_tools = bool(tools) or any(m.get("tool_calls") or m.get("role") == "tool" for m in messages)
+    msgs = plain_messages(messages)
     extra: Dict[str, Any] = {}
-    if uses_tools and template_knows_tools(source):
-        msgs = _plain_messages(messages)
-        if tools:
-            extra["tools"] = tools
-    elif uses_tools:
-        msgs = _hermes_messages(messages, tools)
-    else:
-        msgs = _plain_messages(messages)
+    if uses_tools(messages, tools):
+        if template_knows_tools(source):
+            if tools:
+                extra["tools"] = tools
+        elif tool_format is not None:
+            msgs = tool_format.plain_messages(msgs, tools)
+        else:
+            raise ChatTemplateError("the chat template does not handle tools and no tool format "
+                                    "was given to write them as text")
     try:
         return tmpl.render(messages=msgs, add_generation_prompt=add_generation_prompt,
                            bos_token=bos_token, eos_token=eos_token, **extra)

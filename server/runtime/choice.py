@@ -9,18 +9,21 @@ alternative costs one decode per token.
 """
 from __future__ import annotations
 
-from typing import List, Sequence, Union
+from typing import TYPE_CHECKING, List, Sequence, Union
 
 import numpy as np
 
-from .llama_backend import LlamaRuntime
+if TYPE_CHECKING:       # the runtime is found on the model: importing it here would load llama.cpp
+    from .llama_backend import LlamaRuntime
+
+_RUNTIME_METHODS = ("tokenize", "reuse_prefix", "eval", "truncate")
 
 
-def _runtime(model) -> LlamaRuntime:
-    for value in vars(model).values():
-        if isinstance(value, LlamaRuntime):
-            return value
-    raise TypeError("the model exposes no llama.cpp runtime to score alternatives with")
+def _runtime(model) -> "LlamaRuntime":
+    rt = getattr(model, "runtime", None)
+    if rt is None or not all(callable(getattr(rt, m, None)) for m in _RUNTIME_METHODS):
+        raise TypeError("the model exposes no llama.cpp runtime to score alternatives with")
+    return rt
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:

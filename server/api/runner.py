@@ -2,7 +2,9 @@
 thread, and the job's raw events into text deltas, whole tool calls and a finish.
 
 Routes parse their own request shape into a `Turn`, submit `turn.job()` to the scheduler and
-feed the events through `TurnReader`, which every API then renders in its own shape.
+feed the events through `TurnReader`, which every API then renders in its own shape. The
+turn's tool dialect (server.tools) writes the tools into the prompt, supplies the call
+grammar and reads the calls back; the runner knows no dialect itself.
 """
 from __future__ import annotations
 
@@ -11,10 +13,13 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
+from ..runtime.choice import sequence_logprobs
+from ..runtime.types import FinishEvent, GenerationModel, SamplingParams, TokenEvent
+from ..tools import DEFAULT_DIALECT, ToolCall, ToolDialect, ToolSpec
+from .errors import InvalidRequest
 from .structured import Constraint
-from .toolcalls import CallStream, ToolCall, ToolSpec, call_grammar, lazy_call_grammar
 
 
 @dataclass
@@ -33,7 +38,7 @@ class ChoiceResult:
 @dataclass
 class Turn:
     """One generation request, independent of the API it came through."""
-    params: Any                                  # server.generate.SamplingParams
+    params: SamplingParams
     messages: Optional[List[dict]] = None        # chat: OpenAI-shaped messages
     prompt: Optional[Union[str, List[int]]] = None  # completion: raw prompt (text or token ids)
     tools: List[ToolSpec] = field(default_factory=list)
@@ -42,11 +47,11 @@ class Turn:
     parallel_tool_calls: bool = True
     constraint: Constraint = field(default_factory=Constraint)
     choice_logprobs: bool = False
+    dialect: ToolDialect = DEFAULT_DIALECT
 
     def __post_init__(self):
         # the call grammar would replace the constraint: refuse rather than drop it silently
         if self.constraint.grammar is not None and self.tool_mode != "none":
-            from .errors import InvalidRequest
             raise InvalidRequest(f"'{self.constraint.param}' cannot be combined with tool calls; "
                                  f"send tool_choice none or leave out the tools",
                                  param=self.constraint.param)
@@ -64,22 +69,23 @@ class Turn:
         tokenizer is not thread-safe), generates, then scores the choice if asked."""
         turn = self
 
-        def run(model, cancel: threading.Event):
+        def run(model: GenerationModel, cancel: threading.Event):
             grammar, lazy = turn.constraint.grammar, None
             tools = turn.offered_tools()
             if turn.tool_mode in ("required", "named"):
-                grammar = call_grammar(tools, parallel=turn.parallel_tool_calls)
+                grammar = turn.dialect.call_grammar(tools, parallel=turn.parallel_tool_calls)
             elif turn.tool_mode == "auto":
-                lazy = lazy_call_grammar(tools, parallel=turn.parallel_tool_calls)
+                lazy = turn.dialect.lazy_call_grammar(tools, parallel=turn.parallel_tool_calls)
             if turn.messages is not None:
                 prompt = model.render_chat(
-                    turn.messages, tools=[t.openai_shape() for t in tools] or None)
+                    turn.messages, tools=[t.openai_shape() for t in tools] or None,
+                    tool_format=turn.dialect)
             else:
                 prompt = turn.prompt
             text = bytearray()
             for ev in model.generate(prompt, grammar=grammar, params=turn.params,
                                      lazy_grammar=lazy, cancel=cancel):
-                if hasattr(ev, "text"):
+                if isinstance(ev, TokenEvent):
                     text += ev.text
                 elif turn.choice_logprobs and ev.reason != "cancelled":
                     yield score_choice(model, prompt, turn.constraint.alternatives, bytes(text))
@@ -87,8 +93,8 @@ class Turn:
         return run
 
 
-def score_choice(model, prompt, alternatives: Sequence[str], output: bytes) -> ChoiceResult:
-    from .choice import sequence_logprobs
+def score_choice(model: GenerationModel, prompt: Union[str, List[int]],
+                 alternatives: Sequence[str], output: bytes) -> ChoiceResult:
     lps = sequence_logprobs(model, prompt, list(alternatives))
     top = max(lps)
     if top == -math.inf:
@@ -116,7 +122,7 @@ class Delta:
     kind: str
     text: str = ""
     call: Optional[ToolCall] = None
-    finish: Any = None                   # FinishEvent
+    finish: Optional[FinishEvent] = None
     choice: Optional[ChoiceResult] = None
     logprobs: List[TokenLogprob] = field(default_factory=list)
 
@@ -127,11 +133,12 @@ class TurnReader:
     def __init__(self, turn: Turn):
         self.turn = turn
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.calls_stream = CallStream(turn.offered_tools()) if turn.calls_expected() else None
+        self.calls_stream = (turn.dialect.call_reader(turn.offered_tools())
+                             if turn.calls_expected() else None)
         self.text_parts: List[str] = []
         self.calls: List[ToolCall] = []
         self.logprobs: List[TokenLogprob] = []
-        self.finish = None
+        self.finish: Optional[FinishEvent] = None
         self.choice: Optional[ChoiceResult] = None
         self.created = int(time.time())
 
@@ -143,12 +150,12 @@ class TurnReader:
             out.append(Delta("text", text=v) if kind == "text" else Delta("call", call=v))
         return out
 
-    def feed(self, ev) -> List[Delta]:
+    def feed(self, ev: Union[TokenEvent, FinishEvent, ChoiceResult]) -> List[Delta]:
         out: List[Delta] = []
         if isinstance(ev, ChoiceResult):
             self.choice = ev
             return [Delta("choice", choice=ev)]
-        if hasattr(ev, "reason"):        # FinishEvent
+        if isinstance(ev, FinishEvent):
             tail = self.decoder.decode(b"", final=True)
             out += self._split(tail)
             if self.calls_stream is not None:
@@ -156,7 +163,7 @@ class TurnReader:
                     out.append(Delta("text", text=v))
             self.finish = ev
             out.append(Delta("finish", finish=ev))
-        else:                            # TokenEvent
+        else:
             lp = None
             if self.turn.params.logprobs is not None:
                 lp = TokenLogprob(ev.text.decode("utf-8", errors="replace"), ev.text,

@@ -12,10 +12,11 @@ import collections
 import threading
 from typing import Any, AsyncIterator, Callable, Iterable, Optional
 
+from ..runtime.types import GenerationModel
 from .errors import QueueFull
 
 # job body: (model, cancel event) -> iterable of events
-JobFn = Callable[[Any, threading.Event], Iterable[Any]]
+JobFn = Callable[[GenerationModel, threading.Event], Iterable[Any]]
 
 _DONE = object()
 
@@ -44,7 +45,7 @@ class Job:
             self.cancel.set()
             return False
 
-    def _run(self, model) -> None:
+    def _run(self, model: GenerationModel) -> None:
         self.started.set()
         try:
             if not self.cancel.is_set():
@@ -84,7 +85,7 @@ class Job:
 
 
 class Scheduler:
-    def __init__(self, model, max_queue: int = 16, retry_after: int = 1):
+    def __init__(self, model: GenerationModel, max_queue: int = 16, retry_after: int = 1):
         self.model = model
         self.max_queue = max_queue
         self.retry_after = retry_after

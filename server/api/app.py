@@ -3,47 +3,19 @@ Ollama) on one Starlette app."""
 from __future__ import annotations
 
 import contextlib
-import time
-from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from .errors import InvalidRequest, ModelNotFound, NotFound, error_response
+from ..runtime.types import GenerationModel
+from . import anthropic, ollama, openai
+from .errors import InvalidRequest, NotFound, error_response
 from .scheduler import Scheduler
 from .settings import Settings
-
-
-@dataclass
-class ServerState:
-    settings: Settings
-    model: Any                      # server.generate.Model
-    scheduler: Scheduler
-    started: float
-
-    @property
-    def model_name(self) -> str:
-        return self.settings.model_alias or self.model.name
-
-    def check_model(self, requested: Optional[Any]) -> str:
-        """The name to report; a request naming another model gets 404. An absent model field
-        means this server's one model."""
-        if requested is None or requested == "":
-            return self.model_name
-        if not isinstance(requested, str):
-            raise InvalidRequest("'model' must be a string", param="model")
-        known = {self.model_name, self.model.name, self.model.name + ".gguf"}
-        base = requested[:-len(":latest")] if requested.endswith(":latest") else requested
-        if requested in known or base in known:
-            return requested
-        raise ModelNotFound(requested, self.model_name)
-
-
-def state_of(request: Request) -> ServerState:
-    return request.app.state.llamay
+from .state import ServerState, state_of
 
 
 async def health(request: Request) -> JSONResponse:
@@ -76,22 +48,22 @@ async def _any_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc, _api_of(request.url.path))
 
 
-def load_model(settings: Settings):
+def load_model(settings: Settings) -> GenerationModel:
     if settings.model is not None:
         return settings.model
-    from .generate import Model
+    # imported here, not at the top: it loads llama.cpp, which an app serving a given model
+    # (a test double) never needs
+    from ..runtime.model import Model
     return Model(settings.resolved_model_path(), n_ctx=settings.n_ctx, n_threads=settings.n_threads)
 
 
 def create_app(settings: Optional[Settings] = None) -> Starlette:
-    from . import routes_anthropic, routes_ollama, routes_openai
-
     settings = settings or Settings()
     model = load_model(settings)
     scheduler = Scheduler(model, max_queue=settings.max_queue,
                           retry_after=settings.retry_after_seconds)
     routes = [Route("/health", health, methods=["GET"])]
-    routes += routes_openai.routes() + routes_anthropic.routes() + routes_ollama.routes()
+    routes += openai.routes() + anthropic.routes() + ollama.routes()
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -101,5 +73,5 @@ def create_app(settings: Optional[Settings] = None) -> Starlette:
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={404: _not_found, 405: _method_not_allowed,
                                         Exception: _any_error})
-    app.state.llamay = ServerState(settings, model, scheduler, time.time())
+    app.state.llamay = ServerState(settings, model, scheduler)
     return app

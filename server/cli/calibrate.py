@@ -9,15 +9,13 @@ from typing import Optional
 
 import click
 
-from .cli import main
-
 
 class InputError(click.ClickException):
     """Unusable input or output file: exit 2 like click's usage errors, without the usage text."""
     exit_code = 2
 
 
-@main.group("calibrate")
+@click.group("calibrate")
 def calibrate() -> None:
     """Calibration of the posteriors from llamay_choice_logprobs (docs/calibration.md)."""
 

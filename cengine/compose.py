@@ -1,0 +1,371 @@
+"""Grammar composition: one output assembled from literal text, JSON Schemas, GBNF grammars and
+regexes, compiled onto one automaton so that the closer's promise holds across the whole.
+
+In the spirit of xgrammar's structural tags. A description is built from small immutable
+parts and compiled once (cached by its structured source):
+
+    Text(s)                          the literal s
+    JsonSchema(schema)               one instance of the schema (no surrounding whitespace)
+    Gbnf(text, root="root")          one sentence of the grammar
+    Regex(pattern)                   one string matching the whole pattern
+    Concat(a, b, ...)                a then b then ...
+    OneOf(a, b, ...)                 exactly one of them
+    Repeat(a, min, max, separator)   a, min..max times, separated by `separator`
+    Tagged(begin, content, end)      begin, content, end (a plain string stands for Text)
+    TriggeredRegion(trigger, region, end, repeat=False, separator="")
+        free text until `trigger`, then `region`, then `end`; with repeat=True further
+        `separator trigger region end` blocks may follow (and nothing else)
+
+`compile_structural(part)` is the grammar of the whole output being `part` (for a
+TriggeredRegion: a region from the first byte, no free text). `compile_triggered(region)` is
+the lazy form for a decode loop: `(trigger, grammar of what follows the trigger)`; the loop
+runs free until the output contains the trigger, then feeds the bytes after it to a matcher
+of that grammar, whose completion() closes the open region and its end string. Anything the
+parts cannot enforce raises CompileError at compile time, as the single front ends do.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple, Optional, Tuple, Union
+
+from . import ir
+from .errors import CompileError
+from .grammar import CACHE, Grammar
+
+__all__ = ["Part", "Text", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat", "Tagged",
+           "TriggeredRegion", "TriggeredGrammar", "compile_structural", "compile_triggered"]
+
+
+class Part:
+    """A piece of a composed output. Immutable; equal parts have equal `key`s."""
+
+    __slots__ = ("key",)
+    key: tuple
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def _set(self, **values) -> None:
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{self.key[1:]!r}"
+
+    def _expr(self, b: "_Builder") -> ir.Expr:      # pragma: no cover - every part defines it
+        raise NotImplementedError
+
+
+PartLike = Union[Part, str]
+
+
+def _part(x: Any, where: str) -> Part:
+    if isinstance(x, Part):
+        return x
+    if isinstance(x, str):
+        return Text(x)
+    raise TypeError(f"{where} must be a cengine composition part or a string, "
+                    f"not {type(x).__name__}")
+
+
+def _string(x: Any, where: str) -> str:
+    if not isinstance(x, str):
+        raise TypeError(f"{where} must be a string, not {type(x).__name__}")
+    return x
+
+
+class Text(Part):
+    """The literal text (UTF-8)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self._set(text=_string(text, "Text"), key=("text", text))
+
+    def _expr(self, b):
+        return ir.lit(self.text)
+
+
+class JsonSchema(Part):
+    """One instance of a JSON Schema (dict, bool or JSON text), compiled as compile_json_schema
+    compiles it, without the whitespace around the document. Properties keep their declared
+    order, so the key is the JSON text as given (never sorted). The schema is copied: changing
+    the caller's dict afterwards changes nothing here."""
+
+    __slots__ = ("schema", "closed_objects")
+
+    def __init__(self, schema: Union[dict, bool, str], *, closed_objects: bool = True):
+        if isinstance(schema, (str, bytes)):
+            try:
+                schema = json.loads(schema)
+            except ValueError as e:
+                raise CompileError(f"schema is not valid JSON: {e}", pointer="") from None
+        if not isinstance(schema, (dict, bool)):
+            raise CompileError(f"a JSON Schema is an object or a boolean, not "
+                               f"{type(schema).__name__}", pointer="")
+        try:
+            text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise CompileError(f"schema is not JSON: {e}", pointer="") from None
+        self._set(schema=json.loads(text), closed_objects=bool(closed_objects),
+                  key=("json_schema", text, bool(closed_objects)))
+
+    def _expr(self, b):
+        from .schema import add_schema
+        return add_schema(b.g, self.schema, prefix=b.prefix("schema"),
+                          closed_objects=self.closed_objects)
+
+
+class Gbnf(Part):
+    """One sentence of a llama.cpp GBNF grammar (its rules are renamed apart from the rest)."""
+
+    __slots__ = ("text", "root")
+
+    def __init__(self, text: str, root: str = "root"):
+        self._set(text=_string(text, "Gbnf text"), root=_string(root, "Gbnf root"),
+                  key=("gbnf", text, root))
+
+    def _expr(self, b):
+        from .gbnf import parse_gbnf
+        sub = parse_gbnf(self.text, root=self.root)
+        prefix = b.prefix("gbnf")
+        names = {name: prefix + name for name in sub.rules}
+        for name, rule in sub.rules.items():
+            b.g.add(names[name], _renamed(rule.expr, names), container=rule.container,
+                    whitespace=rule.whitespace, origin=rule.origin)
+        return ir.Ref(names[sub.root])
+
+
+class Regex(Part):
+    """One string matching the whole pattern (compile_regex's syntax)."""
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, pattern: str):
+        self._set(pattern=_string(pattern, "Regex pattern"), key=("regex", pattern))
+
+    def _expr(self, b):
+        from .regex import regex_to_expr
+        return regex_to_expr(self.pattern, anchored=True)
+
+
+class Concat(Part):
+    """The parts one after the other."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, *parts: PartLike):
+        ps = tuple(_part(p, "a Concat item") for p in parts)
+        self._set(parts=ps, key=("concat",) + tuple(p.key for p in ps))
+
+    def _expr(self, b):
+        return ir.seq(*(b.expr(p) for p in self.parts))
+
+
+class OneOf(Part):
+    """Exactly one of the parts (at least one part is needed)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, *parts: PartLike):
+        if not parts:
+            raise CompileError("OneOf needs at least one alternative")
+        ps = tuple(_part(p, "a OneOf alternative") for p in parts)
+        self._set(parts=ps, key=("one_of",) + tuple(p.key for p in ps))
+
+    def _expr(self, b):
+        if len(self.parts) == 1:
+            return b.expr(self.parts[0])
+        return b.rule("one-of", ir.alt(*(b.expr(p) for p in self.parts)))
+
+
+class Repeat(Part):
+    """`part` between `min` and `max` times (max None: unbounded), `separator` between two."""
+
+    __slots__ = ("part", "min", "max", "separator")
+
+    def __init__(self, part: PartLike, min: int = 0, max: Optional[int] = None,
+                 separator: PartLike = ""):
+        for name, v in (("min", min), ("max", max)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise CompileError(f"Repeat {name} must be a non-negative integer, not {v!r}")
+        if max is not None and max < min:
+            raise CompileError(f"Repeat max ({max}) is below min ({min})")
+        p, sep = _part(part, "the repeated part"), _part(separator, "the separator")
+        self._set(part=p, min=min, max=max, separator=sep,
+                  key=("repeat", p.key, min, max, sep.key))
+
+    def _expr(self, b):
+        if self.max == 0:
+            return ir.EMPTY
+        item = b.rule("item", b.expr(self.part))
+        sep = b.expr(self.separator)
+        more = ir.repeat(ir.seq(sep, item), max(self.min - 1, 0),
+                         None if self.max is None else self.max - 1)
+        body = ir.seq(item, more)
+        return body if self.min > 0 else ir.opt(body)
+
+
+class Tagged(Part):
+    """`begin`, then `content`, then `end`: one member of a union of tagged schemas."""
+
+    __slots__ = ("begin", "content", "end")
+
+    def __init__(self, begin: str, content: PartLike, end: str):
+        c = _part(content, "Tagged content")
+        self._set(begin=_string(begin, "Tagged begin"), content=c, end=_string(end, "Tagged end"),
+                  key=("tagged", begin, c.key, end))
+
+    def _expr(self, b):
+        return ir.seq(ir.lit(self.begin), b.expr(self.content), ir.lit(self.end))
+
+
+class TriggeredRegion(Part):
+    """Free text until `trigger`, then `region`, then `end`; with repeat=True more
+    `separator trigger region end` blocks may follow. Nothing follows the last block."""
+
+    __slots__ = ("trigger", "region", "end", "repeat", "separator")
+
+    def __init__(self, trigger: str, region: PartLike, end: str, *, repeat: bool = False,
+                 separator: PartLike = ""):
+        if not _string(trigger, "the trigger"):
+            raise CompileError("the trigger of a TriggeredRegion must not be empty")
+        r, sep = _part(region, "the region"), _part(separator, "the separator")
+        self._set(trigger=trigger, region=r, end=_string(end, "the end string"),
+                  repeat=bool(repeat), separator=sep,
+                  key=("triggered", trigger, r.key, end, bool(repeat), sep.key))
+
+    def _after_trigger(self, b) -> ir.Expr:
+        """region end (separator trigger region end)*: what follows the first trigger."""
+        region = b.rule("region", b.expr(self.region))
+        block = ir.seq(region, ir.lit(self.end))
+        if not self.repeat:
+            return block
+        more = ir.seq(b.expr(self.separator), ir.lit(self.trigger), region, ir.lit(self.end))
+        return ir.seq(block, ir.repeat(more, 0, None))
+
+    def _expr(self, b):
+        return ir.seq(ir.lit(self.trigger), self._after_trigger(b))
+
+
+class TriggeredGrammar(NamedTuple):
+    """The lazy form of a TriggeredRegion; unpacks as `(trigger, grammar)`."""
+    trigger: str
+    grammar: Grammar
+
+
+# --- compiling ------------------------------------------------------------------------------
+
+ROOT = "composed"
+
+
+class _Builder:
+    def __init__(self, whitespace_budget: Optional[int], max_depth: int):
+        self.g = ir.GrammarIR(root=ROOT, max_depth=max_depth, whitespace_budget=whitespace_budget)
+        self._n = 0
+
+    def prefix(self, kind: str) -> str:
+        # ':' appears in no rule name of the front ends, so these never collide with theirs
+        self._n += 1
+        return f"{kind}{self._n}:"
+
+    def expr(self, part: Part) -> ir.Expr:
+        return part._expr(self)
+
+    def rule(self, base: str, expr: ir.Expr) -> ir.Expr:
+        """`expr` as a rule of its own (when it is more than a reference or a literal), so an
+        expression used in several places is compiled once."""
+        if isinstance(expr, (ir.Ref, ir.Bytes, ir.Nothing)):
+            return expr
+        return self.g.add(self.g.fresh_name(self.prefix(base)), expr)
+
+    def finish(self, root: ir.Expr, what: str) -> ir.GrammarIR:
+        self.g.add(ROOT, root)
+        if ROOT not in _productive(self.g):
+            raise CompileError(f"the composed {what} accepts no document (an alternative-free "
+                               f"union, a false schema, or an impossible part)")
+        return self.g
+
+
+def _renamed(e: ir.Expr, names: dict) -> ir.Expr:
+    if isinstance(e, ir.Ref):
+        return ir.Ref(names[e.name])
+    if isinstance(e, ir.Seq):
+        return ir.Seq(tuple(_renamed(x, names) for x in e.items))
+    if isinstance(e, ir.Alt):
+        return ir.Alt(tuple(_renamed(x, names) for x in e.items))
+    if isinstance(e, ir.Repeat):
+        return ir.Repeat(_renamed(e.item, names), e.lo, e.hi)
+    return e
+
+
+def _productive(g: ir.GrammarIR) -> set:
+    """Rules that derive at least one finite string."""
+    done: set = set()
+
+    def prod(e) -> bool:
+        if isinstance(e, (ir.Bytes, ir.ByteSet, ir.CharSet)):
+            return True
+        if isinstance(e, ir.Ref):
+            return e.name in done
+        if isinstance(e, ir.Seq):
+            return all(prod(x) for x in e.items)
+        if isinstance(e, ir.Alt):
+            return any(prod(x) for x in e.items)
+        if isinstance(e, ir.Repeat):
+            return e.lo == 0 or prod(e.item)
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for name, rule in g.rules.items():
+            if name not in done and prod(rule.expr):
+                done.add(name)
+                changed = True
+    return done
+
+
+def _options(whitespace_budget: Optional[int], max_depth: int) -> Tuple[Optional[int], int]:
+    if whitespace_budget is not None and (isinstance(whitespace_budget, bool)
+                                          or not isinstance(whitespace_budget, int)
+                                          or whitespace_budget < 0):
+        raise CompileError(f"whitespace_budget must be None or a non-negative integer, "
+                           f"not {whitespace_budget!r}")
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
+        raise CompileError(f"max_depth must be a positive integer, not {max_depth!r}")
+    return whitespace_budget, max_depth
+
+
+def compile_structural(part: PartLike, *, whitespace_budget: Optional[int] = 64,
+                       max_depth: int = 64) -> Grammar:
+    """The whole output is `part`, from the first byte. whitespace_budget and max_depth are
+    compile_json_schema's limits, for the whole output."""
+    part = _part(part, "the structure")
+    opts = _options(whitespace_budget, max_depth)
+
+    def build():
+        b = _Builder(*opts)
+        return Grammar.from_ir(b.finish(b.expr(part), "structure"), "structural", part)
+    return CACHE.get_or_compile(("structural", part.key) + opts, build)
+
+
+def compile_triggered(region: TriggeredRegion, *, whitespace_budget: Optional[int] = 64,
+                      max_depth: int = 64) -> TriggeredGrammar:
+    """The lazy form: free text until `region.trigger`, then the grammar of what follows it."""
+    if not isinstance(region, TriggeredRegion):
+        raise TypeError(f"compile_triggered takes a TriggeredRegion, not {type(region).__name__}")
+    opts = _options(whitespace_budget, max_depth)
+
+    def build():
+        b = _Builder(*opts)
+        return Grammar.from_ir(b.finish(region._after_trigger(b), "region"), "triggered", region)
+    return TriggeredGrammar(region.trigger,
+                            CACHE.get_or_compile(("triggered", region.key) + opts, build))
+

@@ -1,0 +1,85 @@
+"""What the layers above the runtime see of a generation: its parameters, its events and the
+model's interface.
+
+Nothing here loads llama.cpp, so the API layer (and test doubles of the model) import these
+names at module top; `server.runtime.model.Model` is the implementation over llama.cpp.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import (TYPE_CHECKING, Dict, Iterator, List, Optional, Protocol, Sequence, Tuple,
+                    Union)
+
+if TYPE_CHECKING:
+    import cengine
+
+
+@dataclass
+class SamplingParams:
+    max_tokens: Optional[int] = 256        # None = until EOS/context end
+    temperature: float = 0.8               # 0 = greedy
+    top_p: float = 1.0
+    top_k: int = 0                         # 0 = off
+    min_p: float = 0.0
+    repeat_penalty: float = 1.0
+    seed: Optional[int] = None
+    stop: List[str] = field(default_factory=list)
+    logprobs: Optional[int] = None         # None: none; k>=0: chosen token logprob + top-k alternatives
+
+
+@dataclass
+class TokenEvent:
+    token_id: int            # -1 for closer bytes / forced bytes not from a single token
+    text: bytes              # the bytes this step added (may be a partial UTF-8 sequence)
+    logprob: Optional[float]
+    top_logprobs: Optional[List[Tuple[bytes, float]]]
+    forced: bool             # appended without sampling (fast-forward) or by the closer
+
+
+@dataclass
+class FinishEvent:
+    reason: str              # "stop", "length", "stop_sequence", "cancelled"
+    stop_sequence: Optional[str]
+    closer: bytes            # bytes the closer appended (b"" if none)
+    prompt_tokens: int
+    completion_tokens: int   # sampled + fast-forwarded tokens; closer bytes are not tokens
+    # beside the interface: what fast-forward saved
+    forward_passes: int = 0          # model evaluations during this generation (prompt included)
+    fast_forward_tokens: int = 0     # tokens appended without sampling (no pass of their own)
+
+
+Event = Union[TokenEvent, FinishEvent]
+
+# (trigger, grammar of what follows it): free text until the output contains the trigger
+LazyGrammar = Tuple[str, "cengine.Grammar"]
+
+
+class ToolPromptFormat(Protocol):
+    """How tools are written into a prompt whose chat template does not handle them (a tool
+    dialect, e.g. server.tools.hermes, implements this)."""
+
+    def plain_messages(self, messages: List[dict], tools: Optional[List[dict]]) -> List[dict]:
+        """`messages` (text content, tool-call arguments as objects) with tool calls, tool
+        results and the tool list rewritten as plain system / user / assistant turns."""
+        ...
+
+
+class GenerationModel(Protocol):
+    """What the server needs of a model: `Model` over llama.cpp, or a test double."""
+
+    name: str
+    path: str
+    metadata: Dict[str, str]
+    chat_template: Optional[str]
+
+    def render_chat(self, messages: List[dict], *, tools: Optional[List[dict]] = None,
+                    tool_format: Optional[ToolPromptFormat] = None,
+                    add_generation_prompt: bool = True) -> str: ...
+
+    def tokenize(self, text: str, *, add_bos: bool = True, special: bool = True) -> List[int]: ...
+
+    def generate(self, prompt: Union[str, Sequence[int]], *,
+                 grammar: Optional["cengine.Grammar"] = None, params: SamplingParams,
+                 lazy_grammar: Optional[LazyGrammar] = None,
+                 cancel: Optional[threading.Event] = None) -> Iterator[Event]: ...
