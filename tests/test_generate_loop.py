@@ -148,7 +148,8 @@ def test_a_fully_forced_document_needs_no_forward_pass(model, prompt):
     out, fin, toks = run(model, prompt, grammar=g, max_tokens=50, temperature=1.0, seed=0)
     assert out == b'{"status": "ok"}'
     assert fin.reason == "stop" and fin.forward_passes == 0
-    assert fin.fast_forward_tokens == fin.completion_tokens == len(toks) and all(e.forced for e in toks)
+    assert fin.fast_forward_tokens == fin.completion_tokens == len(toks)
+    assert all(e.forced for e in toks)
 
 
 def test_forced_tokens_spell_exactly_the_forced_bytes(model):
@@ -161,7 +162,8 @@ def test_forced_tokens_spell_exactly_the_forced_bytes(model):
     assert model._fast_forward(g.matcher(model.vocab), limit=1).__len__() == 1
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(min_size=1, max_size=40))
 def test_any_bytes_can_be_spelled_exactly(model, data):
     # byte-level BPE has a token for every byte, so spelling never falls short
@@ -288,6 +290,7 @@ def test_model_facts_and_chat_template(model):
     assert model.vocab.size == model.runtime.n_vocab
     assert model.chat_template and "tools" in model.chat_template
     text = model.render_chat([{"role": "user", "content": "hi"}],
-                             tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
+                             tools=[{"type": "function",
+                                     "function": {"name": "f", "parameters": {}}}])
     assert '"name": "f"' in text and text.endswith("<|im_start|>assistant\n")
     assert model.detokenize(model.tokenize("hello world", add_bos=False)) == b"hello world"

@@ -22,7 +22,8 @@ FILE = {"type": "object", "properties": {"path": {"type": "string", "maxLength":
                                                    "maxItems": 3}},
         "required": ["path", "mode"]}
 SCHEMAS = {"search": SEARCH, "open_file": FILE}
-OA_TOOLS = [{"type": "function", "function": {"name": n, "parameters": s}} for n, s in SCHEMAS.items()]
+OA_TOOLS = [{"type": "function", "function": {"name": n, "parameters": s}}
+            for n, s in SCHEMAS.items()]
 AN_TOOLS = [{"name": n, "input_schema": s} for n, s in SCHEMAS.items()]
 BUDGETS = [1, 2, 3, 5, 8, 13, 21, 4, 34, 6]      # ten turns, mostly tighter than a whole call
 CHOICES = ["required", "auto", "required", {"type": "function", "function": {"name": "open_file"}}]
@@ -31,7 +32,8 @@ CHOICES = ["required", "auto", "required", {"type": "function", "function": {"na
 @pytest.mark.parametrize("seed", [0, 1])
 def test_openai_agent_loop(live, seed):
     c = live.openai()
-    msgs = [{"role": "system", "content": "Use the tools."}, {"role": "user", "content": "Find the config"}]
+    msgs = [{"role": "system", "content": "Use the tools."},
+            {"role": "user", "content": "Find the config"}]
     n_calls = 0
     for turn, budget in enumerate(BUDGETS):
         choice = CHOICES[(turn + seed) % len(CHOICES)]
@@ -61,12 +63,15 @@ def test_anthropic_agent_loop(live):
     a = live.anthropic()
     msgs = [{"role": "user", "content": "Find the config"}]
     for turn, budget in enumerate(BUDGETS):
-        m = a.messages.create(model=live.model_name, max_tokens=budget, messages=msgs, tools=AN_TOOLS,
-                              tool_choice={"type": "any"}, extra_body={"seed": turn})
+        m = a.messages.create(model=live.model_name, max_tokens=budget, messages=msgs,
+                              tools=AN_TOOLS, tool_choice={"type": "any"},
+                              extra_body={"seed": turn})
         uses = [b for b in m.content if b.type == "tool_use"]
         assert uses, f"turn {turn}"
         for u in uses:
             jsonschema.validate(u.input, SCHEMAS[u.name])
-        msgs.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in m.content]})
+        msgs.append({"role": "assistant",
+                     "content": [b.model_dump(exclude_none=True) for b in m.content]})
         msgs.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": u.id, "content": f"result {turn}"} for u in uses]})
+            {"type": "tool_result", "tool_use_id": u.id, "content": f"result {turn}"}
+            for u in uses]})

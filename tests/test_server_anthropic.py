@@ -50,7 +50,8 @@ def test_stream_events_and_text(client, live):
         kinds = [e.type for e in s]
         final = s.get_final_message()
     assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
-    assert "message_delta" in kinds and "content_block_start" in kinds and "content_block_stop" in kinds
+    assert "message_delta" in kinds and "content_block_start" in kinds
+    assert "content_block_stop" in kinds
     assert final.content[0].text == whole.content[0].text
     assert final.stop_reason == whole.stop_reason
 
@@ -99,7 +100,8 @@ def test_tool_result_round_trip(client, live):
     msgs = [{"role": "user", "content": "time?"},
             {"role": "assistant", "content": [
                 {"type": "text", "text": "Checking."},
-                {"type": "tool_use", "id": "toolu_1", "name": "get_time", "input": {"zone": "UTC"}}]},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_time",
+                 "input": {"zone": "UTC"}}]},
             {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "toolu_1", "content": "12:00"}]}]
     m = client.messages.create(model=live.model_name, max_tokens=96, messages=msgs, tools=TOOLS,
@@ -117,16 +119,19 @@ PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength
     ({"llamay_grammar": 'root ::= "ok" | "no"'}, lambda s: s in ("ok", "no")),
     ({"llamay_regex": "[0-9]{3}"}, lambda s: len(s) == 3 and s.isdigit()),
     ({"llamay_lexicon": ["red", "green"]},
-     lambda s: set(w for w in re.split(r"[\s,;:.!?]+", s) if w) <= {"red", "green"} and s[:1].isalpha()),
+     lambda s: (set(w for w in re.split(r"[\s,;:.!?]+", s) if w) <= {"red", "green"}
+                and s[:1].isalpha())),
 ])
 def test_extensions(client, live, extra, check):
-    m = client.messages.create(model=live.model_name, max_tokens=48, messages=MSGS, extra_body=extra)
+    m = client.messages.create(model=live.model_name, max_tokens=48, messages=MSGS,
+                               extra_body=extra)
     assert check(m.content[0].text), m.content[0].text
 
 
 def test_choice_logprobs(client, live):
     m = client.messages.create(model=live.model_name, max_tokens=8, messages=MSGS,
-                               extra_body={"llamay_lexicon": ["yes", "no"], "llamay_choice_logprobs": True})
+                               extra_body={"llamay_lexicon": ["yes", "no"],
+                                           "llamay_choice_logprobs": True})
     out = m.model_extra["llamay_choice_logprobs"]
     assert out["alternatives"] == ["yes", "no"]
     assert abs(sum(out["posterior"]) - 1) < 1e-9

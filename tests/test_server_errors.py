@@ -13,6 +13,8 @@ openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 ollama = pytest.importorskip("ollama")
 
+from server.api.errors import InvalidRequest, to_api_error  # noqa: E402
+from server.tools import ToolFormatError  # noqa: E402
 from server_harness import LiveServer  # noqa: E402
 
 MSGS = [{"role": "user", "content": "hi"}]
@@ -116,6 +118,14 @@ def test_wrong_fields_400(live, api, path, extra, needle):
     assert needle in _shape(api, r.json())
 
 
+@pytest.mark.parametrize("param", ["tools", "tool_choice"])
+def test_tool_format_errors_map_to_400_naming_the_field(param):
+    # the tools layer raises its own error; the API layer keeps its field in the 400
+    err = to_api_error(ToolFormatError("bad tools", param=param))
+    assert isinstance(err, InvalidRequest)
+    assert (err.status, err.param, err.message) == (400, param, "bad tools")
+
+
 REFUSED = [
     ("llamay_schema", {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
      "patternProperties"),
@@ -144,7 +154,8 @@ def test_openai_client_sees_typed_errors(live):
     with pytest.raises(openai.BadRequestError) as e:
         c.chat.completions.create(model=live.model_name, messages=MSGS, max_tokens=2,
                                   response_format={"type": "json_schema", "json_schema": {
-                                      "name": "x", "schema": {"type": "array", "uniqueItems": True}}})
+                                      "name": "x",
+                                      "schema": {"type": "array", "uniqueItems": True}}})
     assert e.value.body["param"] == "uniqueItems"
     with pytest.raises(openai.NotFoundError):
         c.chat.completions.create(model="nope", messages=MSGS)
@@ -163,8 +174,9 @@ def test_anthropic_and_ollama_clients_see_typed_errors(live):
     assert e.value.status_code == 400
 
 
-@pytest.mark.parametrize("raw", [b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}',
-                                 b'{"messages": [{"role": "user", "content": "hi"}], "top_p": Infinity}'])
+@pytest.mark.parametrize("raw", [
+    b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}',
+    b'{"messages": [{"role": "user", "content": "hi"}], "top_p": Infinity}'])
 def test_non_finite_numbers_400(live, raw):
     r = httpx.post(live.base + "/v1/chat/completions", content=raw)
     assert r.status_code == 400 and "finite" in _shape("openai", r.json())
@@ -177,9 +189,10 @@ def test_unknown_route_and_method(live):
     assert r.status_code == 405 and _shape("ollama", r.json())
 
 
-_json = st.recursive(st.none() | st.booleans() | st.integers(-3, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
-                     | st.text(max_size=8),
-                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3),
+_json = st.recursive(st.none() | st.booleans() | st.integers(-3, 10**6)
+                     | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+                     lambda kids: st.lists(kids, max_size=3)
+                     | st.dictionaries(st.text(max_size=6), kids, max_size=3),
                      max_leaves=8)
 _fields = st.sampled_from(["model", "messages", "prompt", "input", "max_tokens", "stream", "tools",
                            "tool_choice", "response_format", "format", "options", "temperature",
@@ -187,7 +200,8 @@ _fields = st.sampled_from(["model", "messages", "prompt", "input", "max_tokens",
                            "instructions", "text", "logprobs", "top_logprobs", "n", "seed"])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(ENDPOINTS), st.dictionaries(_fields, _json, max_size=5), st.booleans())
 def test_fuzzed_bodies_never_500(live, endpoint, body, keep_valid_base):
     api, path = endpoint

@@ -71,7 +71,8 @@ def test_num_predict_length(client, live):
     (PERSON, lambda s: jsonschema.validate(json.loads(s), PERSON) is None),
 ])
 def test_chat_format(client, live, fmt, check, stream):
-    kw = dict(model=live.model_name, messages=MSGS, format=fmt, options={"num_predict": 64, "seed": 2})
+    kw = dict(model=live.model_name, messages=MSGS, format=fmt,
+              options={"num_predict": 64, "seed": 2})
     if stream:
         text = "".join(p.message.content for p in client.chat(**kw, stream=True))
     else:
@@ -82,10 +83,12 @@ def test_chat_format(client, live, fmt, check, stream):
 @pytest.mark.parametrize("opts, check", [
     ({"llamay_regex": "[xy]{4}"}, lambda s: re.fullmatch("[xy]{4}", s)),
     ({"llamay_grammar": 'root ::= "a" "b"*'}, lambda s: re.fullmatch("ab*", s)),
-    ({"llamay_schema": {"enum": [1, 2, 3]}, "llamay_choice_logprobs": True}, lambda s: s.strip() in "123"),
+    ({"llamay_schema": {"enum": [1, 2, 3]}, "llamay_choice_logprobs": True},
+     lambda s: s.strip() in "123"),
 ])
 def test_options_extensions(client, live, opts, check):
-    r = client.chat(model=live.model_name, messages=MSGS, options={"num_predict": 16, "seed": 1, **opts})
+    r = client.chat(model=live.model_name, messages=MSGS,
+                    options={"num_predict": 16, "seed": 1, **opts})
     assert check(r.message.content), r.message.content
 
 
@@ -101,7 +104,8 @@ def test_choice_logprobs_field(live):
 @pytest.mark.parametrize("stream", [False, True])
 def test_chat_tools(client, live, stream):
     # Ollama has no tool_choice: tools mean auto (free text until the model opens a call)
-    kw = dict(model=live.model_name, messages=MSGS, tools=TOOLS, options={"num_predict": 24, "seed": 7})
+    kw = dict(model=live.model_name, messages=MSGS, tools=TOOLS,
+              options={"num_predict": 24, "seed": 7})
     if stream:
         parts = list(client.chat(**kw, stream=True))
         calls = [c for p in parts for c in (p.message.tool_calls or [])]
@@ -117,7 +121,8 @@ def test_chat_tools(client, live, stream):
 
 def test_chat_tool_history(client, live):
     msgs = MSGS + [{"role": "assistant", "content": "",
-                    "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+                    "tool_calls": [{"function": {"name": "get_weather",
+                                                 "arguments": {"city": "Oslo"}}}]},
                    {"role": "tool", "content": "sunny", "tool_name": "get_weather"}]
     r = client.chat(model=live.model_name, messages=msgs, tools=TOOLS, options={"num_predict": 8})
     assert r.done

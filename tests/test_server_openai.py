@@ -16,7 +16,8 @@ openai = pytest.importorskip("openai")
 WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
                                             "days": {"type": "integer"}},
            "required": ["city", "days"]}
-CLOCK = {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET", "PST"]}}, "required": ["zone"]}
+CLOCK = {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET", "PST"]}},
+         "required": ["zone"]}
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather forecast",
                                             "parameters": WEATHER}},
          {"type": "function", "function": {"name": "get_time", "description": "Clock",
@@ -64,7 +65,8 @@ def test_chat_plain(client, live):
 
 
 def test_chat_seed_reproducible_and_stream_equal(client, live):
-    kw = dict(model=live.model_name, messages=MSGS, max_completion_tokens=16, seed=11, temperature=1.0)
+    kw = dict(model=live.model_name, messages=MSGS, max_completion_tokens=16, seed=11,
+              temperature=1.0)
     a = client.chat.completions.create(**kw).choices[0].message.content
     b = client.chat.completions.create(**kw).choices[0].message.content
     assert a == b
@@ -72,7 +74,8 @@ def test_chat_seed_reproducible_and_stream_equal(client, live):
                                                  stream_options={"include_usage": True}))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == a
-    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    finishes = [c.choices[0].finish_reason for c in chunks
+                if c.choices and c.choices[0].finish_reason]
     assert len(finishes) == 1
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens > 0
 
@@ -213,11 +216,13 @@ def test_chat_tool_history_round_trip(client, live):
 # --- completions ----------------------------------------------------------------------------
 
 def test_completions(client, live):
-    kw = dict(model=live.model_name, prompt="Once upon a time", max_tokens=10, seed=8, temperature=1.0)
+    kw = dict(model=live.model_name, prompt="Once upon a time", max_tokens=10, seed=8,
+              temperature=1.0)
     r = client.completions.create(**kw)
     assert r.object == "text_completion" and r.choices[0].finish_reason in ("stop", "length")
     assert r.usage.completion_tokens <= 10
-    streamed = "".join(c.choices[0].text for c in client.completions.create(**kw, stream=True) if c.choices)
+    streamed = "".join(c.choices[0].text
+                       for c in client.completions.create(**kw, stream=True) if c.choices)
     assert streamed == r.choices[0].text
     e = client.completions.create(**kw, echo=True)
     assert e.choices[0].text == "Once upon a time" + r.choices[0].text
@@ -252,7 +257,8 @@ def test_responses_json_schema(client, live, stream):
     else:
         events = list(client.responses.create(**kw, stream=True))
         kinds = [e.type for e in events]
-        assert kinds[0] == "response.created" and kinds[-1] in ("response.completed", "response.incomplete")
+        assert kinds[0] == "response.created"
+        assert kinds[-1] in ("response.completed", "response.incomplete")
         text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
         done = [e.text for e in events if e.type == "response.output_text.done"]
         assert done == [text]
@@ -260,14 +266,16 @@ def test_responses_json_schema(client, live, stream):
     jsonschema.validate(json.loads(text), PERSON)
 
 
-RESP_TOOLS = [{"type": "function", "name": t["function"]["name"], "parameters": t["function"]["parameters"]}
+RESP_TOOLS = [{"type": "function", "name": t["function"]["name"],
+               "parameters": t["function"]["parameters"]}
               for t in TOOLS]
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_responses_tools(client, live, stream):
     items = [{"role": "user", "content": "What time is it?"},
-             {"type": "function_call", "call_id": "call_a", "name": "get_time", "arguments": '{"zone":"UTC"}'},
+             {"type": "function_call", "call_id": "call_a", "name": "get_time",
+              "arguments": '{"zone":"UTC"}'},
              {"type": "function_call_output", "call_id": "call_a", "output": "12:00"}]
     kw = dict(model=live.model_name, input=items, tools=RESP_TOOLS, tool_choice="required",
               max_output_tokens=96)
@@ -276,12 +284,14 @@ def test_responses_tools(client, live, stream):
         calls = [e.item for e in events if e.type == "response.output_item.done"
                  and e.item.type == "function_call"]
         final = events[-1].response
-        assert [c.call_id for c in calls] == [o.call_id for o in final.output if o.type == "function_call"]
+        assert [c.call_id for c in calls] == \
+            [o.call_id for o in final.output if o.type == "function_call"]
     else:
         final = client.responses.create(**kw)
         calls = [o for o in final.output if o.type == "function_call"]
     assert calls
     for c in calls:
         jsonschema.validate(json.loads(c.arguments), SCHEMAS[c.name])
-    named = client.responses.create(**{**kw, "tool_choice": {"type": "function", "name": "get_weather"}})
+    named = client.responses.create(**{**kw, "tool_choice": {"type": "function",
+                                                             "name": "get_weather"}})
     assert {o.name for o in named.output if o.type == "function_call"} == {"get_weather"}

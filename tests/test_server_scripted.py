@@ -24,7 +24,8 @@ from server_harness import LiveServer  # noqa: E402
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 CLOCK = {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"]}
 SCHEMAS = {"get_weather": WEATHER, "get_time": CLOCK}
-OA_TOOLS = [{"type": "function", "function": {"name": n, "parameters": s}} for n, s in SCHEMAS.items()]
+OA_TOOLS = [{"type": "function", "function": {"name": n, "parameters": s}}
+            for n, s in SCHEMAS.items()]
 AN_TOOLS = [{"name": n, "input_schema": s} for n, s in SCHEMAS.items()]
 MSGS = [{"role": "user", "content": "Weather and time in Oslo?"}]
 
@@ -51,7 +52,8 @@ class ScriptedModel:
         return list(range(len(text.split())))
 
     def generate(self, prompt, *, grammar=None, params, lazy_grammar=None, cancel=None):
-        assert grammar is None and lazy_grammar is not None, "tool_choice auto uses the lazy grammar"
+        assert grammar is None and lazy_grammar is not None, \
+            "tool_choice auto uses the lazy grammar"
         trigger, g = lazy_grammar
         self.seen_lazy.append(trigger)
         out, matcher, n = b"", None, 0
@@ -97,7 +99,8 @@ def test_openai_whole(oa, live):
 
 def test_openai_stream_holds_calls_back(oa, live):
     texts, calls = [], []
-    for c in oa.chat.completions.create(model="scripted", messages=MSGS, tools=OA_TOOLS, stream=True):
+    for c in oa.chat.completions.create(model="scripted", messages=MSGS, tools=OA_TOOLS,
+                                        stream=True):
         if not c.choices:
             continue
         d = c.choices[0].delta
@@ -120,7 +123,8 @@ def test_openai_stream_holds_calls_back(oa, live):
     (12, 2, [("get_weather", {"city": "Oslo"})]), # cut right after the second opening tag
 ])
 def test_cut_inside_a_call_is_closed(oa, live, budget, n_calls, known):
-    r = oa.chat.completions.create(model="scripted", messages=MSGS, tools=OA_TOOLS, max_tokens=budget)
+    r = oa.chat.completions.create(model="scripted", messages=MSGS, tools=OA_TOOLS,
+                                   max_tokens=budget)
     got = [(c.function.name, json.loads(c.function.arguments))
            for c in r.choices[0].message.tool_calls or []]
     assert len(got) == n_calls
@@ -142,7 +146,8 @@ def test_responses_stream(oa, live):
     final = events[-1].response
     assert events[-1].type == "response.completed"
     assert final.output_text == TEXT
-    assert [(o.name, json.loads(o.arguments)) for o in final.output if o.type == "function_call"] == CALLS
+    assert [(o.name, json.loads(o.arguments))
+            for o in final.output if o.type == "function_call"] == CALLS
 
 
 def test_anthropic_stream(live):
@@ -162,7 +167,8 @@ def test_anthropic_cut(live):
     a = live.anthropic()
     m = a.messages.create(model="scripted", max_tokens=9, messages=MSGS, tools=AN_TOOLS)
     assert m.stop_reason == "max_tokens"
-    assert [(b.name, b.input) for b in m.content if b.type == "tool_use"] == [("get_weather", {"city": ""})]
+    assert [(b.name, b.input) for b in m.content if b.type == "tool_use"] == \
+        [("get_weather", {"city": ""})]
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from server.tools.common import ToolFormatError, ToolSpec, parse_tools, tool_choice_mode
-from server.tools.hermes import CallStream, parse_output
+from server.tools.hermes import CallStream, call_grammar, lazy_call_grammar, parse_output
 
-WEATHER = ToolSpec("get_weather", "", {"type": "object", "properties": {"city": {"type": "string"}}})
+WEATHER = ToolSpec("get_weather", "",
+                   {"type": "object", "properties": {"city": {"type": "string"}}})
 TIME = ToolSpec("get_time", "", {"type": "object"})
 TOOLS = [WEATHER, TIME]
 
@@ -29,7 +30,8 @@ def _call(name, args):
     # a function nobody offered is not a call
     (_call("rm_rf", {}), _call("rm_rf", {}), []),
     # broken JSON is not a call
-    ("<tool_call>{\"name\": \"get_time\", </tool_call>", "<tool_call>{\"name\": \"get_time\", </tool_call>", []),
+    ("<tool_call>{\"name\": \"get_time\", </tool_call>",
+     "<tool_call>{\"name\": \"get_time\", </tool_call>", []),
     # unterminated block stays text
     ("<tool_call>{\"name\"", "<tool_call>{\"name\"", []),
     ("a < b and <tool", "a < b and <tool", []),
@@ -89,7 +91,8 @@ def test_parse_tools_shapes(api, tools):
     "nope", [1], [{"type": "function", "function": {"name": ""}}],
     [{"type": "retrieval"}],
     [{"type": "function", "function": {"name": "f", "parameters": "x"}}],
-    [{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}],
+    [{"type": "function", "function": {"name": "f"}},
+     {"type": "function", "function": {"name": "f"}}],
 ])
 def test_parse_tools_refuses(tools):
     with pytest.raises(ToolFormatError):
@@ -126,3 +129,46 @@ def test_tool_choice_refuses(api, choice, tools):
 
 def test_no_tools_means_no_calls():
     assert tool_choice_mode("auto", [], "openai") == ("none", None)
+
+
+WEATHER_CALL = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+TIME_CALL = '{"name": "get_time", "arguments": {}}'
+
+
+@pytest.mark.parametrize("parallel, lazy, text, ok", [
+    (True, False, "<tool_call>" + WEATHER_CALL + "</tool_call>", True),
+    (True, False, "<tool_call>\n" + TIME_CALL + "\n</tool_call>\n<tool_call>" + WEATHER_CALL
+     + "</tool_call>", True),
+    (False, False, "<tool_call>" + TIME_CALL + "</tool_call><tool_call>" + TIME_CALL
+     + "</tool_call>", False),
+    (True, False, "Sure. <tool_call>" + TIME_CALL + "</tool_call>", False),   # no free text
+    (True, False, '<tool_call>{"name": "rm", "arguments": {}}</tool_call>', False),
+    (True, False, '<tool_call>{"name": "get_weather", "arguments": {"city": 3}}</tool_call>',
+     False),
+    (True, True, WEATHER_CALL + "</tool_call>", True),        # after the trigger
+    (True, True, "\n" + WEATHER_CALL + "\n</tool_call>\n<tool_call>" + TIME_CALL + "</tool_call>",
+     True),
+    (False, True, WEATHER_CALL + "</tool_call>\n<tool_call>" + TIME_CALL + "</tool_call>", False),
+    (True, True, WEATHER_CALL + "</tool_call> done", False),  # nothing after the last call
+])
+def test_hermes_call_grammars(parallel, lazy, text, ok):
+    if lazy:
+        trigger, g = lazy_call_grammar(TOOLS, parallel=parallel)
+        assert trigger == "<tool_call>"
+    else:
+        g = call_grammar(TOOLS, parallel=parallel)
+    m = g.matcher()
+    assert (m.accept_bytes(text.encode()) and m.is_accepting()) is ok
+
+
+def test_hermes_call_grammar_closer_writes_the_closing_tag():
+    _, g = lazy_call_grammar(TOOLS)
+    m = g.matcher()
+    assert m.accept_bytes(b'{"name": "get_weather", "arguments": {"ci')
+    assert m.completion() == b'ty":""}}</tool_call>'
+
+
+def test_hermes_call_grammar_needs_tools():
+    with pytest.raises(ToolFormatError) as e:
+        call_grammar([])
+    assert e.value.param == "tool_choice"

@@ -30,7 +30,8 @@ ORDER = {"type": "object",
 LOOKUP = {"type": "object", "properties": {"id": {"type": "integer"}},
           "required": ["id"]}
 SCHEMAS = {"place_order": ORDER, "lookup": LOOKUP}
-OA_TOOLS = [{"type": "function", "function": {"name": n, "parameters": s}} for n, s in SCHEMAS.items()]
+OA_TOOLS = [{"type": "function", "function": {"name": n, "parameters": s}}
+            for n, s in SCHEMAS.items()]
 AN_TOOLS = [{"name": n, "input_schema": s} for n, s in SCHEMAS.items()]
 MSGS = [{"role": "user", "content": "Order two apples"}]
 
@@ -50,8 +51,9 @@ def _valid_call(name, args):
 @pytest.mark.parametrize("budget", BUDGETS)
 def test_openai_tool_call(clients, live, budget):
     r = clients[0].chat.completions.create(model=live.model_name, messages=MSGS, max_tokens=budget,
-                                           tools=OA_TOOLS, tool_choice={"type": "function",
-                                                                       "function": {"name": "place_order"}},
+                                           tools=OA_TOOLS,
+                                           tool_choice={"type": "function",
+                                                        "function": {"name": "place_order"}},
                                            seed=budget)
     ch = r.choices[0]
     assert ch.message.tool_calls, ch.message.content

@@ -65,15 +65,18 @@ def chat_messages(body: dict, f: Fields) -> List[dict]:
             elif kind == "tool_use" and m["role"] == "assistant":
                 if not isinstance(b.get("name"), str):
                     raise InvalidRequest(f"{bw}.name must be a string")
-                calls.append({"id": b.get("id") or "toolu_" + uuid.uuid4().hex[:24], "type": "function",
+                calls.append({"id": b.get("id") or "toolu_" + uuid.uuid4().hex[:24],
+                              "type": "function",
                               "function": {"name": b["name"],
-                                           "arguments": json.dumps(b.get("input", {}), ensure_ascii=False)}})
+                                           "arguments": json.dumps(b.get("input", {}),
+                                                                   ensure_ascii=False)}})
             elif kind == "tool_result" and m["role"] == "user":
                 c = b.get("content", "")
                 c = _text_blocks(c, f"{bw}.content") if not isinstance(c, str) else c
                 if b.get("is_error"):
                     c = "Error: " + c
-                results.append({"role": "tool", "content": c, "tool_call_id": b.get("tool_use_id") or ""})
+                results.append({"role": "tool", "content": c,
+                                "tool_call_id": b.get("tool_use_id") or ""})
             else:
                 raise InvalidRequest(f"{bw}: block type {kind!r} is not supported in a "
                                      f"{m['role']} message")
@@ -186,7 +189,8 @@ async def messages(request: Request):
         delta = {"stop_reason": _stop_reason(reader.finish_kind()),
                  "stop_sequence": reader.finish.stop_sequence if reader.finish else None}
         extra = {"llamay_choice_logprobs": reader.choice.as_dict()} if reader.choice else {}
-        yield ev("message_delta", delta=delta, usage={"input_tokens": p, "output_tokens": c}, **extra)
+        yield ev("message_delta", delta=delta, usage={"input_tokens": p, "output_tokens": c},
+                 **extra)
         yield ev("message_stop")
     return stream_response(frames(), API, "text/event-stream",
                            lambda payload: sse(payload, event="error"))

@@ -67,7 +67,8 @@ class QueueFull(APIError):
     anthropic_type = "rate_limit_error"
 
     def __init__(self, retry_after: int = 1):
-        super().__init__("the server is busy: request queue is full, retry later", code="queue_full")
+        super().__init__("the server is busy: request queue is full, retry later",
+                         code="queue_full")
         self.retry_after = retry_after
 
     def headers(self, api: str) -> Dict[str, str]:
@@ -123,7 +124,8 @@ _BODIES = {"openai": openai_body, "anthropic": anthropic_body, "ollama": ollama_
 
 def error_response(exc: BaseException, api: str) -> JSONResponse:
     err = to_api_error(exc)
-    return JSONResponse(_BODIES[api](err), status_code=err.status_for(api), headers=err.headers(api))
+    return JSONResponse(_BODIES[api](err), status_code=err.status_for(api),
+                        headers=err.headers(api))
 
 
 def error_payload(exc: BaseException, api: str) -> dict:

@@ -42,10 +42,12 @@ class Fields:
 
     def required(self, key: str) -> Any:
         if self.body.get(key) is None:
-            raise InvalidRequest(f"missing required field '{self._name(key)}'", param=self._name(key))
+            raise InvalidRequest(f"missing required field '{self._name(key)}'",
+                                 param=self._name(key))
         return self.body[key]
 
-    def str(self, key: str, default: Optional[str] = None, *, required: bool = False) -> Optional[str]:
+    def str(self, key: str, default: Optional[str] = None, *,
+            required: bool = False) -> Optional[str]:
         v = self.required(key) if required else self._get(key, default)
         if v is not None and not isinstance(v, str):
             raise InvalidRequest(f"'{self._name(key)}' must be a string", param=self._name(key))
@@ -77,7 +79,8 @@ class Fields:
         if v is None:
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise InvalidRequest(f"'{self._name(key)}' must be a finite number", param=self._name(key))
+            raise InvalidRequest(f"'{self._name(key)}' must be a finite number",
+                                 param=self._name(key))
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             raise InvalidRequest(f"'{self._name(key)}' must be between {lo} and {hi}",
                                  param=self._name(key))

@@ -62,7 +62,8 @@ def chat_messages(msgs: Any) -> List[dict]:
     for i, m in enumerate(msgs):
         where = f"messages[{i}]"
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
-            raise InvalidRequest(f"{where} must be an object with role system, user, assistant or tool")
+            raise InvalidRequest(f"{where} must be an object with role system, user, assistant "
+                                 f"or tool")
         content = m.get("content") or ""
         if not isinstance(content, str):
             raise InvalidRequest(f"{where}.content must be a string")
@@ -76,7 +77,8 @@ def chat_messages(msgs: Any) -> List[dict]:
                 if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
                     raise InvalidRequest(f"{where}.tool_calls[{j}] needs function.name")
                 args = fn.get("arguments", {})
-                calls.append({"id": c.get("id") or "call_" + uuid.uuid4().hex[:24], "type": "function",
+                calls.append({"id": c.get("id") or "call_" + uuid.uuid4().hex[:24],
+                              "type": "function",
                               "function": {"name": fn["name"], "arguments":
                                            args if isinstance(args, str) else json.dumps(args)}})
             msg["tool_calls"] = calls

@@ -16,7 +16,7 @@ from . import structured
 from .endpoint import endpoint
 from .errors import InvalidRequest
 from .httpio import Fields, first_then_rest, read_json_object, run_to_end, sse, stream_response
-from .runner import Delta, TokenLogprob, Turn, TurnReader
+from .runner import TokenLogprob, Turn, TurnReader
 from .state import ServerState, state_of
 
 API = "openai"
@@ -65,7 +65,8 @@ def _text_of(content: Any, where: str) -> str:
         for i, part in enumerate(content):
             if isinstance(part, str):
                 out.append(part)
-            elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
+            elif isinstance(part, dict) and part.get("type") in ("text", "input_text",
+                                                                 "output_text"):
                 if not isinstance(part.get("text"), str):
                     raise InvalidRequest(f"{where}[{i}].text must be a string", param="messages")
                 out.append(part["text"])
@@ -179,13 +180,15 @@ async def chat_completions(request: Request):
     cid, created = _id("chatcmpl"), int(time.time())
     if not stream:
         await run_to_end(request, job, reader.feed)
-        message = {"role": "assistant", "content": reader.text if (reader.text or not reader.calls) else None}
+        message = {"role": "assistant",
+                   "content": reader.text if (reader.text or not reader.calls) else None}
         if reader.calls:
             message["tool_calls"] = [_call_json(c) for c in reader.calls]
         out = {"id": cid, "object": "chat.completion", "created": created, "model": model_name,
                "system_fingerprint": "llamay",
                "choices": [{"index": 0, "message": message,
-                            "logprobs": {"content": [_lp_entry(lp, top_k) for lp in reader.logprobs],
+                            "logprobs": {"content": [_lp_entry(lp, top_k)
+                                                     for lp in reader.logprobs],
                                          "refusal": None} if want_lp else None,
                             "finish_reason": _finish_reason(reader.finish_kind())}],
                "usage": _usage(reader)}
@@ -197,7 +200,8 @@ async def chat_completions(request: Request):
     def chunk(delta: dict, finish: Optional[str] = None, logprobs=None, **extra) -> bytes:
         c = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model_name,
              "system_fingerprint": "llamay",
-             "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]}
+             "choices": [{"index": 0, "delta": delta, "logprobs": logprobs,
+                          "finish_reason": finish}]}
         if include_usage:
             c["usage"] = None
         c.update(extra)
@@ -274,7 +278,8 @@ async def completions(request: Request):
             offs.append(pos)
             pos += len(lp.token)
         return {"tokens": [lp.token for lp in lps], "token_logprobs": [lp.logprob for lp in lps],
-                "top_logprobs": [{b.decode("utf-8", errors="replace"): float(p) for b, p in lp.top[:k]}
+                "top_logprobs": [{b.decode("utf-8", errors="replace"): float(p)
+                                  for b, p in lp.top[:k]}
                                  for lp in lps],
                 "text_offset": offs}
     if not stream:
@@ -345,7 +350,8 @@ def responses_messages(body: dict, f: Fields) -> List[dict]:
             if role not in ("system", "user", "assistant"):
                 raise InvalidRequest(f"{where}.role must be system, developer, user or assistant",
                                      param="input")
-            msgs.append({"role": role, "content": _text_of(item.get("content"), f"{where}.content")})
+            msgs.append({"role": role,
+                         "content": _text_of(item.get("content"), f"{where}.content")})
         elif kind == "function_call":
             if not isinstance(item.get("name"), str):
                 raise InvalidRequest(f"{where}.name must be a string", param="input")
@@ -411,7 +417,8 @@ async def responses(request: Request):
         p, c = reader.usage()
         r = {"id": rid, "object": "response", "created_at": created, "model": model_name,
              "status": status, "error": None,
-             "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+             "incomplete_details": ({"reason": "max_output_tokens"} if status == "incomplete"
+                                    else None),
              "output": output,
              "usage": {"input_tokens": p, "output_tokens": c, "total_tokens": p + c,
                        "input_tokens_details": {"cached_tokens": 0},
@@ -492,13 +499,15 @@ async def responses(request: Request):
         yield ev("response.completed" if status == "completed" else "response.incomplete",
                  response=response_obj(status, output))
     return stream_response(frames(), API, "text/event-stream",
-                           lambda payload: sse({"type": "error", **payload["error"]}, event="error"))
+                           lambda payload: sse({"type": "error", **payload["error"]},
+                                               event="error"))
 
 
 # --- /v1/models ---------------------------------------------------------------------------
 
 def _model_card(st: ServerState) -> dict:
-    return {"id": st.model_name, "object": "model", "created": int(st.started), "owned_by": "llamay"}
+    return {"id": st.model_name, "object": "model", "created": int(st.started),
+            "owned_by": "llamay"}
 
 
 @endpoint(API)

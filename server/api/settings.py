@@ -13,7 +13,7 @@ DEFAULT_PORT = 11435
 
 @dataclass
 class Settings:
-    model_path: Optional[str] = None        # None: the default model (server/runtime/default_model.py)
+    model_path: Optional[str] = None        # None: the default model (runtime/default_model.py)
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     n_ctx: int = 4096

@@ -130,7 +130,8 @@ def build(candidates: List[Candidate], *, choice_logprobs: bool = False) -> Cons
                 raise InvalidRequest(f"'{param}' must be a regular expression string", param=param)
             c.grammar = cengine.compile_regex(value)
         elif kind == "lexicon":
-            if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
+            if not isinstance(value, list) or not value \
+                    or not all(isinstance(w, str) and w for w in value):
                 raise InvalidRequest(f"'{param}' must be a non-empty list of non-empty strings",
                                      param=param)
             c.grammar = cengine.compile_lexicon(value)

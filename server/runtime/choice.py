@@ -32,7 +32,8 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return x - (m + np.log(np.exp(x - m).sum()))
 
 
-def sequence_logprobs(model, prompt: Union[str, List[int]], alternatives: Sequence[str]) -> List[float]:
+def sequence_logprobs(model, prompt: Union[str, List[int]],
+                      alternatives: Sequence[str]) -> List[float]:
     rt = _runtime(model)
     ids = model.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
     keep = rt.reuse_prefix(ids)

@@ -91,7 +91,8 @@ class LlamaRuntime:
             raise
         self.bos_id = int(L.llama_vocab_bos(self._vocab))
         self.eos_id = int(L.llama_vocab_eos(self._vocab))
-        self.eog_ids = frozenset(i for i in range(self.n_vocab) if L.llama_vocab_is_eog(self._vocab, i))
+        self.eog_ids = frozenset(i for i in range(self.n_vocab)
+                                 if L.llama_vocab_is_eog(self._vocab, i))
         self.tokens: List[int] = []     # what the KV cache holds, in order
         self._piece_buf = ctypes.create_string_buffer(256)
 
@@ -179,7 +180,8 @@ class LlamaRuntime:
         if not ids:
             raise ValueError("nothing to evaluate")
         if len(self.tokens) + len(ids) > self.n_ctx:
-            raise ValueError(f"{len(self.tokens) + len(ids)} tokens do not fit the context of {self.n_ctx}")
+            raise ValueError(f"{len(self.tokens) + len(ids)} tokens do not fit the context of "
+                             f"{self.n_ctx}")
         b = self._batch
         for start in range(0, len(ids), self.n_batch):
             chunk = ids[start:start + self.n_batch]

@@ -81,7 +81,8 @@ class Model:
 
     # --- text --------------------------------------------------------------------------------
     def tokenize(self, text: str, *, add_bos: bool = True, special: bool = True) -> List[int]:
-        ids = self.runtime.tokenize(text.encode("utf-8"), add_special=add_bos, parse_special=special)
+        ids = self.runtime.tokenize(text.encode("utf-8"), add_special=add_bos,
+                                    parse_special=special)
         bos = self.runtime.bos_id
         # a template that writes bos_token itself plus the tokenizer's own BOS: keep one
         if len(ids) >= 2 and ids[0] == bos and ids[1] == bos:
@@ -156,7 +157,8 @@ class Model:
         return ids, pos
 
     # --- generation ----------------------------------------------------------------------------
-    def generate(self, prompt: Union[str, List[int]], *, grammar: Optional["cengine.Grammar"] = None,
+    def generate(self, prompt: Union[str, List[int]], *,
+                 grammar: Optional["cengine.Grammar"] = None,
                  params: SamplingParams, lazy_grammar: Optional[LazyGrammar] = None,
                  cancel: Optional[threading.Event] = None) -> Iterator[Event]:
         """Events of one generation (see the module doc). Arguments are checked here, before
@@ -206,7 +208,8 @@ class Model:
         n_gen = passes = n_ff = 0
 
         def finish(reason: str, stop: Optional[bytes] = None, closer: bytes = b"") -> FinishEvent:
-            return FinishEvent(reason, stop.decode("utf-8", "replace") if stop is not None else None,
+            return FinishEvent(reason,
+                               stop.decode("utf-8", "replace") if stop is not None else None,
                                closer, len(prompt_ids), n_gen, passes, n_ff)
 
         def closing(reason: str) -> Iterator[Event]:

@@ -25,7 +25,8 @@ class SamplingParams:
     repeat_penalty: float = 1.0
     seed: Optional[int] = None
     stop: List[str] = field(default_factory=list)
-    logprobs: Optional[int] = None         # None: none; k>=0: chosen token logprob + top-k alternatives
+    # None: none; k >= 0: the chosen token's logprob and the top-k alternatives
+    logprobs: Optional[int] = None
 
 
 @dataclass
