@@ -41,6 +41,11 @@ def test_tags_show_version(client, live):
     assert e.value.status_code == 404
 
 
+def test_show_unknown_model_in_ollamas_words(live):
+    r = httpx.post(live.base + "/api/show", json={"model": "no-such-model"})
+    assert (r.status_code, r.json()) == (404, {"error": "model 'no-such-model' not found"})
+
+
 def test_chat_stream_default_and_whole_agree(client, live):
     opts = {"num_predict": 12, "seed": 3, "temperature": 1.0}
     parts = list(client.chat(model=live.model_name, messages=MSGS, options=opts, stream=True))
