@@ -10,7 +10,8 @@ extensions = [
               include_dirs=[numpy.get_include()],
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
               extra_compile_args=COMPILE_ARGS)
-    for name in ("_matcher", "_mask")
+    # the matcher; the mask's bitmask helpers, token trie, per-position tables and walks
+    for name in ("_matcher", "_bitmask", "_trie", "_tables", "_mask")
 ] + [
     # the automaton builder's kernels use C++ containers (vectors, hash maps)
     Extension("cengine._build", ["cengine/_build.pyx"], language="c++",
@@ -24,5 +25,5 @@ setup(
         compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True,
                              "initializedcheck": False},
     ),
-    package_data={"cengine": ["*.pyx", "*.pxd"]},
+    package_data={"cengine": ["*.pyx", "*.pxd", "*.pyi"]},
 )

@@ -27,7 +27,7 @@ def __getattr__(name):
         from .vocab import Vocabulary
         return Vocabulary
     if name == "apply_mask":
-        from ._mask import apply_mask
+        from ._bitmask import apply_mask
         return apply_mask
     raise AttributeError(name)
 
@@ -37,7 +37,7 @@ def prepare(vocab, *, json: bool = True) -> None:
     its whitespace-run split and slices, and (json=True) the tables of the JSON rules that
     every schema reuses (string bodies, numbers, integers). Idempotent; later grammars find
     these in the shared cache."""
-    from ._mask import trie_of
+    from ._trie import trie_of
     trie = trie_of(vocab)
     trie.ws_split()
     for k in trie.slice_sizes():

@@ -211,8 +211,9 @@ def run(entries, eng: Engines, log=print):
 
 def memory_report(eng, entries, grammars):
     """Our bytes per compiled tool schema: automaton + own token tables; shared tables apart."""
-    from cengine import _mask
-    shared_ids = {id(t) for t in _mask._SHARED.values()}
+    from cengine import _tables, _trie
+    shared_tables = _tables.SHARED_TABLES.values()
+    shared_ids = {id(t) for t in shared_tables}
     per = {}
     for e in entries:
         g = grammars.get(e.name)
@@ -222,9 +223,9 @@ def memory_report(eng, entries, grammars):
         own = sum(t.nbytes() for t in tt.tables.values() if id(t) not in shared_ids)
         per[e.name] = {"family": e.family, "automaton": g.nbytes(), "token_tables": own,
                        "total": g.nbytes() + own, "n_positions_tabled": len(tt.tables)}
-    shared = sum(t.nbytes() for t in _mask._SHARED.values())
-    trie = sum(t.nbytes() for t in _mask._TRIES.values())
-    return {"per_schema": per, "shared_tables_bytes": shared, "n_shared_tables": len(_mask._SHARED),
+    shared = sum(t.nbytes() for t in shared_tables)
+    trie = sum(t.nbytes() for t in _trie._TRIES.values())
+    return {"per_schema": per, "shared_tables_bytes": shared, "n_shared_tables": len(shared_tables),
             "token_trie_bytes": trie}
 
 
