@@ -1,5 +1,5 @@
 """The fast automaton builder (cengine.automaton.build) against the frozen pure-Python one
-(cengine.automaton_reference.build_reference): for every grammar of a broad corpus the tables
+(tests/oracles/automaton_reference.py: build_reference): for every grammar of a broad corpus the tables
 must be identical, array for array, and a refused grammar must be refused by both with the
 same error type and message.
 
@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 import grammars_ir
 import material
-from cengine import CompileError, automaton, automaton_reference, ir
+from oracles import automaton_reference
+from cengine import CompileError, automaton, ir
 from cengine.gbnf import parse_gbnf
 from cengine.lexicon import lexicon_to_ir
 from cengine.regex import regex_to_ir

@@ -26,6 +26,7 @@ from cengine.vocab import Vocabulary
 
 import fixture_model
 import material
+from oracles import reference_matcher
 from conftest import smollm2_path
 
 llama_cpp = pytest.importorskip("llama_cpp")
@@ -376,7 +377,7 @@ def test_fixture_vocab_in_a_matcher(fixture_vocab):
     accepts next: the one-token `<tool_call>` included, control tokens never, eos at the end."""
     g = cengine.compile_gbnf('root ::= "<tool_call>" [a-z]+ "</tool_call>"')
     m = g.matcher(fixture_vocab)
-    ref = g.reference_matcher(fixture_vocab)
+    ref = reference_matcher(g, fixture_vocab)
     tool_call = fixture_vocab.tokens.index(b"<tool_call>")
     end_call = fixture_vocab.tokens.index(b"</tool_call>")
     for step in (b"", b"<tool_call>", b"abc", b"</tool_call>"):
