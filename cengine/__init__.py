@@ -45,9 +45,7 @@ def prepare(vocab, *, json: bool = True) -> None:
     if json:
         g = compile_any_json()
         tables = g.token_tables(vocab)
-        a = g.automaton
-        shared = tables.shared_positions()
-        for p in shared:
+        for p in tables.shared_positions():
             tables.table(p)
 
 
@@ -58,7 +56,8 @@ def mask_words(vocab_size: int) -> int:
 
 def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool = True,
                         whitespace_budget: Optional[int] = 64, max_depth: int = 64) -> Grammar:
-    """Compile a JSON Schema (dict, bool or JSON text). Unenforceable keywords raise CompileError."""
+    """Compile a JSON Schema (dict, bool or JSON text). Unenforceable keywords raise
+    CompileError."""
     if isinstance(schema, (str, bytes)):
         try:
             schema = _json.loads(schema)

@@ -26,7 +26,7 @@ from typing import Dict, Tuple
 import numpy as np
 
 from . import ir
-from .errors import CompileError, LimitError
+from .errors import CompileError
 from ._build import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF  # noqa: F401  (defined in _automaton.pxd)
 from ._build import Builder, RuleNfa, inline_small_rules
 
@@ -67,20 +67,21 @@ class Automaton:
     root_rule: int
     pos_rule: np.ndarray = _table(np.int32, False)      # [P]
     pos_flags: np.ndarray = _table(np.uint8, True)      # [P]   FLAG_*
-    edge_off: np.ndarray = _table(np.int32, True)       # [P+1] byte edges of p: edge_off[p]:edge_off[p+1]
+    edge_off: np.ndarray = _table(np.int32, True)       # [P+1] byte edges of p: [p]:[p+1]
     edge_lo: np.ndarray = _table(np.uint8, True)        # [E]
     edge_hi: np.ndarray = _table(np.uint8, True)        # [E]
     edge_to: np.ndarray = _table(np.int32, True)        # [E]
-    edge_ws: np.ndarray = _table(np.uint8, True)        # [E]   1: this byte spends the whitespace budget
+    edge_ws: np.ndarray = _table(np.uint8, True)        # [E]   1: the byte spends whitespace budget
     call_off: np.ndarray = _table(np.int32, False)      # [P+1] call edges (rule, return position)
     call_rule: np.ndarray = _table(np.int32, False)     # [C]
     call_to: np.ndarray = _table(np.int32, False)       # [C]
-    clo_off: np.ndarray = _table(np.int32, True)        # [P+1] closure chains of p: clo_off[p]:clo_off[p+1]
+    clo_off: np.ndarray = _table(np.int32, True)        # [P+1] closure chains of p: [p]:[p+1]
     clo_chain: np.ndarray = _table(np.int32, True)      # [K]
     chain_off: np.ndarray = _table(np.int32, True)      # [N+1] frames of chain c, top first
     chain_pos: np.ndarray = _table(np.int32, True)      # [M]
     clo_pop: np.ndarray = _table(np.uint8, True)        # [P]   1 if p's rule may end at p (pop)
-    short_len: np.ndarray = _table(np.int64, True)      # [P]   shortest bytes from p to its rule's end (INF: none)
+    short_len: np.ndarray = _table(np.int64, True)      # [P]   shortest bytes to the rule's end
+                                                        #       (INF: none)
     short_kind: np.ndarray = _table(np.uint8, True)     # [P]   0 end here, 1 byte, 2 call
     short_byte: np.ndarray = _table(np.uint8, True)     # [P]
     short_rule: np.ndarray = _table(np.int32, True)     # [P]

@@ -141,7 +141,8 @@ class Engines:
 
 
 def run(entries, eng: Engines, log=print):
-    # ours_warm: the same walk a third time on the same grammar, its lazily built token tables in place
+    # ours_warm: the same walk a third time on the same grammar, its lazily built token tables
+    # in place
     raw = {"schemas": [], "ours": {"mask_ns": [], "compile_ns": [], "compile_cached_ns": []},
            "ours_warm": {"mask_ns": []},
            "llguidance": {"mask_ns": [], "compile_ns": []}}
@@ -249,7 +250,8 @@ def summarize(raw):
                 eos += bool(r["eos_missing"])
                 crashes += "crash" in r
         st.update(wrong_rejects=rej, accept_fails=fails, eos_missing=eos, crashes=crashes)
-        st["compile_errors"] = sum(1 for x in raw["schemas"] if x[f"{'ours' if label == 'ours' else 'll'}_error"])
+        error_key = f"{'ours' if label == 'ours' else 'll'}_error"
+        st["compile_errors"] = sum(1 for x in raw["schemas"] if x[error_key])
         s[label] = st
     s["ours_warm"] = _stats_us(raw["ours_warm"]["mask_ns"])
     mem = raw["memory"]["per_schema"]

@@ -26,7 +26,7 @@ Left recursion (direct, indirect, behind nullable prefixes) is refused here, nam
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -135,7 +135,8 @@ class _RuleCompiler:
         elif isinstance(e, ir.Ref):
             idx = self.rule_index.get(e.name)
             if idx is None:
-                raise CompileError(f"rule '{e.name}' is used but never defined", rule=self.rule_name)
+                raise CompileError(f"rule '{e.name}' is used but never defined",
+                                   rule=self.rule_name)
             nfa.calls[s].append((idx, t))
         elif isinstance(e, _Whitespace):
             saved = self.ws
@@ -541,7 +542,8 @@ def build_reference(grammar: ir.GrammarIR) -> Automaton:
     # of rules that never complete. The closer then always finds a way out of any state.
     for p in range(P):
         bedges[p] = [e for e in bedges[p] if short_len[e[2]] < INF]
-        cedges[p] = [e for e in cedges[p] if short_len[starts[e[0]]] < INF and short_len[e[1]] < INF]
+        cedges[p] = [e for e in cedges[p]
+                     if short_len[starts[e[0]]] < INF and short_len[e[1]] < INF]
 
     # a position is "trivial" when its rule can only end there: returning to it = popping it
     trivial = [finals[p] and not bedges[p] and not cedges[p] for p in range(P)]

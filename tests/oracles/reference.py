@@ -6,9 +6,9 @@ it on every input; tests check that on random inputs.
 """
 from __future__ import annotations
 
-from typing import FrozenSet, List, Optional, Tuple
+from typing import FrozenSet, List, Tuple
 
-from cengine.automaton import FLAG_CONTAINER, INF, Automaton
+from cengine.automaton import FLAG_CONTAINER, Automaton
 
 State = FrozenSet[Tuple[Tuple[int, ...], int]]
 
