@@ -23,7 +23,9 @@ setup(
         extensions,
         language_level=3,
         compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True,
-                             "initializedcheck": False},
+                             "initializedcheck": False,
+                             # signatures in docstrings: the .pyi stubs are checked against them
+                             "embedsignature": True},
     ),
     package_data={"cengine": ["*.pyx", "*.pxd", "*.pyi"]},
 )

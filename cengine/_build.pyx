@@ -1,4 +1,7 @@
 # distutils: language = c++
+# Design: Python hands each rule's Thompson NFA to a Builder; subset construction and every
+# per-position pass run over C++ vectors, in the frozen oracle's order (see the docstring).
+# The automaton's constants come from _automaton.pxd, the one place they are defined.
 """C++ kernels of the automaton builder (cengine.automaton.build).
 
 The Python side builds each rule's Thompson NFA (flat int lists) and hands it to a `Builder`,

@@ -482,6 +482,7 @@ cdef int32_t config_add(ConfigSet* cs, const int32_t* c) noexcept nogil:
 cdef uint64_t U8_CUT_BITS[5]
 for _b in _U8_CUTS:
     U8_CUT_BITS[_b >> 6] |= (<uint64_t> 1) << (_b & 63)
+del _b
 
 
 cdef struct BfsBufs:

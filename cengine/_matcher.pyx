@@ -6,7 +6,9 @@
 # over the set (step -> expand with the precomputed closure chains). The closer sums the
 # precomputed shortest lengths along each stack, picks the shortest (ties: smallest bytes)
 # and emits by following the per-position shortest-step pointers. copy() memcpys the store;
-# rollback restores whole earlier states kept in a flat history.
+# rollback restores whole earlier states kept in a flat history. Program, the C view of the
+# automaton's tables, fills its struct from automaton.KERNEL_TABLES (the one list of them) and
+# this module refuses to import when the struct in _automaton.pxd drifts from that list.
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
@@ -347,7 +349,7 @@ check_program_layout(KERNEL_TABLES)
 cdef class Program:
     """C view of an Automaton's tables (the arrays stay owned by the Automaton)."""
 
-    def __cinit__(self, automaton):
+    def __init__(self, automaton):
         a = automaton
         self.automaton = a
         arrs = {}
