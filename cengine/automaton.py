@@ -34,6 +34,7 @@ from ._build import Builder, RuleNfa, inline_small_rules
 MAX_NFA_STATES = 400_000
 MAX_POSITIONS = 400_000
 
+
 class _RuleCompiler:
     """Thompson construction of one rule (RuleNfa) behind the old interface: .build(expr)
     returns (start, accept) and .nfa has per-state .eps/.bytes_/.calls lists."""
