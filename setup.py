@@ -10,8 +10,9 @@ extensions = [
               include_dirs=[numpy.get_include()],
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
               extra_compile_args=COMPILE_ARGS)
-    # the matcher; the mask's bitmask helpers, token trie, per-position tables and walks
-    for name in ("_matcher", "_bitmask", "_trie", "_tables", "_mask")
+    # the matcher; the mask's bitmask helpers, token trie, per-position tables, slice search
+    # and walks
+    for name in ("_matcher", "_bitmask", "_trie", "_tables", "_slices", "_mask")
 ] + [
     # the automaton builder's kernels use C++ containers (vectors, hash maps)
     Extension("cengine._build", ["cengine/_build.pyx"], language="c++",
