@@ -10,7 +10,9 @@ extensions = [
               include_dirs=[numpy.get_include()],
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
               extra_compile_args=COMPILE_ARGS)
-    for name in ("_matcher", "_mask")
+    # the matcher; the mask's bitmask helpers, token trie, per-position tables, slice search
+    # and walks
+    for name in ("_matcher", "_bitmask", "_trie", "_tables", "_slices", "_mask")
 ] + [
     # the automaton builder's kernels use C++ containers (vectors, hash maps)
     Extension("cengine._build", ["cengine/_build.pyx"], language="c++",
@@ -22,7 +24,9 @@ setup(
         extensions,
         language_level=3,
         compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True,
-                             "initializedcheck": False},
+                             "initializedcheck": False,
+                             # signatures in docstrings: the .pyi stubs are checked against them
+                             "embedsignature": True},
     ),
-    package_data={"cengine": ["*.pyx", "*.pxd"]},
+    package_data={"cengine": ["*.pyx", "*.pxd", "*.pyi"]},
 )

@@ -5,10 +5,11 @@ One JSON object per line: {"alternatives": [...], "posterior": [...], "chosen": 
 server's "logprobs", is ignored). Blank lines are skipped; a file with no decision is an error.
 
 A posterior whose sum is off 1 by at most `sum_tolerance` (default 0.01, enough for values
-rounded to two decimals over a few alternatives; 1e-9 more for binary rounding) is renormalised so that it sums to 1, which
-keeps the Brier score inside [0, 2]; a larger deviation means the numbers are not a posterior
-over these alternatives (logprobs pasted by mistake, a missing alternative) and the line is
-refused. Every bad line is reported with its 1-based line number and the field at fault.
+rounded to two decimals over a few alternatives; 1e-9 more for binary rounding) is renormalised
+so that it sums to 1, which keeps the Brier score inside [0, 2]; a larger deviation means the
+numbers are not a posterior over these alternatives (logprobs pasted by mistake, a missing
+alternative) and the line is refused. Every bad line is reported with its 1-based line number
+and the field at fault.
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ class DecisionError(ValueError):
 
 
 class DecisionFileError(ValueError):
-    """A decisions file that cannot be reported on: bad lines (`problems`), none at all, or unreadable."""
+    """A decisions file that cannot be reported on: bad lines (`problems`), none at all, or
+    unreadable."""
 
     def __init__(self, source: str, message: str, problems: Sequence[DecisionError] = (),
                  total_problems: int = 0):
@@ -87,14 +89,15 @@ def _type_name(value) -> str:
 
 def _alternatives(line: int, value) -> Tuple[str, ...]:
     if not isinstance(value, list):
-        raise DecisionError(line, "alternatives", f"expected an array of strings, got {_type_name(value)}")
+        raise DecisionError(line, "alternatives",
+                            f"expected an array of strings, got {_type_name(value)}")
     if not value:
         raise DecisionError(line, "alternatives", "is empty")
     seen = set()
     for i, alt in enumerate(value):
         if not isinstance(alt, str):
-            raise DecisionError(line, "alternatives",
-                                f"item {i} is {_type_name(alt)} {_describe(alt)}, expected a string")
+            raise DecisionError(line, "alternatives", f"item {i} is {_type_name(alt)} "
+                                f"{_describe(alt)}, expected a string")
         if alt in seen:
             raise DecisionError(line, "alternatives", f"duplicate alternative {_describe(alt)}")
         seen.add(alt)
@@ -103,7 +106,8 @@ def _alternatives(line: int, value) -> Tuple[str, ...]:
 
 def _posterior(line: int, value, n_alternatives: int, sum_tolerance: float) -> Tuple[float, ...]:
     if not isinstance(value, list):
-        raise DecisionError(line, "posterior", f"expected an array of numbers, got {_type_name(value)}")
+        raise DecisionError(line, "posterior",
+                            f"expected an array of numbers, got {_type_name(value)}")
     if len(value) != n_alternatives:
         raise DecisionError(line, "posterior", f"has {len(value)} values for {n_alternatives} "
                                                f"alternatives")
@@ -135,7 +139,8 @@ def _member(line: int, name: str, value, alternatives: Tuple[str, ...]) -> str:
         why = " (the output matched no alternative)" if name == "chosen" else ""
         raise DecisionError(line, name, f"is null{why}")
     if not isinstance(value, str):
-        raise DecisionError(line, name, f"expected a string, got {_type_name(value)} {_describe(value)}")
+        raise DecisionError(line, name,
+                            f"expected a string, got {_type_name(value)} {_describe(value)}")
     if value not in alternatives:
         hint = ""
         # the server reports enum alternatives as JSON text ("\"refund\""): a label spelled
@@ -154,7 +159,8 @@ def _member(line: int, name: str, value, alternatives: Tuple[str, ...]) -> str:
     return value
 
 
-def parse_decision(line: int, text: str, *, sum_tolerance: float = DEFAULT_SUM_TOLERANCE) -> Decision:
+def parse_decision(line: int, text: str, *,
+                   sum_tolerance: float = DEFAULT_SUM_TOLERANCE) -> Decision:
     """Validate one non-blank line; raises DecisionError naming the line and field."""
     try:
         obj = json.loads(text)

@@ -26,15 +26,16 @@ def reliability_figure(metrics: CalibrationMetrics, title: Optional[str] = None)
     top.bar(lefts, [b.accuracy for b in filled], width=width, align="edge", color="#4C72B0",
             edgecolor="white", label="accuracy")
     # the gap between what the model claimed and what it got, drawn from accuracy to confidence
-    top.bar(lefts, [b.mean_confidence - b.accuracy for b in filled], bottom=[b.accuracy for b in filled],
-            width=width, align="edge", color="#C44E52", alpha=0.35, hatch="//", edgecolor="#C44E52",
-            label="gap to mean confidence")
+    top.bar(lefts, [b.mean_confidence - b.accuracy for b in filled],
+            bottom=[b.accuracy for b in filled], width=width, align="edge", color="#C44E52",
+            alpha=0.35, hatch="//", edgecolor="#C44E52", label="gap to mean confidence")
     top.plot([b.mean_confidence for b in filled], [b.accuracy for b in filled], "o", color="black",
              markersize=3, label="(mean confidence, accuracy)")
     top.set_xlim(0, 1)
     top.set_ylim(0, 1)
     top.set_ylabel("accuracy")
-    top.set_title(title or f"reliability: n={metrics.n}, ECE={metrics.ece:.4f}, MCE={metrics.mce:.4f}")
+    top.set_title(title or
+                  f"reliability: n={metrics.n}, ECE={metrics.ece:.4f}, MCE={metrics.mce:.4f}")
     top.legend(loc="lower right", fontsize="small", framealpha=0.9)
 
     bottom.bar([b.lower for b in metrics.bins], [b.count for b in metrics.bins], width=width,
@@ -45,6 +46,7 @@ def reliability_figure(metrics: CalibrationMetrics, title: Optional[str] = None)
     return fig
 
 
-def write_plot(path: Union[str, Path], metrics: CalibrationMetrics, title: Optional[str] = None) -> None:
+def write_plot(path: Union[str, Path], metrics: CalibrationMetrics,
+               title: Optional[str] = None) -> None:
     fig = reliability_figure(metrics, title)
     fig.savefig(str(path), format="png", dpi=100)

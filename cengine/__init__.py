@@ -32,7 +32,7 @@ def __getattr__(name):
         from .vocab import Vocabulary
         return Vocabulary
     if name == "apply_mask":
-        from ._mask import apply_mask
+        from ._bitmask import apply_mask
         return apply_mask
     raise AttributeError(name)
 
@@ -42,7 +42,7 @@ def prepare(vocab, *, json: bool = True) -> None:
     its whitespace-run split and slices, and (json=True) the tables of the JSON rules that
     every schema reuses (string bodies, numbers, integers). Idempotent; later grammars find
     these in the shared cache."""
-    from ._mask import trie_of
+    from ._trie import trie_of
     trie = trie_of(vocab)
     trie.ws_split()
     for k in trie.slice_sizes():
@@ -50,9 +50,7 @@ def prepare(vocab, *, json: bool = True) -> None:
     if json:
         g = compile_any_json()
         tables = g.token_tables(vocab)
-        a = g.automaton
-        shared = tables.shared_positions()
-        for p in shared:
+        for p in tables.shared_positions():
             tables.table(p)
 
 
@@ -63,7 +61,8 @@ def mask_words(vocab_size: int) -> int:
 
 def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool = True,
                         whitespace_budget: Optional[int] = 64, max_depth: int = 64) -> Grammar:
-    """Compile a JSON Schema (dict, bool or JSON text). Unenforceable keywords raise CompileError."""
+    """Compile a JSON Schema (dict, bool or JSON text). Unenforceable keywords raise
+    CompileError."""
     if isinstance(schema, (str, bytes)):
         try:
             schema = _json.loads(schema)

@@ -1,11 +1,15 @@
 # distutils: language = c++
+# Design: Python hands each rule's Thompson NFA to a Builder; subset construction and every
+# per-position pass run over C++ vectors, in the frozen oracle's order (see the docstring).
+# The automaton's constants come from _automaton.pxd, the one place they are defined.
 """C++ kernels of the automaton builder (cengine.automaton.build).
 
 The Python side builds each rule's Thompson NFA (flat int lists) and hands it to a `Builder`,
 which does the subset construction and every per-position pass (nullable rules, left callees,
 shortest completion, pruning, closure chains) over C++ vectors, then packs the numpy tables.
 
-Everything here must reproduce cengine.automaton_reference exactly: the same DFA numbering
+Everything here must reproduce the frozen pure-Python builder, the test oracle
+tests/oracles/automaton_reference.py, exactly: the same DFA numbering
 (discovery order: byte partitions ascending, then calls by rule), the same Bellman-Ford sweep
 order (tie-breaking of the completion pointers), the same DFS order for closure chains, the
 same compile-work units spent at the same moments, and the same error messages.
@@ -23,7 +27,14 @@ import numpy as np
 
 from .errors import CompileError, LimitError
 
-cdef int64_t INF = (<int64_t>1) << 40
+cimport cengine._automaton as _a
+
+# the automaton's constants for Python (cengine.automaton re-exports them), defined once in
+# _automaton.pxd; the kernels here use the C constants as _a.X
+FLAG_FINAL = _a.FLAG_FINAL
+FLAG_WS = _a.FLAG_WS
+FLAG_CONTAINER = _a.FLAG_CONTAINER
+INF = _a.INF
 cdef int MAX_CHAIN_DEPTH = 256
 
 
@@ -169,7 +180,7 @@ cdef object _subst(e, set inlinable, resolved, int depth):
 # A bounded repeat is unrolled into one copy of its item per count; above this count an
 # inlinable item stays a call, so a string of maxLength 2000 is 2000 call positions instead
 # of 2000 copies of the ~80-position JSON character automaton. (Must match
-# automaton_reference.UNROLL_INLINE_MAX.)
+# the oracle's, tests/oracles/automaton_reference.py.)
 UNROLL_INLINE_MAX = 32
 
 
@@ -935,7 +946,7 @@ cdef class Builder:
         cdef int p, k, t, r
         cdef int64_t best, v
         cdef bint changed = True
-        self.short_len.assign(P, INF)
+        self.short_len.assign(P, _a.INF)
         self.short_kind.assign(P, 0)
         self.short_byte.assign(P, 0)
         self.short_rule.assign(P, 0)
@@ -988,14 +999,14 @@ cdef class Builder:
         c_off.push_back(0)
         for p in range(P):
             for k in range(self.e_off[p], self.e_off[p + 1]):
-                if self.short_len[self.e_to[k]] < INF:
+                if self.short_len[self.e_to[k]] < _a.INF:
                     e_lo.push_back(self.e_lo[k])
                     e_hi.push_back(self.e_hi[k])
                     e_to.push_back(self.e_to[k])
                     e_ws.push_back(self.e_ws[k])
             e_off.push_back(<int>e_lo.size())
             for k in range(self.c_off[p], self.c_off[p + 1]):
-                if self.short_len[self.starts[self.c_rule[k]]] < INF and self.short_len[self.c_to[k]] < INF:
+                if self.short_len[self.starts[self.c_rule[k]]] < _a.INF and self.short_len[self.c_to[k]] < _a.INF:
                     c_rule.push_back(self.c_rule[k])
                     c_to.push_back(self.c_to[k])
             c_off.push_back(<int>c_rule.size())
@@ -1007,7 +1018,8 @@ cdef class Builder:
             trivial[p] = <int>(self.finals[p] != 0 and e_off[p] == e_off[p + 1]
                                and c_off[p] == c_off[p + 1])
             r = self.pos_rule[p]
-            flags[p] = (self.finals[p] != 0) | ((rws[r] != 0) << 1) | ((rcont[r] != 0) << 2)
+            flags[p] = (_a.FLAG_FINAL * (self.finals[p] != 0)) | (_a.FLAG_WS * (rws[r] != 0)) \
+                | (_a.FLAG_CONTAINER * (rcont[r] != 0))
 
         # closure chains. A stack below the top frame is an interned node (head, tail);
         # node 0 is the empty stack. A chain is the node (q, below).

@@ -1,34 +1,11 @@
 # C-level pieces of the matcher shared with the mask kernel (_mask.pyx).
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, uint8_t
+
+from cengine._automaton cimport FLAG_CONTAINER, Prog
 
 cdef enum:
-    FLAG_FINAL = 1
-    FLAG_WS = 2
-    FLAG_CONTAINER = 4
     NODE_ACCEPT = -1      # the empty stack: the document is complete
     NODE_EXIT = -2        # local walks only: the frame below the walk's base was popped
-
-cdef struct Prog:
-    int32_t n_pos
-    const int32_t* edge_off
-    const uint8_t* edge_lo
-    const uint8_t* edge_hi
-    const int32_t* edge_to
-    const uint8_t* edge_ws
-    const int32_t* clo_off
-    const int32_t* clo_chain
-    const int32_t* chain_off
-    const int32_t* chain_pos
-    const uint8_t* clo_pop
-    const uint8_t* flags
-    const int64_t* short_len
-    const uint8_t* short_kind
-    const uint8_t* short_byte
-    const int32_t* short_rule
-    const int32_t* short_to
-    const int32_t* rule_start
-    int32_t max_depth
-    int32_t ws_budget          # -1: unbounded
 
 cdef struct Entry:
     int32_t node               # stack top (interned), or NODE_ACCEPT / NODE_EXIT

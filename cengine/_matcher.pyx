@@ -6,12 +6,16 @@
 # over the set (step -> expand with the precomputed closure chains). The closer sums the
 # precomputed shortest lengths along each stack, picks the shortest (ties: smallest bytes)
 # and emits by following the per-position shortest-step pointers. copy() memcpys the store;
-# rollback restores whole earlier states kept in a flat history.
+# rollback restores whole earlier states kept in a flat history. Program, the C view of the
+# automaton's tables, fills its struct from automaton.KERNEL_TABLES (the one list of them) and
+# this module refuses to import when the struct in _automaton.pxd drifts from that list.
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 cimport numpy as cnp
 import numpy as np
+
+from cengine.automaton import KERNEL_TABLES
 
 cnp.import_array()
 
@@ -192,7 +196,7 @@ cdef void expand(const Prog* p, Store* s, int32_t q, int32_t base, int32_t ws, i
             j = p.chain_off[c + 1] - 1
             while j >= p.chain_off[c]:
                 qq = p.chain_pos[j]
-                if p.flags[qq] & FLAG_CONTAINER:
+                if p.pos_flags[qq] & FLAG_CONTAINER:
                     d += 1
                     if d > max_depth:
                         ok = False
@@ -293,43 +297,71 @@ cdef int _raise_if_failed(Store* s) except -1:
     return 0
 
 
+cdef dict _table_slots(Prog* c):
+    """Where each table's pointer lives in a Prog, and its element size: the one place the
+    struct's table fields are named on this side (checked against KERNEL_TABLES below)."""
+    return {
+        "rule_start": (<size_t> &c.rule_start, sizeof(c.rule_start[0])),
+        "pos_flags": (<size_t> &c.pos_flags, sizeof(c.pos_flags[0])),
+        "edge_off": (<size_t> &c.edge_off, sizeof(c.edge_off[0])),
+        "edge_lo": (<size_t> &c.edge_lo, sizeof(c.edge_lo[0])),
+        "edge_hi": (<size_t> &c.edge_hi, sizeof(c.edge_hi[0])),
+        "edge_to": (<size_t> &c.edge_to, sizeof(c.edge_to[0])),
+        "edge_ws": (<size_t> &c.edge_ws, sizeof(c.edge_ws[0])),
+        "clo_off": (<size_t> &c.clo_off, sizeof(c.clo_off[0])),
+        "clo_chain": (<size_t> &c.clo_chain, sizeof(c.clo_chain[0])),
+        "chain_off": (<size_t> &c.chain_off, sizeof(c.chain_off[0])),
+        "chain_pos": (<size_t> &c.chain_pos, sizeof(c.chain_pos[0])),
+        "clo_pop": (<size_t> &c.clo_pop, sizeof(c.clo_pop[0])),
+        "short_len": (<size_t> &c.short_len, sizeof(c.short_len[0])),
+        "short_kind": (<size_t> &c.short_kind, sizeof(c.short_kind[0])),
+        "short_byte": (<size_t> &c.short_byte, sizeof(c.short_byte[0])),
+        "short_rule": (<size_t> &c.short_rule, sizeof(c.short_rule[0])),
+        "short_to": (<size_t> &c.short_to, sizeof(c.short_to[0])),
+    }
+
+
+def check_program_layout(kernel_tables):
+    """Raise ImportError unless Prog's table fields are exactly `kernel_tables` ((name,
+    dtype) pairs): the same names in the same order, the same element sizes, and no other
+    pointer before the scalars (so every table field of the struct is filled)."""
+    cdef Prog c
+    slots = _table_slots(&c)
+    base = <size_t> &c
+    names = [name for name, _ in kernel_tables]
+    order = sorted(slots, key=lambda name: slots[name][0])
+    problems = []
+    if order != names:
+        problems.append(f"Prog's tables are {order}, automaton.KERNEL_TABLES lists {names}")
+    for name, dtype in kernel_tables:
+        if name in slots and slots[name][1] != dtype.itemsize:
+            problems.append(f"{name}: {slots[name][1]}-byte elements in Prog, {dtype} declared")
+    if <size_t> &c.n_pos - base != len(slots) * sizeof(void*):
+        problems.append("Prog has table fields that _table_slots does not name")
+    if problems:
+        raise ImportError("cengine._automaton.Prog does not follow Automaton: "
+                          + "; ".join(problems))
+
+
+check_program_layout(KERNEL_TABLES)
+
+
 cdef class Program:
     """C view of an Automaton's tables (the arrays stay owned by the Automaton)."""
 
-    def __cinit__(self, automaton):
+    def __init__(self, automaton):
         a = automaton
         self.automaton = a
         arrs = {}
-        for name, dtype in (("edge_off", np.int32), ("edge_lo", np.uint8), ("edge_hi", np.uint8),
-                            ("edge_to", np.int32), ("edge_ws", np.uint8), ("clo_off", np.int32), ("clo_chain", np.int32),
-                            ("chain_off", np.int32), ("chain_pos", np.int32), ("clo_pop", np.uint8),
-                            ("pos_flags", np.uint8), ("short_len", np.int64),
-                            ("short_kind", np.uint8), ("short_byte", np.uint8),
-                            ("short_rule", np.int32), ("short_to", np.int32),
-                            ("rule_start", np.int32)):
+        slots = _table_slots(&self.c)
+        for name, dtype in KERNEL_TABLES:
             arr = np.ascontiguousarray(getattr(a, name), dtype=dtype)
             if arr.shape[0] == 0:
                 arr = np.zeros(1, dtype=dtype)   # a valid pointer even for empty tables
             arrs[name] = arr
+            (<const void**> <size_t> slots[name][0])[0] = cnp.PyArray_DATA(arr)
         self.arrays = arrs
         self.c.n_pos = a.n_positions
-        self.c.edge_off = <const int32_t*> cnp.PyArray_DATA(arrs["edge_off"])
-        self.c.edge_lo = <const uint8_t*> cnp.PyArray_DATA(arrs["edge_lo"])
-        self.c.edge_hi = <const uint8_t*> cnp.PyArray_DATA(arrs["edge_hi"])
-        self.c.edge_to = <const int32_t*> cnp.PyArray_DATA(arrs["edge_to"])
-        self.c.edge_ws = <const uint8_t*> cnp.PyArray_DATA(arrs["edge_ws"])
-        self.c.clo_off = <const int32_t*> cnp.PyArray_DATA(arrs["clo_off"])
-        self.c.clo_chain = <const int32_t*> cnp.PyArray_DATA(arrs["clo_chain"])
-        self.c.chain_off = <const int32_t*> cnp.PyArray_DATA(arrs["chain_off"])
-        self.c.chain_pos = <const int32_t*> cnp.PyArray_DATA(arrs["chain_pos"])
-        self.c.clo_pop = <const uint8_t*> cnp.PyArray_DATA(arrs["clo_pop"])
-        self.c.flags = <const uint8_t*> cnp.PyArray_DATA(arrs["pos_flags"])
-        self.c.short_len = <const int64_t*> cnp.PyArray_DATA(arrs["short_len"])
-        self.c.short_kind = <const uint8_t*> cnp.PyArray_DATA(arrs["short_kind"])
-        self.c.short_byte = <const uint8_t*> cnp.PyArray_DATA(arrs["short_byte"])
-        self.c.short_rule = <const int32_t*> cnp.PyArray_DATA(arrs["short_rule"])
-        self.c.short_to = <const int32_t*> cnp.PyArray_DATA(arrs["short_to"])
-        self.c.rule_start = <const int32_t*> cnp.PyArray_DATA(arrs["rule_start"])
         self.c.max_depth = min(a.max_depth, (1 << 30))
         self.c.ws_budget = a.whitespace_budget
 

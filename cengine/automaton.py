@@ -20,24 +20,19 @@ Left recursion (direct, indirect, behind nullable prefixes) is refused here, nam
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass, field, fields
+from typing import Dict, Tuple
 
 import numpy as np
 
 from . import ir
-from .errors import CompileError, LimitError
+from .errors import CompileError
+from ._build import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF  # noqa: F401  (defined in _automaton.pxd)
 from ._build import Builder, RuleNfa, inline_small_rules
 
 # documented limits
 MAX_NFA_STATES = 400_000
 MAX_POSITIONS = 400_000
-
-FLAG_FINAL = 1
-FLAG_WS = 2
-FLAG_CONTAINER = 4
-
-INF = 1 << 40
 
 
 class _RuleCompiler:
@@ -56,32 +51,42 @@ class _RuleCompiler:
 MAX_COMPILE_WORK = 30_000_000
 
 
+def _table(dtype, kernel: bool):
+    """A table field of Automaton: its dtype, and whether the C kernels read it (Prog)."""
+    return field(metadata={"dtype": np.dtype(dtype), "kernel": kernel})
+
+
 @dataclass(frozen=True)
 class Automaton:
-    """Flat, immutable tables of the pushdown automaton (see module docstring)."""
+    """Flat, immutable tables of the pushdown automaton (see module docstring).
+
+    The table fields are the one declaration of the tables: TABLES and KERNEL_TABLES below
+    are read off them, and the C struct Prog (_automaton.pxd) is checked against
+    KERNEL_TABLES when _matcher is imported."""
     rule_names: Tuple[str, ...]
-    rule_start: np.ndarray      # int32[R]   position of each rule's start state
+    rule_start: np.ndarray = _table(np.int32, True)     # [R]   position of each rule's start state
     root_rule: int
-    pos_rule: np.ndarray        # int32[P]
-    pos_flags: np.ndarray       # uint8[P]   FLAG_*
-    edge_off: np.ndarray        # int32[P+1] byte edges of position p: edge_off[p]:edge_off[p+1]
-    edge_lo: np.ndarray         # uint8[E]
-    edge_hi: np.ndarray         # uint8[E]
-    edge_to: np.ndarray         # int32[E]
-    edge_ws: np.ndarray         # uint8[E]   1: this byte spends the whitespace budget
-    call_off: np.ndarray        # int32[P+1] call edges (rule, return position)
-    call_rule: np.ndarray       # int32[C]
-    call_to: np.ndarray         # int32[C]
-    clo_off: np.ndarray         # int32[P+1] closure chains of p: chain ids clo_off[p]:clo_off[p+1]
-    clo_chain: np.ndarray       # int32[K]
-    chain_off: np.ndarray       # int32[N+1] frames of chain c, top first
-    chain_pos: np.ndarray       # int32[M]
-    clo_pop: np.ndarray         # uint8[P]  1 if p's rule may end at p (pop to the frame below)
-    short_len: np.ndarray       # int64[P]  shortest bytes from p to the end of its rule (INF: none)
-    short_kind: np.ndarray      # uint8[P]  0 end here, 1 byte, 2 call
-    short_byte: np.ndarray      # uint8[P]
-    short_rule: np.ndarray      # int32[P]
-    short_to: np.ndarray        # int32[P]
+    pos_rule: np.ndarray = _table(np.int32, False)      # [P]
+    pos_flags: np.ndarray = _table(np.uint8, True)      # [P]   FLAG_*
+    edge_off: np.ndarray = _table(np.int32, True)       # [P+1] byte edges of p: [p]:[p+1]
+    edge_lo: np.ndarray = _table(np.uint8, True)        # [E]
+    edge_hi: np.ndarray = _table(np.uint8, True)        # [E]
+    edge_to: np.ndarray = _table(np.int32, True)        # [E]
+    edge_ws: np.ndarray = _table(np.uint8, True)        # [E]   1: the byte spends whitespace budget
+    call_off: np.ndarray = _table(np.int32, False)      # [P+1] call edges (rule, return position)
+    call_rule: np.ndarray = _table(np.int32, False)     # [C]
+    call_to: np.ndarray = _table(np.int32, False)       # [C]
+    clo_off: np.ndarray = _table(np.int32, True)        # [P+1] closure chains of p: [p]:[p+1]
+    clo_chain: np.ndarray = _table(np.int32, True)      # [K]
+    chain_off: np.ndarray = _table(np.int32, True)      # [N+1] frames of chain c, top first
+    chain_pos: np.ndarray = _table(np.int32, True)      # [M]
+    clo_pop: np.ndarray = _table(np.uint8, True)        # [P]   1 if p's rule may end at p (pop)
+    short_len: np.ndarray = _table(np.int64, True)      # [P]   shortest bytes to the rule's end
+                                                        #       (INF: none)
+    short_kind: np.ndarray = _table(np.uint8, True)     # [P]   0 end here, 1 byte, 2 call
+    short_byte: np.ndarray = _table(np.uint8, True)     # [P]
+    short_rule: np.ndarray = _table(np.int32, True)     # [P]
+    short_to: np.ndarray = _table(np.int32, True)       # [P]
     root_start: int             # position the document starts at (a "return position")
     max_depth: int              # container nesting limit (large when unlimited)
     whitespace_budget: int      # -1 = unbounded
@@ -91,7 +96,15 @@ class Automaton:
         return int(self.pos_rule.shape[0])
 
     def nbytes(self) -> int:
-        return sum(v.nbytes for v in self.__dict__.values() if isinstance(v, np.ndarray))
+        return sum(getattr(self, name).nbytes for name, _ in TABLES)
+
+
+# (name, dtype) of every table, and of those the C kernels read, in declaration order
+TABLES: Tuple[Tuple[str, np.dtype], ...] = tuple(
+    (f.name, f.metadata["dtype"]) for f in fields(Automaton) if "dtype" in f.metadata)
+KERNEL_TABLES: Tuple[Tuple[str, np.dtype], ...] = tuple(
+    (f.name, f.metadata["dtype"]) for f in fields(Automaton)
+    if "dtype" in f.metadata and f.metadata["kernel"])
 
 
 def _check_left_recursion(names, left, origins):

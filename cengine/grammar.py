@@ -8,11 +8,11 @@ the grammar, keyed by the vocabulary fingerprint.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from typing import Any, Callable, Hashable, Optional
+from typing import Any, Callable, Hashable
 
 from . import automaton as _automaton
 from . import ir
+from .lru import ByteLRU
 
 
 class Grammar:
@@ -24,7 +24,7 @@ class Grammar:
         self.automaton = automaton
         self.kind = kind
         self.source = source
-        self._token_tables = {}     # vocabulary fingerprint -> mask tables (see mask.pyx)
+        self._token_tables = {}     # vocabulary fingerprint -> mask tables (see _mask.pyx)
         self._lock = threading.Lock()
         self._program = None        # the Cython view of the tables, made on first use
 
@@ -35,10 +35,6 @@ class Grammar:
     def matcher(self, vocab=None):
         from ._matcher import Matcher
         return Matcher(self, vocab)
-
-    def reference_matcher(self, vocab=None):
-        from .reference import ReferenceMatcher
-        return ReferenceMatcher(self.automaton, vocab)
 
     def token_tables(self, vocab):
         """Per-vocabulary mask tables, built once per (grammar, vocabulary) and shared."""
@@ -60,40 +56,14 @@ class Grammar:
         return f"<cengine.Grammar {self.kind}: {self.automaton.n_positions} positions>"
 
 
-class GrammarCache:
+class GrammarCache(ByteLRU):
     """LRU of compiled grammars bounded by the bytes their tables hold."""
 
     def __init__(self, max_bytes: int = 256 << 20):
-        self.max_bytes = max_bytes
-        self._items: "OrderedDict[Hashable, Grammar]" = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        super().__init__(max_bytes)
 
     def get_or_compile(self, key: Hashable, compile_fn: Callable[[], Grammar]) -> Grammar:
-        with self._lock:
-            g = self._items.get(key)
-            if g is not None:
-                self._items.move_to_end(key)
-                self.hits += 1
-                return g
-        g = compile_fn()
-        size = g.nbytes()
-        with self._lock:
-            self.misses += 1
-            if key not in self._items:
-                self._items[key] = g
-                self._bytes += size
-                while self._bytes > self.max_bytes and len(self._items) > 1:
-                    _, old = self._items.popitem(last=False)
-                    self._bytes -= old.nbytes()
-        return g
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._bytes = 0
+        return self.get_or_make(key, compile_fn)
 
 
 CACHE = GrammarCache()

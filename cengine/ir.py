@@ -10,7 +10,7 @@ Expressions are immutable tuples so compilers can share and hash them freely.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence, Tuple, Union
+from typing import Iterable, Optional, Tuple, Union
 
 Ranges = Tuple[Tuple[int, int], ...]
 

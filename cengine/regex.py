@@ -282,7 +282,8 @@ class _Parser:
             raise self.error("non-word boundary '\\B' is not supported", at)
         if c == "0":
             if self.peek().isdigit():
-                raise self.error("legacy octal escape '\\0" + self.peek() + "' is not supported", at)
+                raise self.error("legacy octal escape '\\0" + self.peek() + "' is not supported",
+                                 at)
             return "cp", 0
         if c in "123456789":
             raise self.error(f"backreference '\\{c}' is not supported", at)
@@ -303,7 +304,8 @@ class _Parser:
                 end = self.p.find("}", self.i)
                 digits = self.p[self.i + 1:end] if end >= 0 else ""
                 if not digits or not set(digits) <= _HEX or int(digits, 16) > ir.MAX_UNICODE:
-                    raise self.error("escape '\\u{...}' needs 1 or more hex digits up to 10FFFF", at)
+                    raise self.error("escape '\\u{...}' needs 1 or more hex digits up to 10FFFF",
+                                     at)
                 self.i = end + 1
                 return "cp", int(digits, 16)
             cp = self.hex_digits(4, "u", at)

@@ -35,7 +35,8 @@ def _split_aligned(lo: int, hi: int, n: int) -> Iterator[List[Tuple[int, int]]]:
 
 
 def sequences(lo: int, hi: int) -> Iterator[List[Tuple[int, int]]]:
-    """Byte-range sequences whose union is exactly the UTF-8 encodings of [lo, hi] minus surrogates."""
+    """Byte-range sequences whose union is exactly the UTF-8 encodings of [lo, hi] minus
+    surrogates."""
     pieces = []
     if hi < _SURROGATES[0] or lo > _SURROGATES[1]:
         pieces.append((lo, hi))

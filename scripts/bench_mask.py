@@ -141,7 +141,8 @@ class Engines:
 
 
 def run(entries, eng: Engines, log=print):
-    # ours_warm: the same walk a third time on the same grammar, its lazily built token tables in place
+    # ours_warm: the same walk a third time on the same grammar, its lazily built token tables
+    # in place
     raw = {"schemas": [], "ours": {"mask_ns": [], "compile_ns": [], "compile_cached_ns": []},
            "ours_warm": {"mask_ns": []},
            "llguidance": {"mask_ns": [], "compile_ns": []}}
@@ -211,8 +212,9 @@ def run(entries, eng: Engines, log=print):
 
 def memory_report(eng, entries, grammars):
     """Our bytes per compiled tool schema: automaton + own token tables; shared tables apart."""
-    from cengine import _mask
-    shared_ids = {id(t) for t in _mask._SHARED.values()}
+    from cengine import _tables, _trie
+    shared_tables = _tables.SHARED_TABLES.values()
+    shared_ids = {id(t) for t in shared_tables}
     per = {}
     for e in entries:
         g = grammars.get(e.name)
@@ -222,9 +224,9 @@ def memory_report(eng, entries, grammars):
         own = sum(t.nbytes() for t in tt.tables.values() if id(t) not in shared_ids)
         per[e.name] = {"family": e.family, "automaton": g.nbytes(), "token_tables": own,
                        "total": g.nbytes() + own, "n_positions_tabled": len(tt.tables)}
-    shared = sum(t.nbytes() for t in _mask._SHARED.values())
-    trie = sum(t.nbytes() for t in _mask._TRIES.values())
-    return {"per_schema": per, "shared_tables_bytes": shared, "n_shared_tables": len(_mask._SHARED),
+    shared = sum(t.nbytes() for t in shared_tables)
+    trie = sum(t.nbytes() for t in _trie._TRIES.values())
+    return {"per_schema": per, "shared_tables_bytes": shared, "n_shared_tables": len(shared_tables),
             "token_trie_bytes": trie}
 
 
@@ -248,7 +250,8 @@ def summarize(raw):
                 eos += bool(r["eos_missing"])
                 crashes += "crash" in r
         st.update(wrong_rejects=rej, accept_fails=fails, eos_missing=eos, crashes=crashes)
-        st["compile_errors"] = sum(1 for x in raw["schemas"] if x[f"{'ours' if label == 'ours' else 'll'}_error"])
+        error_key = f"{'ours' if label == 'ours' else 'll'}_error"
+        st["compile_errors"] = sum(1 for x in raw["schemas"] if x[error_key])
         s[label] = st
     s["ours_warm"] = _stats_us(raw["ours_warm"]["mask_ns"])
     mem = raw["memory"]["per_schema"]

@@ -57,7 +57,8 @@ def tool_entries() -> list[Entry]:
 
 
 def suite_entries() -> list[Entry]:
-    """Groups cengine compiles (closed_objects=False), keeping valid object/array/string instances."""
+    """Groups cengine compiles (closed_objects=False), keeping valid object/array/string
+    instances."""
     sys.path.insert(0, str(ROOT))
     from tests.material import json_schema_test_suite
     import cengine
@@ -155,7 +156,8 @@ class _Gen:
         return self.obj({self.key(i): self.scalar_schema() for i in range(n)}, n // 3)
 
     def array_of_objects(self) -> dict:
-        item = self.obj({self.key(i): self.scalar_schema() for i in range(self.rng.randint(3, 8))}, 2)
+        n_keys = self.rng.randint(3, 8)
+        item = self.obj({self.key(i): self.scalar_schema() for i in range(n_keys)}, 2)
         return self.obj({"records": {"type": "array", "items": item, "minItems": 1, "maxItems": 8},
                          "total": {"type": "integer"}}, 2)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -120,7 +119,8 @@ def judge(content):
 # each server's way of saying "this JSON Schema": OpenAI's json_schema for llamay;
 # llama-cpp-python's server takes the schema inside json_object (it refuses json_schema)
 RESPONSE_FORMATS = {
-    "llamay": {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA, "strict": True}},
+    "llamay": {"type": "json_schema",
+               "json_schema": {"name": "person", "schema": SCHEMA, "strict": True}},
     "llama-cpp-python": {"type": "json_object", "schema": SCHEMA},
 }
 

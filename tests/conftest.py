@@ -19,7 +19,8 @@ import material as _material
 # On CI the property tests draw the same examples every run (a failure there reproduces);
 # locally they explore new ones (HYPOTHESIS_PROFILE=ci to reproduce CI).
 settings.register_profile("ci", derandomize=True, print_blob=True)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE",
+                                     "ci" if os.environ.get("CI") else "default"))
 
 
 @pytest.fixture(scope="session")

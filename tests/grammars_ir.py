@@ -7,7 +7,8 @@ def json_like(max_depth=3, whitespace_budget=5) -> ir.GrammarIR:
     g = ir.GrammarIR()
     ws = g.add("ws", ir.repeat(ir.ByteSet(((9, 10), (32, 32))), 0, None), whitespace=True)
     val = ir.Ref("value")
-    g.add("value", ir.alt(ir.Ref("obj"), ir.Ref("arr"), ir.Ref("str"), ir.lit("true"), ir.lit("null"),
+    g.add("value", ir.alt(ir.Ref("obj"), ir.Ref("arr"), ir.Ref("str"), ir.lit("true"),
+                          ir.lit("null"),
                           ir.seq(ir.opt(ir.lit("-")), ir.ByteSet(((0x31, 0x39),)),
                                  ir.repeat(ir.ByteSet(((0x30, 0x39),)), 0, None))))
     g.add("str", ir.seq(ir.lit('"'), ir.repeat(ir.alt(
@@ -32,7 +33,8 @@ def ambiguous() -> ir.GrammarIR:
     g.add("a", ir.repeat(ir.lit("ab"), 0, 3))
     g.add("b", ir.alt(ir.lit("aba"), ir.seq(ir.lit("a"), ir.Ref("b"), ir.lit("c")), ir.EMPTY))
     g.add("c", ir.seq(ir.Ref("a"), ir.Ref("b"), ir.opt(ir.lit("x"))))
-    g.add("root", ir.repeat(ir.alt(ir.Ref("c"), ir.seq(ir.lit("("), ir.Ref("root"), ir.lit(")"))), 1, 4))
+    g.add("root", ir.repeat(ir.alt(ir.Ref("c"),
+                                   ir.seq(ir.lit("("), ir.Ref("root"), ir.lit(")"))), 1, 4))
     return g
 
 
@@ -40,7 +42,8 @@ def counted() -> ir.GrammarIR:
     """Bounded repetition and multi-byte characters."""
     g = ir.GrammarIR()
     g.add("ch", ir.charset([(0x61, 0x63), (0xE9, 0xE9), (0x4E00, 0x4E02), (0x1F600, 0x1F601)]))
-    g.add("root", ir.seq(ir.repeat(ir.Ref("ch"), 2, 5), ir.opt(ir.seq(ir.lit("-"), ir.repeat(ir.Ref("ch"), 0, 3)))))
+    g.add("root", ir.seq(ir.repeat(ir.Ref("ch"), 2, 5),
+                         ir.opt(ir.seq(ir.lit("-"), ir.repeat(ir.Ref("ch"), 0, 3)))))
     return g
 
 

@@ -1,7 +1,7 @@
 """The fast automaton builder (cengine.automaton.build) against the frozen pure-Python one
-(cengine.automaton_reference.build_reference): for every grammar of a broad corpus the tables
-must be identical, array for array, and a refused grammar must be refused by both with the
-same error type and message.
+(the oracle tests/oracles/automaton_reference.py: build_reference): for every grammar of a
+broad corpus the tables must be identical, array for array, and a refused grammar must be
+refused by both with the same error type and message.
 
 Corpus: llama.cpp's grammars, the tool schemas of the benchmark (closed and open objects),
 every JSON-Schema-Test-Suite schema that our schema compiler accepts, regexes, lexicons, the
@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 import grammars_ir
 import material
-from cengine import CompileError, automaton, automaton_reference, ir
+from oracles import automaton_reference
+from cengine import CompileError, automaton, ir
 from cengine.gbnf import parse_gbnf
 from cengine.lexicon import lexicon_to_ir
 from cengine.regex import regex_to_ir
@@ -173,7 +174,8 @@ def _g(root="root", **rules):
 REFUSALS = {
     "undefined_rule": lambda: _g(root=ir.Ref("nope")),
     "missing_root": lambda: _g(x=ir.lit("a")),
-    "left_recursion_direct": lambda: _g(root=ir.alt(ir.seq(ir.Ref("root"), ir.lit("a")), ir.lit("b"))),
+    "left_recursion_direct": lambda: _g(root=ir.alt(ir.seq(ir.Ref("root"), ir.lit("a")),
+                                                     ir.lit("b"))),
     "left_recursion_indirect": lambda: _g(
         root=ir.Ref("a"), a=ir.alt(ir.seq(ir.Ref("b"), ir.lit("x")), ir.lit("y")),
         b=ir.seq(ir.repeat(ir.lit("z"), 0, 1), ir.Ref("a"))),
@@ -201,7 +203,8 @@ def _deep_nullable_chain(n):
     g = ir.GrammarIR()
     for i in range(n):
         nxt = ir.Ref(f"r{i + 1}") if i + 1 < n else ir.lit("z")
-        g.add(f"r{i}", ir.alt(ir.seq(nxt, ir.lit("!")), ir.seq(ir.lit("("), ir.Ref(f"r{i}"), ir.lit(")"))))
+        g.add(f"r{i}", ir.alt(ir.seq(nxt, ir.lit("!")),
+                              ir.seq(ir.lit("("), ir.Ref(f"r{i}"), ir.lit(")"))))
     g.root = "r0"
     return g
 
@@ -243,7 +246,8 @@ def _exprs(depth):
         st.binary(min_size=0, max_size=3).map(ir.Bytes),
         st.lists(st.tuples(st.integers(0x20, 0x7F), st.integers(0, 40)), min_size=1, max_size=3)
         .map(lambda rs: ir.ByteSet(ir.normalize_ranges((lo, min(255, lo + w)) for lo, w in rs))),
-        st.lists(st.tuples(st.integers(0x60, 0x2000), st.integers(0, 0x900)), min_size=1, max_size=2)
+        st.lists(st.tuples(st.integers(0x60, 0x2000), st.integers(0, 0x900)), min_size=1,
+                 max_size=2)
         .map(lambda rs: ir.charset((lo, lo + w) for lo, w in rs)),
         st.sampled_from(RULES).map(ir.Ref),
     )

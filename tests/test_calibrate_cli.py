@@ -171,7 +171,8 @@ def test_input_and_usage_errors_exit_2_without_traceback(tmp_path, args, fragmen
         "missing": tmp_path / "missing.jsonl",
         "tmp": tmp_path,
     }
-    paths["bad"].write_text(json.dumps(GOOD) + "\n" + json.dumps(dict(GOOD, posterior=[1.0])) + "\n")
+    paths["bad"].write_text(json.dumps(GOOD) + "\n"
+                            + json.dumps(dict(GOOD, posterior=[1.0])) + "\n")
     paths["empty"].write_text("\n\n")
     r = invoke(*[a.format(**paths) for a in args])
     assert r.exit_code == 2, r.output

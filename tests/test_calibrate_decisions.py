@@ -56,7 +56,8 @@ def test_server_output_with_extra_fields_reads():
     (line(alternatives="refund"), "alternatives", "expected an array of strings, got string"),
     (line(alternatives=[], posterior=[]), "alternatives", "is empty"),
     (line(alternatives=["refund", 2, "track"]), "alternatives", "item 1 is number 2"),
-    (line(alternatives=["refund", "cancel", "refund"]), "alternatives", 'duplicate alternative "refund"'),
+    (line(alternatives=["refund", "cancel", "refund"]), "alternatives",
+     'duplicate alternative "refund"'),
     (line(posterior={"refund": 1}), "posterior", "expected an array of numbers, got object"),
     (line(posterior=[0.7, 0.3]), "posterior", "has 2 values for 3 alternatives"),
     (line(posterior=[0.5, 0.2, 0.1, 0.2]), "posterior", "has 4 values for 3 alternatives"),
@@ -69,7 +70,8 @@ def test_server_output_with_extra_fields_reads():
      "posterior", "item 0 is nan, expected a finite number"),
     ('{"alternatives": ["a", "b"], "posterior": [Infinity, 0], "chosen": "a", "label": "a"}',
      "posterior", "item 0 is inf"),
-    (line(posterior=[-0.4, -1.6, -2.3]), "posterior", "item 0 is negative (-0.4); these look like logprobs"),
+    (line(posterior=[-0.4, -1.6, -2.3]), "posterior",
+     "item 0 is negative (-0.4); these look like logprobs"),
     (line(posterior=[0.7, 0.2, 0.2]), "posterior", "sums to 1.1, not 1"),
     (line(posterior=[0.0, 0.0, 0.0]), "posterior", "sums to 0, not 1"),
     (line(chosen="refunds"), "chosen", '"refunds" is not among the alternatives'),
@@ -147,7 +149,8 @@ def test_no_decisions_is_an_error(data):
 
 
 def test_blank_lines_crlf_and_bom():
-    data = ("\ufeff" + json.dumps(GOOD) + "\r\n\r\n   \r\n" + json.dumps(GOOD) + "\r\n").encode("utf-8")
+    data = ("\ufeff" + json.dumps(GOOD) + "\r\n\r\n   \r\n" + json.dumps(GOOD)
+            + "\r\n").encode("utf-8")
     ds = parse_decisions(data)
     assert [d.line for d in ds] == [1, 4]
 
@@ -191,7 +194,8 @@ def test_load_decisions_reads_a_file_and_reports_a_missing_one(tmp_path):
 
 def test_the_committed_example_reads():
     from pathlib import Path
-    example = Path(__file__).resolve().parent.parent / "testdata/calibration/decisions-example.jsonl"
+    root = Path(__file__).resolve().parent.parent
+    example = root / "testdata/calibration/decisions-example.jsonl"
     ds = load_decisions(example)
     assert len(ds) == 150
     assert {len(d.alternatives) for d in ds} == {2, 3, 4}

@@ -111,7 +111,8 @@ def test_bin_index_follows_the_contract(confidence, bins, expected):
 
 def test_bin_edges_and_empty_bins():
     bins = reliability_bins([0.05, 0.95], [True, False], 4)
-    assert [(b.lower, b.upper) for b in bins] == [(0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.0)]
+    assert [(b.lower, b.upper) for b in bins] == \
+        [(0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.0)]
     assert [b.count for b in bins] == [1, 0, 0, 1]
     assert bins[1].accuracy is None and bins[1].mean_confidence is None and bins[1].gap is None
     assert bins[3].accuracy == 0.0 and bins[3].gap == pytest.approx(-0.95)
@@ -149,9 +150,11 @@ def test_binary_brier_and_accuracy_match_sklearn(seed):
     m = evaluate(ds)
     p_first = np.array([d.posterior[0] for d in ds])
     y_first = np.array([d.label == "alt0" for d in ds])
-    # the multi-class sum over 2 alternatives counts the binary error twice: (p - y)² + ((1-p) - (1-y))²
+    # the multi-class sum over 2 alternatives counts the binary error twice:
+    # (p - y)² + ((1-p) - (1-y))²
     assert m.brier == pytest.approx(2 * brier_score_loss(y_first, p_first), rel=1e-12)
-    assert m.accuracy == pytest.approx(accuracy_score([d.label for d in ds], [d.chosen for d in ds]))
+    assert m.accuracy == pytest.approx(accuracy_score([d.label for d in ds],
+                                                      [d.chosen for d in ds]))
 
 
 @pytest.mark.parametrize("seed, k", [(0, 3), (1, 4), (2, 6)])
@@ -268,11 +271,13 @@ def test_sampled_overconfident_data_has_large_ece():
     rng = np.random.default_rng(0)
     conf = rng.uniform(0, 1, 20000)
     ok = rng.uniform(0, 1, 20000) < conf ** 2
-    assert expected_calibration_error(reliability_bins(conf, ok, 10)) == pytest.approx(1 / 6, abs=0.02)
+    assert expected_calibration_error(reliability_bins(conf, ok, 10)) == \
+        pytest.approx(1 / 6, abs=0.02)
 
 
 def test_arrays_pad_narrow_decisions_with_zeros():
-    arr = DecisionArrays.from_decisions([dec(AB, [0.9, 0.1], "b", "a"), dec("wxyz", [0.25] * 4, "z", "y")])
+    arr = DecisionArrays.from_decisions([dec(AB, [0.9, 0.1], "b", "a"),
+                                         dec("wxyz", [0.25] * 4, "z", "y")])
     assert arr.posterior.shape == (2, 4)
     assert arr.posterior[0].tolist() == [0.9, 0.1, 0.0, 0.0]
     assert arr.chosen_index.tolist() == [1, 3] and arr.label_index.tolist() == [0, 2]

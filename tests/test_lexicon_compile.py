@@ -131,7 +131,8 @@ def test_deepest_prefix_chain_compiles():
 
 def test_thousands_of_words():
     rnd = random.Random(3)
-    words = sorted({"".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9)))
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = sorted({"".join(rnd.choice(letters) for _ in range(rnd.randint(2, 9)))
                     for _ in range(5000)})
     g = cengine.compile_lexicon(words)
     ora = oracle(words)
@@ -153,7 +154,8 @@ def test_thousands_of_words():
     (("ok", "x" * (MAX_WORD_BYTES + 1)), LimitError, "bytes long"),
     (("é" * (MAX_WORD_BYTES // 2 + 1),), LimitError, "bytes long"),
     (tuple(str(i) for i in range(MAX_WORDS + 1)), LimitError, "words, more than"),
-    (tuple(f"{i:05d}" + "x" * (MAX_WORD_BYTES - 5) for i in range(MAX_TOTAL_BYTES // MAX_WORD_BYTES + 1)),
+    (tuple(f"{i:05d}" + "x" * (MAX_WORD_BYTES - 5)
+           for i in range(MAX_TOTAL_BYTES // MAX_WORD_BYTES + 1)),
      LimitError, "total"),
     (tuple(f"{i:04d}" + "y" * 250 for i in range(MAX_NFA_STATES // 250 + 1)),
      LimitError, "automaton states"),

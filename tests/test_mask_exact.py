@@ -112,7 +112,8 @@ def real_vocab(request):
 
 def test_mask_exact_real_vocab_tool_schema(real_vocab):
     g = cengine.compile_json_schema(TOOL_SCHEMA)
-    doc = b'{"name": "get_weather", "arguments": {"city": "Z\xc3\xbcrich", "days": 3, "tags": ["a b", "\\u00e9"]}}'
+    doc = (b'{"name": "get_weather", "arguments": {"city": "Z\xc3\xbcrich", "days": 3, '
+           b'"tags": ["a b", "\\u00e9"]}}')
     pieces = [doc[i:i + 3] for i in range(0, len(doc), 3)]
     assert check_random_states(g, real_vocab, 24, seed=1, docs=[pieces]) >= 12
 
@@ -171,7 +172,8 @@ SLICE_SCHEMAS = {
                                                           "na\"me": {"type": "integer"},
                                                           "n\u00e4me": {"type": "boolean"}}},
                          False,
-                         b'{"name": "ab", "nam": "x y", "namex": 1, "n\xc3\xa4me": true, "z": [1]}'),
+                         b'{"name": "ab", "nam": "x y", "namex": 1, "n\xc3\xa4me": true, '
+                         b'"z": [1]}'),
     "bounded_strings": ({"type": "object", "properties": {
         "short": {"type": "string", "maxLength": 5},
         "mid": {"type": "string", "minLength": 3, "maxLength": 40},
@@ -230,7 +232,8 @@ def test_mask_exact_whitespace_runs(llama_bpe, budget):
 
 def test_mask_exact_whitespace_runs_free_whitespace(llama_bpe):
     cengine.CACHE.clear()
-    g = cengine.compile_gbnf('root ::= "[" ws ( "1" ws ( "," ws "1" ws )* )? "]" ws\nws ::= [ \\t\\n]*')
+    g = cengine.compile_gbnf('root ::= "[" ws ( "1" ws ( "," ws "1" ws )* )? "]" ws\n'
+                             'ws ::= [ \\t\\n]*')
     doc = b"[ 1 ,\t1\n,  1 ]  \n"
     pieces = [doc[i:i + 2] for i in range(0, len(doc), 2)]
     n = 2 * (len(pieces) + 1) + 6

@@ -354,7 +354,8 @@ MASK_TOKENS = [bytes([b]) for b in range(32, 127)] + [
     "😀".encode(), "😀".encode()[:2], b"  ", b"x{2", b"$1", b".50"]
 
 
-@pytest.mark.parametrize("pattern", [r"\d{3}-\d{2,4}", "(ab|c)*x{2,3}", r"^\$\d+(\.\d\d)?$", ".{0,3}é"])
+@pytest.mark.parametrize("pattern",
+                         [r"\d{3}-\d{2,4}", "(ab|c)*x{2,3}", r"^\$\d+(\.\d\d)?$", ".{0,3}é"])
 def test_fill_mask_matches_byte_level_acceptance(pattern):
     vocab = cengine.Vocabulary(MASK_TOKENS, eos_ids=[MASK_TOKENS.index(b"")])
     g = cengine.compile_regex(pattern)

@@ -28,7 +28,8 @@ def accepts(g, doc) -> bool:
 
 CASES = [
     ("^[A-Z]{1,5}$", ['"AAPL"', '"\\u0041BC"', '"Z"'], ['""', '"abc"', '"ABCDEF"', '"AB1"']),
-    ("TODO|FIXME", ['"TODO"', '"x FIXME y"', '"TOD\\u004F"', '"a\\"TODO"'], ['"FIXM"', '"todo"', '""']),
+    ("TODO|FIXME", ['"TODO"', '"x FIXME y"', '"TOD\\u004F"', '"a\\"TODO"'],
+     ['"FIXM"', '"todo"', '""']),
     ("def fill_mask\\(", ['"def fill_mask(self)"'], ['"def fill_mask"']),
     ('^a"b\\\\c\\n$', ['"a\\"b\\\\c\\n"', '"a\\u0022b\\\\c\\u000A"', '"a\\"b\\u005cc\\n"'],
      ['"a\\"b\\\\c\n"', '"a\\"b\\\\c\\n "']),

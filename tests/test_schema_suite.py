@@ -40,7 +40,8 @@ _REMOTE = "remote, relative-URI, URN or anchor $ref: only local JSON pointers ar
 
 # (file, group description) -> why the group is refused although its file is enforced
 SKIPPED = {
-    ("additionalProperties", "additionalProperties being false does not allow other properties"): "patternProperties",
+    ("additionalProperties",
+     "additionalProperties being false does not allow other properties"): "patternProperties",
     ("additionalProperties", "non-ASCII pattern with additionalProperties"): "patternProperties",
     ("additionalProperties", "additionalProperties does not look in applicators"): "allOf",
     ("additionalProperties", "additionalProperties with propertyNames"): "propertyNames",
@@ -51,7 +52,8 @@ SKIPPED = {
     ("infinite-loop-detection", "evaluating the same schema location against the same data "
      "location twice is not a sign of an infinite loop"): "allOf",
     ("items", "items does not look in applicators, valid case"): "allOf",
-    ("properties", "properties, patternProperties, additionalProperties interaction"): "patternProperties",
+    ("properties",
+     "properties, patternProperties, additionalProperties interaction"): "patternProperties",
     ("ref", "remote ref, containing refs itself"): _REMOTE,
     ("ref", "$ref to boolean schema false"): _NO_DOC,
     ("ref", "Recursive references between schemas"): _REMOTE,
@@ -158,9 +160,11 @@ def _orderings(v, schema, root, depth=0) -> list:
         order += [k for k in req if k not in props and k in v]
         order += [k for k in v if k not in order]
         choices = [_orderings(v[k], props.get(k, addl), root, depth + 1)[:4] for k in order]
-        return [dict(zip(order, combo)) for combo in itertools.islice(itertools.product(*choices), 16)]
+        return [dict(zip(order, combo))
+                for combo in itertools.islice(itertools.product(*choices), 16)]
     if isinstance(v, list):
-        prefix = schema.get("prefixItems", []) if isinstance(schema.get("prefixItems"), list) else []
+        prefix = schema.get("prefixItems", []) \
+            if isinstance(schema.get("prefixItems"), list) else []
         items = schema.get("items", True)
         choices = [_orderings(x, prefix[i] if i < len(prefix) else items, root, depth + 1)[:4]
                    for i, x in enumerate(v)]

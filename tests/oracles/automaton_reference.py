@@ -1,5 +1,7 @@
-"""Frozen pure-Python copy of the automaton builder, kept as the reference that the fast
-builder (cengine.automaton) must match table for table; see tests/test_automaton_build_equivalence.py.
+"""Frozen pure-Python copy of the automaton builder, kept as the reference (a test oracle)
+that the fast builder (cengine.automaton) must match table for table; see
+tests/test_automaton_build_equivalence.py. It builds cengine's own Automaton (whose fields are
+the one declaration of the tables) with cengine's constants.
 
 Grammar IR -> one byte-level pushdown automaton (flat numpy tables).
 
@@ -24,23 +26,18 @@ Left recursion (direct, indirect, behind nullable prefixes) is refused here, nam
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
-from . import ir
-from .errors import CompileError, LimitError
-from .utf8 import sequences
+from cengine import ir
+from cengine.automaton import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF, Automaton
+from cengine.errors import CompileError, LimitError
+from cengine.utf8 import sequences
 
 # documented limits
 MAX_NFA_STATES = 400_000
 MAX_POSITIONS = 400_000
-
-FLAG_FINAL = 1
-FLAG_WS = 2
-FLAG_CONTAINER = 4
-
-INF = 1 << 40
 
 
 class _NFA:
@@ -138,7 +135,8 @@ class _RuleCompiler:
         elif isinstance(e, ir.Ref):
             idx = self.rule_index.get(e.name)
             if idx is None:
-                raise CompileError(f"rule '{e.name}' is used but never defined", rule=self.rule_name)
+                raise CompileError(f"rule '{e.name}' is used but never defined",
+                                   rule=self.rule_name)
             nfa.calls[s].append((idx, t))
         elif isinstance(e, _Whitespace):
             saved = self.ws
@@ -237,44 +235,6 @@ def _determinize(nfa: _NFA, start: int, accept: int, budget: "_Budget"):
             cedges.append((r, j))
         call_edges.append(cedges)
     return finals, byte_edges, call_edges
-
-
-@dataclass(frozen=True)
-class Automaton:
-    """Flat, immutable tables of the pushdown automaton (see module docstring)."""
-    rule_names: Tuple[str, ...]
-    rule_start: np.ndarray      # int32[R]   position of each rule's start state
-    root_rule: int
-    pos_rule: np.ndarray        # int32[P]
-    pos_flags: np.ndarray       # uint8[P]   FLAG_*
-    edge_off: np.ndarray        # int32[P+1] byte edges of position p: edge_off[p]:edge_off[p+1]
-    edge_lo: np.ndarray         # uint8[E]
-    edge_hi: np.ndarray         # uint8[E]
-    edge_to: np.ndarray         # int32[E]
-    edge_ws: np.ndarray         # uint8[E]   1: this byte spends the whitespace budget
-    call_off: np.ndarray        # int32[P+1] call edges (rule, return position)
-    call_rule: np.ndarray       # int32[C]
-    call_to: np.ndarray         # int32[C]
-    clo_off: np.ndarray         # int32[P+1] closure chains of p: chain ids clo_off[p]:clo_off[p+1]
-    clo_chain: np.ndarray       # int32[K]
-    chain_off: np.ndarray       # int32[N+1] frames of chain c, top first
-    chain_pos: np.ndarray       # int32[M]
-    clo_pop: np.ndarray         # uint8[P]  1 if p's rule may end at p (pop to the frame below)
-    short_len: np.ndarray       # int64[P]  shortest bytes from p to the end of its rule (INF: none)
-    short_kind: np.ndarray      # uint8[P]  0 end here, 1 byte, 2 call
-    short_byte: np.ndarray      # uint8[P]
-    short_rule: np.ndarray      # int32[P]
-    short_to: np.ndarray        # int32[P]
-    root_start: int             # position the document starts at (a "return position")
-    max_depth: int              # container nesting limit (large when unlimited)
-    whitespace_budget: int      # -1 = unbounded
-
-    @property
-    def n_positions(self) -> int:
-        return int(self.pos_rule.shape[0])
-
-    def nbytes(self) -> int:
-        return sum(v.nbytes for v in self.__dict__.values() if isinstance(v, np.ndarray))
 
 
 def _check_left_recursion(names, starts, finals, bedges, cedges, nullable, origins):
@@ -582,7 +542,8 @@ def build_reference(grammar: ir.GrammarIR) -> Automaton:
     # of rules that never complete. The closer then always finds a way out of any state.
     for p in range(P):
         bedges[p] = [e for e in bedges[p] if short_len[e[2]] < INF]
-        cedges[p] = [e for e in cedges[p] if short_len[starts[e[0]]] < INF and short_len[e[1]] < INF]
+        cedges[p] = [e for e in cedges[p]
+                     if short_len[starts[e[0]]] < INF and short_len[e[1]] < INF]
 
     # a position is "trivial" when its rule can only end there: returning to it = popping it
     trivial = [finals[p] and not bedges[p] and not cedges[p] for p in range(P)]

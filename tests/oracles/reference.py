@@ -1,14 +1,14 @@
-"""Pure-Python reference matcher and closer over the automaton tables.
+"""Pure-Python reference matcher and closer over the automaton tables (a test oracle).
 
 Slow and obvious on purpose: stacks are tuples of positions (top first), the state is a
-frozenset of (stack, whitespace used). The Cython matcher (`_matcher.pyx`) must agree with
+frozenset of (stack, whitespace used). The Cython matcher (`cengine/_matcher.pyx`) must agree with
 it on every input; tests check that on random inputs.
 """
 from __future__ import annotations
 
-from typing import FrozenSet, List, Optional, Tuple
+from typing import FrozenSet, List, Tuple
 
-from .automaton import FLAG_CONTAINER, INF, Automaton
+from cengine.automaton import FLAG_CONTAINER, Automaton
 
 State = FrozenSet[Tuple[Tuple[int, ...], int]]
 

@@ -1,0 +1,253 @@
+# cython: language_level=3
+# Design: slices are llguidance's idea (the plain-string tokens of at most K bytes, allowed
+# together without a walk), made exact here: a position takes a slice only when a
+# breadth-first search over (automaton entries, UTF-8 state) configurations proves that every
+# run of plain JSON string characters of up to K bytes keeps its frame alive at no whitespace
+# or depth cost. Bytes between two cut points (edge range ends, UTF-8 class boundaries) step
+# alike, so one byte per interval is tried; past SLICE_MAX_CONFIGS configurations the search
+# gives up, conservatively (the walk then does the work). The trie side of slices (the bitsets
+# and the tries of the other tokens) is TokenTrie.slice in _trie.pyx.
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcpy, memset
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+from cengine._bitmask cimport next_allowed
+from cengine._matcher cimport Entry, EntryVec, vec_reserve, vec_free, step
+
+
+cdef int _u8_next(int u, int b) noexcept nogil:
+    """Next state of the UTF-8 automaton of plain JSON string characters (no quote, backslash
+    or C0 control), or -1. States: 0 between characters, 1-3 continuation bytes still needed,
+    4-7 the restricted second byte after E0, ED, F0, F4."""
+    if u == 0:
+        if b < 0x20 or b == 0x22 or b == 0x5C:
+            return -1
+        if b < 0x80:
+            return 0
+        if 0xC2 <= b <= 0xDF:
+            return 1
+        if b == 0xE0:
+            return 4
+        if 0xE1 <= b <= 0xEC or 0xEE <= b <= 0xEF:
+            return 2
+        if b == 0xED:
+            return 5
+        if b == 0xF0:
+            return 6
+        if 0xF1 <= b <= 0xF3:
+            return 3
+        if b == 0xF4:
+            return 7
+        return -1
+    if u <= 3:
+        return u - 1 if 0x80 <= b <= 0xBF else -1
+    if u == 4:
+        return 1 if 0xA0 <= b <= 0xBF else -1
+    if u == 5:
+        return 1 if 0x80 <= b <= 0x9F else -1
+    if u == 6:
+        return 2 if 0x90 <= b <= 0xBF else -1
+    return 2 if 0x80 <= b <= 0x8F else -1
+
+
+# every byte where _u8_next's answer may change, for any state
+_U8_CUTS = (0, 0x20, 0x22, 0x23, 0x5C, 0x5D, 0x80, 0x90, 0xA0, 0xC0, 0xC2, 0xE0, 0xE1, 0xED,
+            0xEE, 0xF0, 0xF1, 0xF4, 0xF5)
+
+
+cdef enum:
+    SLICE_MAX_CONFIGS = 4096
+
+
+cdef struct ConfigSet:
+    # configurations (u, n, node0, pmax0, node1, pmax1, ...) back to back in `data`;
+    # an open-addressing table of their offsets
+    int32_t* data
+    int64_t n
+    int64_t cap
+    int32_t* table
+    int32_t tmask
+    int32_t count
+
+
+cdef inline uint64_t config_hash(const int32_t* c) noexcept nogil:
+    cdef uint64_t h = 1469598103934665603u
+    cdef int32_t i
+    for i in range(2 + 2 * c[1]):
+        h = (h ^ <uint32_t> c[i]) * 1099511628211u
+    return h
+
+
+cdef int32_t config_add(ConfigSet* cs, const int32_t* c) noexcept nogil:
+    """Offset of a new configuration, -2 when already there, -1 on allocation failure."""
+    cdef int32_t size = 2 + 2 * c[1], i, off
+    cdef uint64_t h = config_hash(c) & <uint64_t> cs.tmask
+    cdef int32_t* nd
+    cdef bint same
+    while cs.table[h] >= 0:
+        off = cs.table[h]
+        if cs.data[off + 1] == c[1]:
+            same = True
+            for i in range(size):
+                if cs.data[off + i] != c[i]:
+                    same = False
+                    break
+            if same:
+                return -2
+        h = (h + 1) & <uint64_t> cs.tmask
+    if cs.n + size > cs.cap:
+        cs.cap = 2 * (cs.n + size)
+        nd = <int32_t*> realloc(cs.data, cs.cap * sizeof(int32_t))
+        if nd == NULL:
+            return -1
+        cs.data = nd
+    off = <int32_t> cs.n
+    memcpy(cs.data + off, c, size * sizeof(int32_t))
+    cs.n += size
+    cs.table[h] = off
+    cs.count += 1
+    return off
+
+
+# _U8_CUTS as a bitmap (bit 256 set by edge ranges ending at 0xFF, ignored)
+cdef uint64_t U8_CUT_BITS[5]
+for _b in _U8_CUTS:
+    U8_CUT_BITS[_b >> 6] |= (<uint64_t> 1) << (_b & 63)
+del _b
+
+
+cdef struct BfsBufs:
+    ConfigSet cs
+    EntryVec src
+    EntryVec tmp
+    int32_t* frontier
+    int32_t* nxt
+    int32_t* cfg
+    int32_t cfg_cap
+
+
+cdef int32_t slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t base_pm,
+                       int32_t limit) noexcept nogil:
+    """Breadth-first search over (entries, UTF-8 state) configurations from the single entry
+    `start`, one byte per level; bytes between two cut points (edge range ends of the
+    entries' positions, UTF-8 class boundaries) step alike, so one byte per interval is
+    tried. Returns the depth reached (limit if every path survives), -1 on failure."""
+    cdef BfsBufs w
+    cdef int32_t result = -1, tsize = 4 * SLICE_MAX_CONFIGS
+    w.src.data = NULL
+    w.src.n = w.src.cap = 0
+    w.tmp.data = NULL
+    w.tmp.n = w.tmp.cap = 0
+    w.cs.data = NULL
+    w.cs.n = w.cs.cap = 0
+    w.cs.count = 0
+    w.cs.tmask = tsize - 1
+    w.cs.table = <int32_t*> malloc(tsize * sizeof(int32_t))
+    w.frontier = <int32_t*> malloc((SLICE_MAX_CONFIGS + 1) * sizeof(int32_t))
+    w.nxt = <int32_t*> malloc((SLICE_MAX_CONFIGS + 1) * sizeof(int32_t))
+    w.cfg_cap = 64
+    w.cfg = <int32_t*> malloc(w.cfg_cap * sizeof(int32_t))
+    if w.cs.table != NULL and w.frontier != NULL and w.nxt != NULL and w.cfg != NULL:
+        memset(w.cs.table, 0xFF, tsize * sizeof(int32_t))
+        result = _slice_bfs_run(&w, prog, store, start, base_pm, limit)
+    free(w.cs.data)
+    free(w.cs.table)
+    free(w.frontier)
+    free(w.nxt)
+    free(w.cfg)
+    vec_free(&w.src)
+    vec_free(&w.tmp)
+    return result
+
+
+cdef int32_t _slice_bfs_run(BfsBufs* w, const Prog* prog, Store* store, int32_t start,
+                            int32_t base_pm, int32_t limit) noexcept nogil:
+    cdef int32_t* swap
+    cdef int32_t n_front, n_next, depth = 0
+    cdef int32_t f, off, u, nu, i, j, k, qq, b, n_kept, n_cfg
+    cdef uint64_t cuts[5]
+    cdef Entry e
+    cdef int32_t* nc
+    w.cfg[0] = 0
+    w.cfg[1] = 1
+    w.cfg[2] = start
+    w.cfg[3] = 0
+    off = config_add(&w.cs, w.cfg)
+    if off < 0:
+        return -1
+    w.frontier[0] = off
+    n_front = 1
+    while n_front > 0 and depth < limit:
+        n_next = 0
+        for f in range(n_front):
+            off = w.frontier[f]
+            u = w.cs.data[off]
+            n_cfg = w.cs.data[off + 1]
+            w.src.n = 0
+            if vec_reserve(&w.src, n_cfg) != 0:
+                return -1
+            for i in range(n_cfg):
+                w.src.data[i].node = w.cs.data[off + 2 + 2 * i]
+                w.src.data[i].ws = 0
+                w.src.data[i].pmax = w.cs.data[off + 3 + 2 * i]
+            w.src.n = n_cfg
+            # cut points: UTF-8 class boundaries and the ends of every edge range
+            for i in range(5):
+                cuts[i] = U8_CUT_BITS[i]
+            for i in range(w.src.n):
+                qq = store.pos[w.src.data[i].node]
+                for k in range(prog.edge_off[qq], prog.edge_off[qq + 1]):
+                    b = prog.edge_lo[k]
+                    cuts[b >> 6] |= (<uint64_t> 1) << (b & 63)
+                    b = prog.edge_hi[k] + 1
+                    cuts[b >> 6] |= (<uint64_t> 1) << (b & 63)
+            b = next_allowed(cuts, 0)
+            while b < 256:
+                nu = _u8_next(u, b)
+                if nu >= 0:
+                    w.tmp.n = 0
+                    step(prog, store, w.src.data, w.src.n, <uint8_t> b, 1 << 30, &w.tmp)
+                    if store.failed:
+                        return -1
+                    # the surviving entries, sorted (node, pmax): the configuration's key
+                    n_kept = 0
+                    for k in range(w.tmp.n):
+                        e = w.tmp.data[k]
+                        if e.node >= 0 and e.ws == 0 and e.pmax <= base_pm:
+                            j = n_kept
+                            while j > 0 and (w.tmp.data[j - 1].node > e.node or
+                                             (w.tmp.data[j - 1].node == e.node and
+                                              w.tmp.data[j - 1].pmax > e.pmax)):
+                                w.tmp.data[j] = w.tmp.data[j - 1]
+                                j -= 1
+                            w.tmp.data[j] = e
+                            n_kept += 1
+                    if n_kept == 0:
+                        return depth
+                    if 2 + 2 * n_kept > w.cfg_cap:
+                        w.cfg_cap = 2 * (2 + 2 * n_kept)
+                        nc = <int32_t*> realloc(w.cfg, w.cfg_cap * sizeof(int32_t))
+                        if nc == NULL:
+                            return -1
+                        w.cfg = nc
+                    w.cfg[0] = nu
+                    w.cfg[1] = n_kept
+                    for k in range(n_kept):
+                        w.cfg[2 + 2 * k] = w.tmp.data[k].node
+                        w.cfg[3 + 2 * k] = w.tmp.data[k].pmax
+                    off = config_add(&w.cs, w.cfg)
+                    if off == -1:
+                        return -1
+                    if off >= 0:
+                        if w.cs.count > SLICE_MAX_CONFIGS:
+                            return depth
+                        w.nxt[n_next] = off
+                        n_next += 1
+                b = next_allowed(cuts, b + 1)
+        swap = w.frontier
+        w.frontier = w.nxt
+        w.nxt = swap
+        n_front = n_next
+        depth += 1
+    # every level survived up to the limit, or no configuration is new: nothing can die
+    return limit

@@ -1,0 +1,374 @@
+# cython: language_level=3
+# Design: the vocabulary is a flat token trie in depth-first order (byte, subtree end,
+# tokens ending here), so refusing a byte skips a whole subtree with one index jump; nodes
+# with many children also carry a byte -> child table. One trie per vocabulary (trie_of),
+# shared by every grammar, with what the mask derives from the vocabulary alone:
+#   * suffix tries: the subtrees below a set of nodes merged into one trie keyed by the
+#     remaining bytes (where a position's frame pops inside tokens, see _tables.pyx);
+#     memoised, since the same exit sets recur across positions and grammars;
+#   * slices (llguidance's idea): the plain-string tokens of at most K bytes as a bitset, and
+#     the trie of every other token; _mask.pyx proves which positions take such runs;
+#   * the whitespace split: tokens that start with JSON whitespace as (run length, rest), so
+#     a state where whitespace loops walks each rest once per run length (ws_split).
+# Building is Python and numpy (once per vocabulary); the suffix-trie merge is a nogil kernel.
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from libc.stdint cimport int32_t, int64_t, uint8_t
+cimport numpy as cnp
+import threading
+import numpy as np
+cimport cython
+
+cnp.import_array()
+
+WS_BYTES = frozenset(b" \t\n\r")
+
+
+@cython.wraparound(True)
+@cython.boundscheck(True)
+def _build_trie_arrays(items):
+    """items: sorted list of (bytes, [token ids]) with unique non-empty byte strings."""
+    node_byte = [0]
+    node_depth = [0]
+    node_parent = [-1]
+    node_tokens = [[]]
+    path = [0]            # trie node of each prefix length of the previous token
+    prev = b""
+    for data, ids in items:
+        lcp = 0
+        m = min(len(prev), len(data))
+        while lcp < m and prev[lcp] == data[lcp]:
+            lcp += 1
+        del path[lcp + 1:]
+        for d in range(lcp, len(data)):
+            node_byte.append(data[d])
+            node_depth.append(d + 1)
+            node_parent.append(path[d])
+            node_tokens.append([])
+            path.append(len(node_byte) - 1)
+        node_tokens[path[len(data)]].extend(ids)
+        prev = data
+    n = len(node_byte)
+    depth = np.asarray(node_depth, np.int32)
+    end = np.empty(n, np.int32)
+    # subtree end: the next node whose depth is <= this node's depth
+    stack = []
+    for i in range(n):
+        d = node_depth[i]
+        while stack and node_depth[stack[-1]] >= d:
+            end[stack.pop()] = i
+        stack.append(i)
+    for i in stack:
+        end[i] = n
+    tok_off = np.zeros(n + 1, np.int32)
+    tok_off[1:] = np.cumsum([len(ts) for ts in node_tokens])
+    tok_ids = np.asarray([tk for ts in node_tokens for tk in ts] or [0], np.int32)
+    byte = np.asarray(node_byte, np.uint8)
+    big, child_tab = _child_tables(byte, np.asarray(node_parent, np.int64))
+    return (byte, end, tok_off, tok_ids, depth, int(depth.max()) if n else 0, big, child_tab)
+
+
+def _child_tables(byte, parent):
+    """byte -> child tables of the nodes with many children (parent[0] = -1, the root)."""
+    n = byte.shape[0]
+    n_children = np.bincount(parent[1:], minlength=n)
+    big_nodes = np.flatnonzero(n_children >= TABLE_MIN_CHILDREN)
+    big = np.full(n, -1, np.int32)
+    big[big_nodes] = np.arange(big_nodes.shape[0], dtype=np.int32)
+    child_tab = np.full(max(1, big_nodes.shape[0]) * 256, -1, np.int32)
+    kids = np.flatnonzero(big[parent[1:]] >= 0) + 1
+    child_tab[big[parent[kids]].astype(np.int64) * 256 + byte[kids]] = kids
+    return big, child_tab
+
+
+cdef int trie_from_arrays(TrieC* t, tuple arrs) except -1:
+    """Point t at trie arrays (byte, end, tok_off, tok_ids, depth, max_len, big, child_tab),
+    the tuple _build_trie_arrays and _suffix_trie return; the caller keeps them alive."""
+    byte, end, tok_off, tok_ids, _, max_len, big, child_tab = arrs
+    t.byte = <const uint8_t*> cnp.PyArray_DATA(byte)
+    t.end = <const int32_t*> cnp.PyArray_DATA(end)
+    t.tok_off = <const int32_t*> cnp.PyArray_DATA(tok_off)
+    t.tok_ids = <const int32_t*> cnp.PyArray_DATA(tok_ids)
+    t.big = <const int32_t*> cnp.PyArray_DATA(big)
+    t.child_tab = <const int32_t*> cnp.PyArray_DATA(child_tab)
+    t.n_nodes = byte.shape[0]
+    t.max_len = max_len
+    return 0
+
+
+cdef class TokenTrie:
+    """Flat DFS token trie of one vocabulary (shared by every grammar; fields in _trie.pxd)."""
+
+    def __init__(self, tokens, eos_ids, keep=None, items=None):
+        """The trie of the tokens (those with keep[i], when given), or of ready `items`
+        (sorted (bytes, [ids]) pairs; the whitespace-run trie uses that)."""
+        self.tokens = tokens
+        self._slices = {}
+        self._plain_len = None
+        self._slice_sizes = None
+        self._suffix_memo = {}
+        self._ws_split = False
+        if items is None:
+            groups = {}
+            for i, data in enumerate(tokens):
+                if data and (keep is None or keep[i]):
+                    groups.setdefault(bytes(data), []).append(i)
+            items = sorted(groups.items())
+        arrs = _build_trie_arrays(items)
+        (self.node_byte, self.node_end, self.tok_off, self.tok_ids, self.node_depth,
+         _, self.node_big, self.child_tab) = arrs
+        trie_from_arrays(&self.c, arrs)
+        self.vocab_size = len(tokens)
+        self.n_words = (len(tokens) + 31) // 32
+        self.eos_ids = np.asarray(sorted(eos_ids), np.int32)
+
+    @property
+    def n_nodes(self):
+        return self.c.n_nodes
+
+    def suffix_trie(self, tuple exit_nodes, TokenTrie runs=None):
+        """_suffix_trie, memoised: the same exit sets recur across positions and grammars
+        (every object-closing position exits at the same `}` nodes). Node ids from
+        n_nodes on are nodes of `runs` (the whitespace-run trie of ws_split())."""
+        arrs = self._suffix_memo.get(exit_nodes, False)
+        if arrs is False:
+            n = self.c.n_nodes
+            sources = [(self, [x for x in exit_nodes if x < n])]
+            if runs is not None:
+                sources.append((runs, [x - n for x in exit_nodes if x >= n]))
+            arrs = _suffix_trie(sources)
+            if len(self._suffix_memo) > 65536:
+                self._suffix_memo.clear()
+            self._suffix_memo[exit_nodes] = arrs
+        return arrs
+
+    def plain_lengths(self):
+        """Per token: its byte length if it is only plain string characters (valid UTF-8, no
+        quote, backslash or control character), else -1."""
+        if self._plain_len is None:
+            out = np.full(len(self.tokens), -1, np.int32)
+            for i, data in enumerate(self.tokens):
+                if not data:
+                    continue
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+                if '"' in text or "\\" in text or any(ord(ch) < 0x20 for ch in text):
+                    continue
+                out[i] = len(data)
+            self._plain_len = out
+        return self._plain_len
+
+    def slice_sizes(self):
+        """Byte lengths K of the slices kept: tokens of plain characters of at most K bytes.
+
+        Capped at 32: longer plain tokens are rare (the trie of the others is ~14k nodes at
+        K=32 against ~12k at K=128 for llama-bpe), while proving a position accepts longer runs
+        costs a BFS level per byte wherever a counter (maxLength) is involved. The sizes
+        between serve bounded strings near their end (for llama-bpe the trie of the others
+        has 145k nodes at K=8, 55k at K=12, 27k at K=16, 16k at K=24)."""
+        if self._slice_sizes is None:
+            longest = int(self.plain_lengths().max())
+            self._slice_sizes = [k for k in (8, 12, 16, 24, 32) if k <= longest] \
+                or [max(longest, 1)]
+        return self._slice_sizes
+
+    def slice(self, int k):
+        """(bitset of the plain tokens of at most k bytes, trie of every other token)."""
+        s = self._slices.get(k)
+        if s is None:
+            plain = self.plain_lengths()
+            inside = (plain > 0) & (plain <= k)
+            if self.eos_ids.shape[0]:
+                inside[self.eos_ids] = False
+            bits = np.packbits(np.concatenate([inside, np.zeros(self.n_words * 32 - inside.shape[0], bool)]),
+                               bitorder="little").view(np.uint32).copy()
+            rest = TokenTrie(self.tokens, self.eos_ids.tolist(), keep=~inside)
+            s = self._slices[k] = (bits, rest)
+        return s
+
+    def ws_split(self):
+        """(trie of the tokens that do not start with JSON whitespace, whitespace-run trie),
+        or None when the vocabulary has no such tokens.
+
+        The run trie holds every token that starts with whitespace as the byte d (the length
+        of its leading run of space, tab, CR, LF) followed by the rest of the token: a
+        position where whitespace loops back to the same state (everywhere between JSON
+        tokens) walks each rest once per run length instead of every run spelling (llama-bpe
+        has 760 trie nodes of pure whitespace, and 59k tokens below them)."""
+        if self._ws_split is False:
+            runs = {}
+            keep = np.ones(len(self.tokens), bool)
+            for i, data in enumerate(self.tokens):
+                if not data or data[0] not in WS_BYTES:
+                    continue
+                d = 1
+                while d < len(data) and data[d] in WS_BYTES:
+                    d += 1
+                if d > 255:
+                    continue         # stays in the other trie, walked byte by byte
+                keep[i] = False
+                runs.setdefault(bytes((d,)) + bytes(data[d:]), []).append(i)
+            if not runs:
+                self._ws_split = None
+            else:
+                self._ws_split = (TokenTrie(self.tokens, self.eos_ids.tolist(), keep=keep),
+                                  TokenTrie(self.tokens, self.eos_ids.tolist(),
+                                            items=sorted(runs.items())))
+        return self._ws_split
+
+    def nbytes(self):
+        return sum(a.nbytes for a in (self.node_byte, self.node_end, self.tok_off, self.tok_ids,
+                                      self.node_depth, self.node_big, self.child_tab))
+
+
+_TRIES = {}
+_TRIES_LOCK = threading.Lock()
+
+
+def trie_of(vocab):
+    key = vocab.fingerprint
+    t = _TRIES.get(key)
+    if t is None:
+        with _TRIES_LOCK:
+            t = _TRIES.get(key)
+            if t is None:
+                t = TokenTrie(vocab.tokens, vocab.eos_ids)
+                _TRIES[key] = t
+    return t
+
+
+
+cdef struct SuffixOut:
+    I32Vec byte
+    I32Vec parent
+    I32Vec depth
+    I32Vec end
+    I32Vec tok_off
+    I32Vec tok_ids
+
+
+cdef int _merge_children(SuffixOut* o, const TrieC* tries, const int32_t* nodes, int32_t n,
+                         int32_t parent, int32_t depth) noexcept nogil:
+    """Append, in depth-first order, the merged children of the (trie, node) pairs in
+    nodes[0:2n]: one merged node per byte, holding the tokens of every original child with
+    that byte, its own children merged the same way."""
+    cdef int32_t counts[257]
+    cdef int32_t i, k, c, b, src, x, total = 0, me, pos
+    cdef int32_t* kids
+    cdef const TrieC* t
+    memset(counts, 0, sizeof(counts))
+    for i in range(n):
+        t = &tries[nodes[2 * i]]
+        x = nodes[2 * i + 1]
+        c = x + 1
+        while c < t.end[x]:
+            counts[t.byte[c] + 1] += 1
+            total += 1
+            c = t.end[c]
+    if total == 0:
+        return 0
+    for b in range(256):
+        counts[b + 1] += counts[b]
+    # counting sort of the children by byte (pairs: trie, node)
+    kids = <int32_t*> malloc(2 * total * sizeof(int32_t))
+    if kids == NULL:
+        return -1
+    for i in range(n):
+        src = nodes[2 * i]
+        t = &tries[src]
+        x = nodes[2 * i + 1]
+        c = x + 1
+        while c < t.end[x]:
+            pos = counts[t.byte[c]]
+            counts[t.byte[c]] += 1
+            kids[2 * pos] = src
+            kids[2 * pos + 1] = c
+            c = t.end[c]
+    # counts[b] is now the end of byte b's run; runs start at the previous byte's end
+    i = 0
+    while i < total:
+        b = tries[kids[2 * i]].byte[kids[2 * i + 1]]
+        k = i
+        while k < total and tries[kids[2 * k]].byte[kids[2 * k + 1]] == b:
+            k += 1
+        me = o.byte.n
+        if i32_push(&o.byte, b) or i32_push(&o.parent, parent) or \
+                i32_push(&o.depth, depth + 1) or i32_push(&o.end, 0):
+            free(kids)
+            return -1
+        for c in range(i, k):
+            t = &tries[kids[2 * c]]
+            x = kids[2 * c + 1]
+            for pos in range(t.tok_off[x], t.tok_off[x + 1]):
+                if i32_push(&o.tok_ids, t.tok_ids[pos]):
+                    free(kids)
+                    return -1
+        if i32_push(&o.tok_off, o.tok_ids.n):
+            free(kids)
+            return -1
+        if _merge_children(o, tries, kids + 2 * i, k - i, me, depth + 1) != 0:
+            free(kids)
+            return -1
+        o.end.data[me] = o.byte.n
+        i = k
+    free(kids)
+    return 0
+
+
+cdef object _vec_array(I32Vec* v, dtype):
+    return np.array(<int32_t[:v.n]> v.data, dtype=dtype) if v.n else np.zeros(0, dtype)
+
+
+def _suffix_trie(sources):
+    """Merge the subtrees below the exit nodes into one trie keyed by the remaining bytes
+    (the trie arrays, or None when no token goes on past an exit).
+    sources: (TokenTrie, exit nodes of that trie) pairs."""
+    cdef SuffixOut o
+    cdef TrieC tries[2]
+    cdef int32_t* nodes
+    cdef int32_t n = 0, i, rc
+    cdef TokenTrie tr
+    cdef I32Vec* vecs[6]
+    if len(sources) > 2:
+        raise ValueError("at most two tries")
+    total = sum(len(x) for _, x in sources)
+    nodes = <int32_t*> malloc(max(1, 2 * total) * sizeof(int32_t))
+    if nodes == NULL:
+        raise MemoryError()
+    for i, (tr, exit_nodes) in enumerate(sources):
+        tries[i] = tr.c
+        for x in exit_nodes:
+            nodes[2 * n] = i
+            nodes[2 * n + 1] = x
+            n += 1
+    vecs[0], vecs[1], vecs[2] = &o.byte, &o.parent, &o.depth
+    vecs[3], vecs[4], vecs[5] = &o.end, &o.tok_off, &o.tok_ids
+    for i in range(6):
+        vecs[i].data = NULL
+        vecs[i].n = vecs[i].cap = 0
+    # the root: no tokens (those ending at an exit node were decided by the walk)
+    rc = i32_push(&o.byte, 0) or i32_push(&o.parent, -1) or i32_push(&o.depth, 0) or \
+        i32_push(&o.end, 0) or i32_push(&o.tok_off, 0) or i32_push(&o.tok_off, 0)
+    if rc == 0:
+        with nogil:
+            rc = _merge_children(&o, tries, nodes, n, 0, 0)
+    free(nodes)
+    try:
+        if rc != 0:
+            raise MemoryError()
+        if o.byte.n == 1:
+            return None
+        o.end.data[0] = o.byte.n
+        byte = _vec_array(&o.byte, np.uint8)
+        end = _vec_array(&o.end, np.int32)
+        tok_off = _vec_array(&o.tok_off, np.int32)
+        tok_ids = _vec_array(&o.tok_ids, np.int32) if o.tok_ids.n else np.zeros(1, np.int32)
+        depth = _vec_array(&o.depth, np.int32)
+        big, child_tab = _child_tables(byte, _vec_array(&o.parent, np.int64))
+        return (byte, end, tok_off, tok_ids, depth, int(depth.max()), big, child_tab)
+    finally:
+        for i in range(6):
+            free(vecs[i].data)
+
