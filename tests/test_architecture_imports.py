@@ -67,8 +67,16 @@ def _absolute(package: str, level: int, module: Optional[str]) -> str:
     return ".".join(base + ([module] if module else []))
 
 
-_CY_FROM = re.compile(r"^\s*from\s+(\.*)([\w.]*)\s+c?import\s+\(?([\w ,]+)")
-_CY_IMPORT = re.compile(r"^\s*c?import\s+([\w.]+)")
+_CY_FROM = re.compile(r"^\s*from\s+(\.*)([\w.]*)\s+(c?)import\s+\(?([\w ,]+)")
+_CY_IMPORT = re.compile(r"^\s*(c?)import\s+([\w.]+)")
+
+
+def _declarations_only(target: str) -> bool:
+    """A cimport of a .pxd with no module behind it (no .pyx, no .py) is read at compile time
+    only: it loads nothing when the extension runs, so it is no edge of the import graph."""
+    base = ROOT.joinpath(*target.split("."))
+    return base.with_suffix(".pxd").exists() and not any(
+        base.with_suffix(ext).exists() for ext in (".pyx", ".py"))
 
 
 def _cython_imports(package: str, path: Path) -> List[Import]:
@@ -77,12 +85,14 @@ def _cython_imports(package: str, path: Path) -> List[Import]:
         m = _CY_FROM.match(line)
         if m:
             target = _absolute(package, len(m.group(1)), m.group(2) or None)
-            names = [x.split()[0] for x in m.group(3).split(",") if x.strip()]
+            if m.group(3) and _declarations_only(target):
+                continue
+            names = [x.split()[0] for x in m.group(4).split(",") if x.strip()]
             out += [(target, name, n) for name in names]
             continue
         m = _CY_IMPORT.match(line)
-        if m:
-            out.append((m.group(1), None, n))
+        if m and not (m.group(1) and _declarations_only(m.group(2))):
+            out.append((m.group(2), None, n))
     return out
 
 
