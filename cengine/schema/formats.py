@@ -184,7 +184,10 @@ def _generic_uri(ipv6_expr: ir.Expr, extra: tuple = (), query_extra: tuple = ())
     # IPv4address and reg-name overlap: every dotted quad is also a reg-name
     host = ir.alt(ir.seq(ir.lit("["), ir.alt(ipv6_expr, future), ir.lit("]")),
                   ir.repeat(cls(), 0, None))
-    authority = ir.seq(ir.opt(ir.seq(userinfo, ir.lit("@"))), host,
+    # alt(EMPTY, ...) rather than ir.opt: the automaton builder (_build.pyx) emits a bounded
+    # repeat's item from a state that also skips the repeat, and a leading star loops back to
+    # that state, so opt(x* '@') would accept x* without the '@'
+    authority = ir.seq(ir.alt(ir.EMPTY, ir.seq(userinfo, ir.lit("@"))), host,
                        ir.opt(ir.seq(ir.lit(":"), ir.repeat(_D, 0, None))))
     pchar = cls(":@")
     abempty = ir.repeat(ir.seq(ir.lit("/"), ir.repeat(pchar, 0, None)), 0, None)
