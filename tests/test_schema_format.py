@@ -1,6 +1,6 @@
 """`format`: every format jsonschema's checker knows (with its format extras) is enforced, as
-the checker decides (exact) or as a documented narrowing of it (fewer strings); `regex` is
-refused by name; names no standard defines are annotations.
+the checker decides (exact) or as a documented narrowing of it (fewer strings); a known format
+without a grammar would be refused by name; names no standard defines are annotations.
 
 The oracle is Draft202012Validator.FORMAT_CHECKER with jsonschema[format-nongpl] installed.
 IN_SCOPE says, per format, which strings a documented narrowing leaves out (docs/json-schema.md);
@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 import cengine
 from cengine import CompileError
 from cengine.schema import schema_to_ir
-from cengine.schema.formats import FORMATS
+from cengine.schema.formats import FORMATS, REGEX_GROUP_DEPTH
 from walks import walk_allowed
 
 CHECKER = Draft202012Validator.FORMAT_CHECKER
@@ -80,9 +80,9 @@ IN_SCOPE = {
     "relative-json-pointer": lambda s: re.match(r"\d*", s).group().isascii(),
     "uri-template": lambda s: bool(_TEMPLATE.fullmatch(s)),
     "duration": _duration_scope,
+    # nested syntax: the in-scope strings are the generated ones (test_regex_subset_accepted)
+    "regex": lambda s: False,
 }
-NARROWED = {"hostname", "idn-hostname", "email", "idn-email", "relative-json-pointer",
-            "uri-template", "duration"}
 
 
 def in_scope(fmt: str, s: str) -> bool:
@@ -150,6 +150,11 @@ CASES = [
                   "P0D", "P1M", "PT1M"],
      ["P", "PT", "P1DT", "P1", "1D", "PD", "P1D1W", "P1M1Y", "PT1H1M1H", "P1DT1D", "p1d"],
      ["P1.D", "-P1D", "+P1D", "P-1D", "P1e3D", "P1.5YT1H", "P.5D", "P1.5Y1D"]),
+    ("regex", ["", "^[a-z]+$", r"^\d{3}-\d{4}$", "a|b|", "(a(?:b(c)))", r"[^\]\\-]+", "x*?y+?z??",
+               r"\bword\B", "[A-Fa-f0-9-]", r"^\(?\d{3}\)?$", "é{2,}", "(|a)*", r"\u00e9\x41"],
+     ["(", ")", "[]", "a**", "a{2,1}", "^*", r"\b+", "[z-a]", "a\\", "[a", "(?", "{1}"],
+     ["(a(b(c(d))))", "(?=a)", r"(a)\1", "(?P<n>a)", "(?i)a", "a{,3}", "a{10,20}", "[g-z]",
+      "[a&&b]", "a{", "[é-ü]", "\t", "a++"]),
 ]
 
 
@@ -172,10 +177,18 @@ def test_formats(fmt, good, bad, narrowed):
         assert checker(fmt, s) and not in_scope(fmt, s), s
 
 
-def test_every_known_format_is_enforced_or_refused():
-    known = set(CHECKER.checkers)
-    assert known - set(FORMATS) == {"regex"}, known - set(FORMATS)
-    assert set(FORMATS) <= known
+def test_every_known_format_is_enforced():
+    assert set(CHECKER.checkers) == set(FORMATS)
+
+
+def test_a_known_format_without_grammar_is_refused_by_name(monkeypatch):
+    from cengine.schema import formats
+    monkeypatch.setitem(formats.UNENFORCEABLE, "uri", "no grammar (test)")
+    for schema, pointer in (({"type": "string", "format": "uri"}, "/format"),
+                            ({"properties": {"r": {"format": "uri"}}}, "/properties/r/format")):
+        with pytest.raises(CompileError) as ei:
+            schema_to_ir(schema)
+        assert (ei.value.keyword, ei.value.pointer) == ("format", pointer)
 
 
 @pytest.mark.parametrize("fmt", ["x-custom", "int32", "url", "color", "host-name", "jsonschema"])
@@ -188,7 +201,7 @@ def test_format_only_constrains_strings():
     g = cengine.compile_json_schema({"format": "date"})
     assert accepts(g, "12") and accepts(g, '"2024-01-01"') and not accepts(g, '"x"')
     g = cengine.compile_json_schema({"type": "integer", "format": "regex"})
-    assert accepts(g, "12")
+    assert accepts(g, "12") and not accepts(g, '"("')
 
 
 REFUSED = [
@@ -196,8 +209,6 @@ REFUSED = [
     ({"type": "string", "format": "date", "pattern": "^2"}, "pattern", "/pattern"),
     ({"type": "string", "format": "date-time", "maxLength": 30}, "maxLength", "/maxLength"),
     ({"type": "string", "format": "date", "minLength": 11}, None, ""),
-    ({"type": "string", "format": "regex"}, "format", "/format"),
-    ({"properties": {"r": {"format": "regex"}}}, "format", "/properties/r/format"),
     ({"type": "string", "format": "hostname", "maxLength": 20}, "maxLength", "/maxLength"),
 ]
 
@@ -220,7 +231,6 @@ def test_enum_with_format_keeps_matching_values():
     assert accepts(g, '"2024-01-01"') and accepts(g, "5") and not accepts(g, '"tomorrow"')
     g = cengine.compile_json_schema({"enum": ["a", "b"], "format": "x-unknown"})
     assert accepts(g, '"a"') and accepts(g, '"b"')
-    # a finite set is checked by the checker itself, so even 'regex' is exact there
     g = cengine.compile_json_schema({"enum": ["a+", "(", "[a-z]"], "format": "regex"})
     assert accepts(g, '"a+"') and accepts(g, '"[a-z]"') and not accepts(g, '"("')
     g = cengine.compile_json_schema({"enum": ["http://a/b", "not a uri"], "format": "uri"})
@@ -273,6 +283,18 @@ def _splice(s, edits):
     return s
 
 
+def _regexes(depth: int) -> st.SearchStrategy:
+    """Regexes inside the documented narrowing (groups nested at most depth deep)."""
+    atom = st.sampled_from(["a", "b", "1", "-", ":", "é", ".", r"\d", r"\.", r"\(", "[a-z]",
+                            "[^0-9_]", "[A-Fa-f0-9]", r"[\w-]", r"\u00e9", "/"])
+    if depth > 0:
+        atom = st.one_of(atom, st.tuples(st.sampled_from(["(", "(?:"]), _regexes(depth - 1))
+                         .map(lambda t: t[0] + t[1] + ")"))
+    quant = st.sampled_from(["", "", "*", "+", "?", "*?", "{2}", "{1,3}", "{2,}", "{0,10}", "+?"])
+    piece = st.one_of(st.tuples(atom, quant).map("".join), st.sampled_from(["^", "$", r"\b", "|"]))
+    return st.lists(piece, max_size=5).map("".join)
+
+
 def _strategies():
     uri_re, ref_re = _uri_regexes()
     return {
@@ -299,6 +321,7 @@ def _strategies():
         "uri-template": (st.from_regex(
             r"([a-z/:.?=&]{0,4}(\{[+#./;?&]?[a-z_][a-z0-9_.]{0,3}(:[1-9][0-9]{0,2}|\*)?"
             r"(,[a-z][a-z0-9]{0,2}\*?){0,2}\}))*", fullmatch=True), "{}:*,.+#=[]% a1/"),
+        "regex": (_regexes(REGEX_GROUP_DEPTH), "()[]{}*+?|\\^$.-,:0123a"),
         "duration": (st.from_regex(r"P(\d{1,3}Y)?(\d{1,3}M)?(\d{1,3}D)?(T(\d{1,3}H)?(\d{1,3}M)?"
                                    r"(\d{1,3}([.,]\d{1,2})?S)?)?|P\d{1,2}W", fullmatch=True),
                      "PYMDWTHS.,-+01e"),
@@ -318,6 +341,17 @@ def test_acceptance_against_the_checker(fmt):
         assert not ours or theirs, ("accepted what the checker refuses", s)
         if theirs and in_scope(fmt, s):
             assert ours, ("refused what the checker accepts", s)
+    run()
+
+
+def test_regex_subset_accepted():
+    g = cengine.compile_json_schema({"type": "string", "format": "regex"})
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck),
+              database=None)
+    @given(_regexes(REGEX_GROUP_DEPTH))
+    def run(s):
+        assert accepts(g, json.dumps(s)) and checker("regex", s), s
     run()
 
 

@@ -27,7 +27,11 @@ COMPILE_CAP_S = 10.0
 MAX_VALID_REJECTED = 0.005
 
 # (file stem, instance index) -> the documented narrowing (docs/json-schema.md) that rejects it
+_PROPERTY_ORDER = ("property order (departure 3): extra keys ($schema, title) come before "
+                   "declared ones; accepted with the extra keys moved last")
 ALLOWED_REJECTIONS: dict = {
+    ("Github_hard---o16749", 0): _PROPERTY_ORDER,
+    ("Github_hard---o16749", 1): _PROPERTY_ORDER,
 }
 
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(),

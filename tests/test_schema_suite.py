@@ -52,7 +52,6 @@ SKIPPED = {
      "location twice is not a sign of an infinite loop"): "allOf",
     ("items", "items does not look in applicators, valid case"): "allOf",
     ("properties", "properties, patternProperties, additionalProperties interaction"): "patternProperties",
-    ("format", "regex format"): "format 'regex' is refused by name (not a regular language)",
     ("ref", "remote ref, containing refs itself"): _REMOTE,
     ("ref", "$ref to boolean schema false"): _NO_DOC,
     ("ref", "Recursive references between schemas"): _REMOTE,

@@ -8,9 +8,10 @@ and equals it where docs/json-schema.md does not name a narrowing.
 
 Exact: date, time, date-time, uuid, ipv4, ipv6, uri, uri-reference, iri, iri-reference,
 json-pointer. Narrowings (documented with their reasons): hostname, idn-hostname, email,
-idn-email, relative-json-pointer, uri-template, duration. `regex` is known but not a regular
-language (Python's re syntax nests), so it is refused (`UNENFORCEABLE`). Every other name is an
-annotation, as draft 2020-12 says by default.
+idn-email, relative-json-pointer, uri-template, duration, regex (its syntax nests without bound:
+groups are nested at most REGEX_GROUP_DEPTH deep). A known format without a grammar would be
+refused by name (UNENFORCEABLE, empty today). Every other name is an annotation, as draft
+2020-12 says by default.
 """
 from __future__ import annotations
 
@@ -352,6 +353,75 @@ def duration() -> ir.Expr:
                                       time_part, ir.seq(fraction, ir.lit("W"))))
 
 
+# --- regex (ECMA-262, checked by the checker with Python's re.compile) ------------------------
+REGEX_GROUP_DEPTH = 3
+_METACHARS = "\\^$.|?*+()[]{}"
+
+
+def _printable_but(chars: str) -> ir.Expr:
+    """Printable ASCII (U+0020..U+007E) except chars, and every code point from U+00A0
+    (control characters are left out: legal in both dialects, never meant)."""
+    out, lo = [], 0x20
+    for c in sorted(set(map(ord, chars))):
+        if c > lo:
+            out.append((lo, c - 1))
+        lo = max(lo, c + 1)
+    if lo <= 0x7E:
+        out.append((lo, 0x7E))
+    return ir.charset(out + [(0xA0, ir.MAX_UNICODE)])
+
+
+def _regex_escape() -> ir.Expr:
+    # escaped punctuation, the class escapes, control escapes, \xHH, \uHHHH: valid in both
+    # ECMA-262 and Python
+    return ir.seq(ir.lit("\\"), ir.alt(_chars(_METACHARS + "/-dDwWsSnrtfv"),
+                                       ir.seq(ir.lit("x"), _HEX, _HEX),
+                                       ir.seq(ir.lit("u"), _n(_HEX, 4))))
+
+
+def _regex_class() -> ir.Expr:
+    """[...] / [^...]: single characters, escapes and ranges (see below); a '-' only last. '[', '&', '~', '|' only escaped (Python warns on '[[', '&&', ...)."""
+    plain = _printable_but("\\]-^[&~|")
+    # ranges from '0', '1', 'a' or 'A' to a character of the same kind ([0-9], [1-5], [a-f],
+    # [A-Z], ...): each other start would be one more automaton state per place a class occurs
+    ranges = [ir.seq(ir.lit(lo), ir.lit("-"), ir.charset(((ord(lo), hi),)))
+              for lo, hi in (("0", 0x39), ("1", 0x39), ("a", 0x7A), ("A", 0x5A))]
+    item = ir.alt(plain, ir.lit("^"), _regex_escape(), *ranges)
+    first = ir.alt(plain, _regex_escape(), *ranges)     # a leading '^' negates instead
+    return ir.seq(ir.lit("["), ir.opt(ir.lit("^")), first, ir.repeat(item, 0, None),
+                  ir.opt(ir.lit("-")), ir.lit("]"))
+
+
+def _regex_quantifier() -> ir.Expr:
+    number = ir.alt(ir.lit("0"), ir.seq(_c("1-9"), ir.repeat(_D, 0, 2)))
+    # {n,m} needs n <= m: n one digit, m a larger-or-equal digit or two or three digits
+    bounded = ir.alt(*(ir.seq(ir.lit(f"{n},"), ir.alt(ir.charset(((0x30 + n, 0x39),)),
+                                                      ir.seq(_c("1-9"), ir.repeat(_D, 1, 2))))
+                       for n in range(10)))
+    counted = ir.seq(ir.lit("{"), ir.alt(number, ir.seq(number, ir.lit(",")), bounded), ir.lit("}"))
+    return ir.seq(ir.alt(_chars("*+?"), counted), ir.opt(ir.lit("?")))
+
+
+def regex() -> ir.Expr:
+    """A narrowing of ECMA-262 regular expressions to a regular subset that Python's re (the
+    checker) also compiles: literals, '.', escapes, classes, groups '(...)' and '(?:...)'
+    nested at most REGEX_GROUP_DEPTH deep, alternation, quantifiers (one each, lazy allowed,
+    counted ones with min <= max), '^' '$' '\\b' '\\B' unquantified. No lookaround,
+    backreferences, named groups or flags."""
+    literal = _printable_but(_METACHARS)
+    anchor = ir.alt(_chars("^$"), ir.seq(ir.lit("\\"), _chars("bB")))
+    quant = _regex_quantifier()
+    simple = ir.alt(literal, ir.lit("."), _regex_escape(), _regex_class())
+    body = ir.NOTHING
+    for _ in range(REGEX_GROUP_DEPTH + 1):
+        atom = simple if body is ir.NOTHING else ir.alt(
+            simple, ir.seq(ir.lit("("), ir.opt(ir.lit("?:")), body, ir.lit(")")))
+        piece = ir.alt(anchor, ir.seq(atom, ir.opt(quant)))
+        # branch ('|' branch)* with branches that may be empty: any run of pieces and '|'
+        body = ir.repeat(ir.alt(piece, ir.lit("|")), 0, None)
+    return body
+
+
 FORMATS: Dict[str, Callable[[], ir.Expr]] = {
     "date": date, "time": time, "date-time": date_time, "duration": duration,
     "uuid": uuid, "ipv4": ipv4, "ipv6": ipv6,
@@ -359,13 +429,12 @@ FORMATS: Dict[str, Callable[[], ir.Expr]] = {
     "uri-template": uri_template, "hostname": hostname, "idn-hostname": idn_hostname,
     "email": email, "idn-email": idn_email,
     "json-pointer": json_pointer, "relative-json-pointer": relative_json_pointer,
+    "regex": regex,
 }
 
-# formats the checker knows whose languages are not regular: refused by name
-UNENFORCEABLE = {
-    "regex": "Python's re syntax (which the checker compiles) nests groups without bound, "
-             "so it is not a regular language",
-}
+# formats the checker knows that have no grammar here: refused by name (compiler._format).
+# Empty today: every format of the checker is enforced, exactly or narrowed.
+UNENFORCEABLE: Dict[str, str] = {}
 
 
 def format_expr(name: str) -> Optional[ir.Expr]:
