@@ -38,6 +38,7 @@ import numpy as np  # noqa: E402
 import bench_mask  # noqa: E402  (sets RAYON_NUM_THREADS=1 before llguidance loads)
 
 OURS_OPTIONS = {"closed_objects": False, "whitespace_budget": None}
+TOP_REFUSALS = 25
 SPLIT_SEP = "---"
 
 
@@ -281,6 +282,9 @@ def summarize(records: dict) -> dict:
                 e["crashes"] += (label + "_crash") in i
                 e["inconsistent"] += (label + "_inconsistent") in i
         masks = [t for n in common for i in records[n]["instances"] for t in i.get(label + "_mask_ns", ())]
+        worst = sorted(((max(i[label + "_mask_ns"]), n, i["index"]) for n in common
+                        for i in records[n]["instances"] if i.get(label + "_mask_ns")), reverse=True)
+        e["slowest"] = [(n, k, t / 1e3) for t, n, k in worst[:5]]
         us = np.asarray(masks, dtype=np.float64) / 1e3
         comp = np.asarray([records[n][label]["ttfm_ns"] for n in common], dtype=np.float64) / 1e6
         e["n_masks"] = int(len(us))
@@ -331,10 +335,18 @@ def markdown(s: dict, byte_level: bool) -> str:
             "| split | schemas | llamay | llguidance | both |", "|---|---:|---:|---:|---:|"]
     for sp, c in sorted(s["splits"].items()):
         out.append(f"| {sp} | {c['schemas']} | {c['ours']} | {c['ll']} | {c['both']} |")
+    if not byte_level:
+        for label, title in ENGINES:
+            out += ["", f"Slowest masks, {title} (schema, instance, µs):", ""]
+            out += [f"- {n} #{k}: {us:,.0f}" for n, k, us in s["engines"][label]["slowest"]]
     for label, title in ENGINES:
         out += ["", f"Refusals, {title} ({'keyword' if label == 'ours' else 'first line of the error'}):", ""]
-        for kind, k in s["engines"][label]["refusals"].items():
+        kinds = list(s["engines"][label]["refusals"].items())
+        for kind, k in kinds[:TOP_REFUSALS]:
             out.append(f"- {k:5d}  {kind}")
+        if len(kinds) > TOP_REFUSALS:
+            rest = kinds[TOP_REFUSALS:]
+            out.append(f"- {sum(k for _, k in rest):5d}  {len(rest)} other kinds (--json has all)")
     if s["timeouts"]:
         out += ["", "Timeouts (schema, phase):", ""] + [f"- {a}: {b}" for a, b in s["timeouts"]]
     if s["file_errors"]:
