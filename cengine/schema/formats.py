@@ -438,7 +438,7 @@ UNENFORCEABLE: Dict[str, str] = {}
 
 
 def format_expr(name: str) -> Optional[ir.Expr]:
-    """The decoded strings of an enforced format, None for a format that is an annotation.
-    Raises KeyError-free: callers check UNENFORCEABLE first (compiler._format)."""
+    """The decoded strings of an enforced format, None for a format that is an annotation
+    (compiler._format refuses the UNENFORCEABLE names before asking)."""
     build = FORMATS.get(name)
     return build() if build is not None else None
