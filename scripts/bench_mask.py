@@ -50,13 +50,15 @@ def _stats_us(ns):
 class Engines:
     """Both engines over the same llama.cpp vocabulary, loaded once."""
 
-    def __init__(self):
+    def __init__(self, compile_options=None):
         import llama_cpp
         import llguidance
         import llguidance.llamacpp
         import cengine
         from tests.material import vocab_gguf
         self.cengine, self.llguidance = cengine, llguidance
+        # closed_objects=False: both engines answer JSON Schema's question (open objects)
+        self.compile_options = dict(compile_options or {"closed_objects": False})
         path = str(vocab_gguf("llama-bpe"))
         self.llm = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
         vocab_ptr = llama_cpp.llama_model_get_vocab(self.llm.model)
@@ -79,13 +81,13 @@ class Engines:
         """Real compile (cache cleared) plus matcher construction; returns (grammar, ns)."""
         self.cengine.CACHE.clear()
         t0 = time.perf_counter_ns()
-        g = self.cengine.compile_json_schema(schema, closed_objects=False)
+        g = self.cengine.compile_json_schema(schema, **self.compile_options)
         g.matcher(self.vocab)
         return g, time.perf_counter_ns() - t0
 
     def compile_ours_cached(self, schema):
         t0 = time.perf_counter_ns()
-        g = self.cengine.compile_json_schema(schema, closed_objects=False)
+        g = self.cengine.compile_json_schema(schema, **self.compile_options)
         g.matcher(self.vocab)
         return time.perf_counter_ns() - t0
 

@@ -418,6 +418,9 @@ class _Compiler:
         if not isinstance(name, str):
             raise CompileError("'format' must be a string", keyword="format",
                                pointer=_ptr(ptr, "format"))
+        if name in jf.UNENFORCEABLE:
+            raise CompileError(f"format '{name}' is not enforced: {jf.UNENFORCEABLE[name]}",
+                               keyword="format", pointer=_ptr(ptr, "format"))
         return jf.format_expr(name)
 
     def _string(self, schema: dict, ptr: str) -> ir.Expr:
