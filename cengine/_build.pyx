@@ -471,13 +471,17 @@ cdef class RuleNfa:
                 self.emit(item, cur, nxt, depth + 1)
                 cur = nxt
             if e.hi is None:
-                # loop: cur -item-> body_t -eps-> cur ; cur -eps-> t
+                # loop through a fresh head: cur -eps-> h -item-> b -eps-> h ; h -eps-> t.
+                # Looping back to cur itself would be wrong when cur has other exits (an
+                # enclosing optional's skip): (a* '@')? would then accept a* alone
+                h = self.new()
                 a = self.new()
                 b = self.new()
-                self._eps(cur, a)
+                self._eps(cur, h)
+                self._eps(h, a)
                 self.emit(item, a, b, depth + 1)
-                self._eps(b, cur)
-                self._eps(cur, t)
+                self._eps(b, h)
+                self._eps(h, t)
             else:
                 for i in range(<int>e.hi - <int>e.lo):
                     self._eps(cur, t)

@@ -118,13 +118,15 @@ class _RuleCompiler:
                 self._emit(e.item, cur, nxt)
                 cur = nxt
             if e.hi is None:
-                # loop: cur -item-> cur2 -eps-> cur ; cur -eps-> t
+                # loop through a fresh head (cur may have other exits: an optional's skip)
+                head = nfa.new()
                 body_s = nfa.new()
                 body_t = nfa.new()
-                nfa.eps[cur].append(body_s)
+                nfa.eps[cur].append(head)
+                nfa.eps[head].append(body_s)
                 self._emit(e.item, body_s, body_t)
-                nfa.eps[body_t].append(cur)
-                nfa.eps[cur].append(t)
+                nfa.eps[body_t].append(head)
+                nfa.eps[head].append(t)
             else:
                 for _ in range(e.hi - e.lo):
                     nfa.eps[cur].append(t)
