@@ -11,7 +11,8 @@ reads as a decision line, and appends it to --out.
 Resume rule: ids already in --out are skipped, new lines are appended. A line whose request
 failed is not written (so DECISIONS.jsonl stays a clean input for report and fit): it is named
 in the summary, collect exits 1, and the next run retries it. A partial last line (the run was
-killed mid-write) is cut off before appending, and that id is redone.
+killed mid-write) is cut off before appending, and that id is redone (a complete last line that only lacks its
+newline is kept).
 """
 from __future__ import annotations
 
@@ -165,22 +166,31 @@ def read_done(out_path: Union[str, Path]) -> Set[str]:
         raise DatasetError(f"{path}: cannot read it ({e.strerror or e})") from None
     if raw and not raw.endswith(b"\n"):
         cut = raw.rfind(b"\n") + 1
-        with open(path, "r+b") as f:
-            f.truncate(cut)
-        raw = raw[:cut]
+        if _is_decision_line(raw[cut:]):
+            with open(path, "ab") as f:     # complete, only the newline is missing: keep it
+                f.write(b"\n")
+            raw += b"\n"
+        else:
+            with open(path, "r+b") as f:
+                f.truncate(cut)
+            raw = raw[:cut]
     done: Set[str] = set()
     for number, chunk in enumerate(raw.split(b"\n"), start=1):
         if not chunk.strip():
             continue
-        try:
-            obj = json.loads(chunk.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            obj = None
-        if not isinstance(obj, dict) or "id" not in obj:
+        if not _is_decision_line(chunk):
             raise DatasetError(f"{path}: line {number} is not a decision line with an 'id'; "
                                f"refusing to append to it (choose another --out)")
-        done.add(id_key(obj["id"]))
+        done.add(id_key(json.loads(chunk.decode("utf-8"))["id"]))
     return done
+
+
+def _is_decision_line(chunk: bytes) -> bool:
+    try:
+        obj = json.loads(chunk.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(obj, dict) and "id" in obj
 
 
 def decision_line(item: DatasetItem, decisions) -> Dict[str, Any]:

@@ -95,6 +95,9 @@ def apply_calibration(decision: Mapping[str, Any], calibration) -> Dict[str, Any
     if not isinstance(logprobs, list) or not isinstance(alternatives, list) \
             or len(logprobs) != len(alternatives) or not logprobs:
         raise ValueError("applying a calibration needs one 'logprobs' value per alternative")
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+               for x in logprobs):
+        raise ValueError("applying a calibration needs finite numbers as 'logprobs'")
     out = dict(decision)
     out["posterior"] = tempered_posterior(logprobs, cal.temperature)
     out["calibration"] = cal.as_dict()

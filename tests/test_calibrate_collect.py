@@ -126,6 +126,17 @@ def test_a_partial_last_line_is_cut_and_redone(tmp_path):
     assert len(load_decisions(out)) == 4
 
 
+def test_a_complete_last_line_without_newline_is_kept(tmp_path):
+    items = C.load_dataset(write_dataset(tmp_path, [dataset_line(i) for i in range(3)]))
+    out = tmp_path / "d.jsonl"
+    C.collect(items[:2], out, CountingRunner(), progress=False)
+    out.write_text(out.read_text().rstrip("\n"))
+    runner = CountingRunner()
+    C.collect(items, out, runner, progress=False)
+    assert runner.calls == [2]
+    assert out_ids(out) == ["r0", "r1", "r2"] and len(load_decisions(out)) == 3
+
+
 def test_failed_lines_are_not_written_and_are_retried(tmp_path):
     items = C.load_dataset(write_dataset(tmp_path, [dataset_line(i) for i in range(5)]))
     out = tmp_path / "d.jsonl"

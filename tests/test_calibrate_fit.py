@@ -124,6 +124,8 @@ def test_apply_calibration_keeps_raw_logprobs_and_is_idempotent():
     assert decision["posterior"] == [0.78, 0.14, 0.08]     # the input is not changed
     with pytest.raises(ValueError, match="logprobs"):
         apply_calibration({k: v for k, v in decision.items() if k != "logprobs"}, Calibration(2.0))
+    with pytest.raises(ValueError, match="finite numbers"):
+        apply_calibration(dict(decision, logprobs=[-0.4, None, -3.0]), Calibration(2.0))
     with pytest.raises(CalibrationError):
         apply_calibration(decision, {"method": "temperature", "temperature": 0})
 
