@@ -1,15 +1,19 @@
 """Reading and validating DECISIONS.jsonl, the labelled output of `llamay_choice_logprobs`.
 
 One JSON object per line: {"alternatives": [...], "posterior": [...], "chosen": ..., "label": ...}
-(the server's fields plus the label a person or a gold set adds; any other field, such as the
-server's "logprobs", is ignored). Blank lines are skipped; a file with no decision is an error.
+(the server's fields plus the label a person or a gold set adds; any other field is ignored).
+Blank lines are skipped; a file with no decision is an error.
+
+Alternatives, `chosen` and `label` are JSON scalars (string, number, boolean, null) compared by
+JSON equality: 1 equals 1.0, true is not 1, "true" is not true. The server's "logprobs" (one raw
+log-probability per alternative) are read only when asked for (`require_logprobs=True`: fitting
+and applying a calibration need them); otherwise they are ignored like any other extra field.
 
 A posterior whose sum is off 1 by at most `sum_tolerance` (default 0.01, enough for values
-rounded to two decimals over a few alternatives; 1e-9 more for binary rounding) is renormalised
-so that it sums to 1, which keeps the Brier score inside [0, 2]; a larger deviation means the
-numbers are not a posterior over these alternatives (logprobs pasted by mistake, a missing
-alternative) and the line is refused. Every bad line is reported with its 1-based line number
-and the field at fault.
+rounded to two decimals over a few alternatives; 1e-9 more for binary rounding) is renormalised so that it sums to 1, which
+keeps the Brier score inside [0, 2]; a larger deviation means the numbers are not a posterior
+over these alternatives (logprobs pasted by mistake, a missing alternative) and the line is
+refused. Every bad line is reported with its 1-based line number and the field at fault.
 """
 from __future__ import annotations
 
@@ -17,12 +21,15 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 DEFAULT_SUM_TOLERANCE = 0.01
 # a file with thousands of bad lines is usually one systematic mistake: show the first few
 MAX_REPORTED_PROBLEMS = 10
 REQUIRED_FIELDS = ("alternatives", "posterior", "chosen", "label")
+# a rounded log-probability may print as a tiny positive number; anything larger is not one
+LOGPROB_SLACK = 1e-6
+SCALAR_KINDS = "a string, number, boolean or null"
 
 
 class DecisionError(ValueError):
@@ -37,8 +44,7 @@ class DecisionError(ValueError):
 
 
 class DecisionFileError(ValueError):
-    """A decisions file that cannot be reported on: bad lines (`problems`), none at all, or
-    unreadable."""
+    """A decisions file that cannot be reported on: bad lines (`problems`), none at all, or unreadable."""
 
     def __init__(self, source: str, message: str, problems: Sequence[DecisionError] = (),
                  total_problems: int = 0):
@@ -52,18 +58,19 @@ class DecisionFileError(ValueError):
 class Decision:
     """One validated decision; `posterior` sums to 1 and lines up with `alternatives`."""
     line: int
-    alternatives: Tuple[str, ...]
+    alternatives: Tuple[Any, ...]
     posterior: Tuple[float, ...]
-    chosen: str
-    label: str
+    chosen: Any
+    label: Any
+    logprobs: Optional[Tuple[float, ...]] = None    # read only with require_logprobs=True
 
     @property
     def chosen_index(self) -> int:
-        return self.alternatives.index(self.chosen)
+        return index_of(self.alternatives, self.chosen)
 
     @property
     def label_index(self) -> int:
-        return self.alternatives.index(self.label)
+        return index_of(self.alternatives, self.label)
 
     @property
     def confidence(self) -> float:
@@ -72,7 +79,36 @@ class Decision:
 
     @property
     def correct(self) -> bool:
-        return self.chosen == self.label
+        return json_key(self.chosen) == json_key(self.label)
+
+
+def json_key(value) -> tuple:
+    """A hashable key under which JSON-equal scalars coincide (1 and 1.0) and others differ
+    (Python's True == 1, JSON's true is not 1)."""
+    if value is None:
+        return ("null",)
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if isinstance(value, str):
+        return ("string", value)
+    raise TypeError(f"not a JSON scalar: {value!r}")
+
+
+def is_scalar(value) -> bool:
+    if value is None or isinstance(value, (bool, str, int)):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def index_of(alternatives: Sequence[Any], value) -> int:
+    """The position of `value` among `alternatives` by JSON equality; ValueError when absent."""
+    key = json_key(value)
+    for i, alt in enumerate(alternatives):
+        if json_key(alt) == key:
+            return i
+    raise ValueError(f"{value!r} is not among the alternatives")
 
 
 def _describe(value) -> str:
@@ -87,27 +123,47 @@ def _type_name(value) -> str:
             dict: "object"}.get(type(value), type(value).__name__)
 
 
-def _alternatives(line: int, value) -> Tuple[str, ...]:
+def _alternatives(line: int, value) -> Tuple[Any, ...]:
     if not isinstance(value, list):
-        raise DecisionError(line, "alternatives",
-                            f"expected an array of strings, got {_type_name(value)}")
+        raise DecisionError(line, "alternatives", f"expected an array, got {_type_name(value)}")
     if not value:
         raise DecisionError(line, "alternatives", "is empty")
     seen = set()
     for i, alt in enumerate(value):
-        if not isinstance(alt, str):
-            raise DecisionError(line, "alternatives", f"item {i} is {_type_name(alt)} "
-                                f"{_describe(alt)}, expected a string")
-        if alt in seen:
+        if not is_scalar(alt):
+            raise DecisionError(line, "alternatives",
+                                f"item {i} is {_type_name(alt)} {_describe(alt)}, expected {SCALAR_KINDS}")
+        key = json_key(alt)
+        if key in seen:
             raise DecisionError(line, "alternatives", f"duplicate alternative {_describe(alt)}")
-        seen.add(alt)
+        seen.add(key)
     return tuple(value)
+
+
+def _logprobs(line: int, value, n_alternatives: int) -> Tuple[float, ...]:
+    if not isinstance(value, list):
+        raise DecisionError(line, "logprobs", f"expected an array of numbers, got {_type_name(value)}")
+    if len(value) != n_alternatives:
+        raise DecisionError(line, "logprobs", f"has {len(value)} values for {n_alternatives} "
+                                              f"alternatives")
+    out = []
+    for i, x in enumerate(value):
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise DecisionError(line, "logprobs",
+                                f"item {i} is {_type_name(x)} {_describe(x)}, expected a number")
+        x = float(x)
+        if not math.isfinite(x):
+            raise DecisionError(line, "logprobs", f"item {i} is {x}, expected a finite number")
+        if x > LOGPROB_SLACK:
+            raise DecisionError(line, "logprobs", f"item {i} is positive ({x!r}); a log-probability "
+                                                  f"is <= 0 (probabilities pasted by mistake?)")
+        out.append(min(x, 0.0))
+    return tuple(out)
 
 
 def _posterior(line: int, value, n_alternatives: int, sum_tolerance: float) -> Tuple[float, ...]:
     if not isinstance(value, list):
-        raise DecisionError(line, "posterior",
-                            f"expected an array of numbers, got {_type_name(value)}")
+        raise DecisionError(line, "posterior", f"expected an array of numbers, got {_type_name(value)}")
     if len(value) != n_alternatives:
         raise DecisionError(line, "posterior", f"has {len(value)} values for {n_alternatives} "
                                                f"alternatives")
@@ -134,33 +190,35 @@ def _posterior(line: int, value, n_alternatives: int, sum_tolerance: float) -> T
     return tuple(p / total for p in probs)
 
 
-def _member(line: int, name: str, value, alternatives: Tuple[str, ...]) -> str:
-    if value is None:
+def _member(line: int, name: str, value, alternatives: Tuple[Any, ...]):
+    keys = {json_key(a) for a in alternatives}
+    if value is None and ("null",) not in keys:
         why = " (the output matched no alternative)" if name == "chosen" else ""
         raise DecisionError(line, name, f"is null{why}")
-    if not isinstance(value, str):
-        raise DecisionError(line, name,
-                            f"expected a string, got {_type_name(value)} {_describe(value)}")
-    if value not in alternatives:
+    if not is_scalar(value):
+        raise DecisionError(line, name, f"expected {SCALAR_KINDS}, got {_type_name(value)} "
+                                        f"{_describe(value)}")
+    if json_key(value) not in keys:
         hint = ""
-        # the server reports enum alternatives as JSON text ("\"refund\""): a label spelled
-        # the other way is a common slip, so name the spelling that would match
-        if json.dumps(value) in alternatives:
-            hint = f"; the alternatives are JSON text, did you mean {_describe(json.dumps(value))}?"
-        else:
+        # alternatives written as JSON text ("\"refund\"", "true") against a label written as
+        # a value, or the other way round, is a common slip: name the spelling that would match
+        text = json.dumps(value, ensure_ascii=False)
+        if ("string", text) in keys:
+            hint = f"; the alternatives are JSON text, did you mean {_describe(text)}?"
+        elif isinstance(value, str):
             try:
                 bare = json.loads(value)
             except ValueError:
-                bare = None
-            if isinstance(bare, str) and bare in alternatives:
-                hint = f"; did you mean {_describe(bare)}?"
+                bare = ...
+            if bare is not ... and is_scalar(bare) and json_key(bare) in keys:
+                hint = f"; did you mean {_describe(bare)} ({_type_name(bare)})?"
         raise DecisionError(line, name, f"{_describe(value)} is not among the alternatives "
                                         f"{_describe(list(alternatives))}{hint}")
     return value
 
 
-def parse_decision(line: int, text: str, *,
-                   sum_tolerance: float = DEFAULT_SUM_TOLERANCE) -> Decision:
+def parse_decision(line: int, text: str, *, sum_tolerance: float = DEFAULT_SUM_TOLERANCE,
+                   require_logprobs: bool = False) -> Decision:
     """Validate one non-blank line; raises DecisionError naming the line and field."""
     try:
         obj = json.loads(text)
@@ -177,11 +235,18 @@ def parse_decision(line: int, text: str, *,
     posterior = _posterior(line, obj["posterior"], len(alternatives), sum_tolerance)
     chosen = _member(line, "chosen", obj["chosen"], alternatives)
     label = _member(line, "label", obj["label"], alternatives)
-    return Decision(line, alternatives, posterior, chosen, label)
+    logprobs = None
+    if require_logprobs:
+        if "logprobs" not in obj:
+            raise DecisionError(line, "logprobs", "missing (fitting or applying a calibration "
+                                                  "needs the raw log-probabilities)")
+        logprobs = _logprobs(line, obj["logprobs"], len(alternatives))
+    return Decision(line, alternatives, posterior, chosen, label, logprobs)
 
 
 def parse_decisions(data: Union[bytes, str], source: str = "<input>", *,
-                    sum_tolerance: float = DEFAULT_SUM_TOLERANCE) -> List[Decision]:
+                    sum_tolerance: float = DEFAULT_SUM_TOLERANCE,
+                    require_logprobs: bool = False) -> List[Decision]:
     """All decisions of a JSONL document; raises DecisionFileError listing the bad lines."""
     if sum_tolerance < 0 or not math.isfinite(sum_tolerance):
         raise ValueError(f"sum_tolerance must be a finite number >= 0, got {sum_tolerance!r}")
@@ -200,7 +265,8 @@ def parse_decisions(data: Union[bytes, str], source: str = "<input>", *,
                 text = chunk.decode("utf-8")
             except UnicodeDecodeError as e:
                 raise DecisionError(number, None, f"not UTF-8 text (byte {e.start})") from None
-            decisions.append(parse_decision(number, text, sum_tolerance=sum_tolerance))
+            decisions.append(parse_decision(number, text, sum_tolerance=sum_tolerance,
+                                            require_logprobs=require_logprobs))
         except DecisionError as e:
             total += 1
             if len(problems) < MAX_REPORTED_PROBLEMS:
@@ -216,11 +282,12 @@ def parse_decisions(data: Union[bytes, str], source: str = "<input>", *,
     return decisions
 
 
-def load_decisions(path: Union[str, Path], *,
-                   sum_tolerance: float = DEFAULT_SUM_TOLERANCE) -> List[Decision]:
+def load_decisions(path: Union[str, Path], *, sum_tolerance: float = DEFAULT_SUM_TOLERANCE,
+                   require_logprobs: bool = False) -> List[Decision]:
     """Read and validate a DECISIONS.jsonl file."""
     try:
         data = Path(path).read_bytes()
     except OSError as e:
         raise DecisionFileError(str(path), f"{path}: cannot read it ({e.strerror or e})") from None
-    return parse_decisions(data, str(path), sum_tolerance=sum_tolerance)
+    return parse_decisions(data, str(path), sum_tolerance=sum_tolerance,
+                           require_logprobs=require_logprobs)

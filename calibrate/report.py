@@ -3,7 +3,7 @@
 JSON keys: "n", "accuracy", "brier", "ece", "mce" and "bins" as the contract names them, where
 "bins" is the number of equal-width bins (the contract's `bins` in min(floor(c * bins), bins - 1),
 default 10); the per-bin table goes beside it as "per_bin", and gate outcomes as "gates" and
-"passed" (true when there are no gates).
+"passed" (true when there are no gates), and "calibration" (what was applied, when one was).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _bin_dict(b: Bin) -> dict:
 
 
 def report_dict(metrics: CalibrationMetrics, gate_results: Sequence[GateResult] = (),
-                source: Optional[str] = None) -> dict:
+                source: Optional[str] = None, calibration: Optional[dict] = None) -> dict:
     out = {
         "n": metrics.n,
         "accuracy": metrics.accuracy,
@@ -35,12 +35,16 @@ def report_dict(metrics: CalibrationMetrics, gate_results: Sequence[GateResult] 
     }
     if source is not None:
         out["source"] = source
+    if calibration is not None:
+        out["calibration"] = calibration
     return out
 
 
 def write_json(path: Union[str, Path], metrics: CalibrationMetrics,
-               gate_results: Sequence[GateResult] = (), source: Optional[str] = None) -> None:
-    text = json.dumps(report_dict(metrics, gate_results, source), indent=2, allow_nan=False)
+               gate_results: Sequence[GateResult] = (), source: Optional[str] = None,
+               calibration: Optional[dict] = None) -> None:
+    text = json.dumps(report_dict(metrics, gate_results, source, calibration), indent=2,
+                      allow_nan=False)
     Path(path).write_text(text + "\n", encoding="utf-8")
 
 
@@ -58,11 +62,13 @@ def _num(x: Optional[float]) -> str:
 
 
 def format_report(metrics: CalibrationMetrics, gate_results: Sequence[GateResult] = (),
-                  source: Optional[str] = None) -> str:
+                  source: Optional[str] = None, calibration: Optional[dict] = None) -> str:
     n_bins = metrics.n_bins
     lines: List[str] = []
     if source is not None:
         lines.append(f"calibration report: {source}")
+    if calibration is not None:
+        lines.append(f"calibrated: posterior = softmax(logprobs / {calibration['temperature']:.6g})")
     lines += [
         f"decisions  {metrics.n}",
         f"accuracy   {metrics.accuracy:.4f}",

@@ -18,7 +18,7 @@ def line(**changes) -> str:
     obj = dict(GOOD)
     for k, v in changes.items():
         if v is DROP:
-            del obj[k]
+            obj.pop(k, None)
         else:
             obj[k] = v
     return json.dumps(obj)
@@ -53,11 +53,13 @@ def test_server_output_with_extra_fields_reads():
     (line(posterior=DROP), "posterior", "missing"),
     (line(chosen=DROP), "chosen", "missing"),
     (line(label=DROP), "label", "missing (the report needs labelled decisions)"),
-    (line(alternatives="refund"), "alternatives", "expected an array of strings, got string"),
+    (line(alternatives="refund"), "alternatives", "expected an array, got string"),
     (line(alternatives=[], posterior=[]), "alternatives", "is empty"),
-    (line(alternatives=["refund", 2, "track"]), "alternatives", "item 1 is number 2"),
-    (line(alternatives=["refund", "cancel", "refund"]), "alternatives",
-     'duplicate alternative "refund"'),
+    (line(alternatives=["refund", [2], "track"]), "alternatives",
+     "item 1 is array [2], expected a string, number, boolean or null"),
+    (line(alternatives=["refund", {"a": 1}, "track"]), "alternatives", "item 1 is object"),
+    (line(alternatives=["refund", "cancel", "refund"]), "alternatives", 'duplicate alternative "refund"'),
+    (line(alternatives=[1, "cancel", 1.0], chosen=1, label=1), "alternatives", "duplicate alternative 1.0"),
     (line(posterior={"refund": 1}), "posterior", "expected an array of numbers, got object"),
     (line(posterior=[0.7, 0.3]), "posterior", "has 2 values for 3 alternatives"),
     (line(posterior=[0.5, 0.2, 0.1, 0.2]), "posterior", "has 4 values for 3 alternatives"),
@@ -70,16 +72,18 @@ def test_server_output_with_extra_fields_reads():
      "posterior", "item 0 is nan, expected a finite number"),
     ('{"alternatives": ["a", "b"], "posterior": [Infinity, 0], "chosen": "a", "label": "a"}',
      "posterior", "item 0 is inf"),
-    (line(posterior=[-0.4, -1.6, -2.3]), "posterior",
-     "item 0 is negative (-0.4); these look like logprobs"),
+    (line(posterior=[-0.4, -1.6, -2.3]), "posterior", "item 0 is negative (-0.4); these look like logprobs"),
     (line(posterior=[0.7, 0.2, 0.2]), "posterior", "sums to 1.1, not 1"),
     (line(posterior=[0.0, 0.0, 0.0]), "posterior", "sums to 0, not 1"),
     (line(chosen="refunds"), "chosen", '"refunds" is not among the alternatives'),
     (line(chosen=None), "chosen", "is null (the output matched no alternative)"),
-    (line(chosen=0), "chosen", "expected a string, got number 0"),
+    (line(chosen=0), "chosen", "0 is not among the alternatives"),
+    (line(chosen=True), "chosen", "true is not among the alternatives"),
     (line(label="delivery"), "label", '"delivery" is not among the alternatives'),
     (line(label=None), "label", "is null"),
-    (line(label=["cancel"]), "label", "expected a string, got array"),
+    (line(label=["cancel"]), "label", "expected a string, number, boolean or null, got array"),
+    (line(alternatives=[True, False], posterior=[0.5, 0.5], chosen=True, label=1), "label",
+     "1 is not among the alternatives"),
 ])
 def test_bad_line_names_line_and_field(text, field, fragment):
     data = "\n".join([json.dumps(GOOD), "", text, json.dumps(GOOD)])
@@ -149,8 +153,7 @@ def test_no_decisions_is_an_error(data):
 
 
 def test_blank_lines_crlf_and_bom():
-    data = ("\ufeff" + json.dumps(GOOD) + "\r\n\r\n   \r\n" + json.dumps(GOOD)
-            + "\r\n").encode("utf-8")
+    data = ("\ufeff" + json.dumps(GOOD) + "\r\n\r\n   \r\n" + json.dumps(GOOD) + "\r\n").encode("utf-8")
     ds = parse_decisions(data)
     assert [d.line for d in ds] == [1, 4]
 
@@ -194,8 +197,7 @@ def test_load_decisions_reads_a_file_and_reports_a_missing_one(tmp_path):
 
 def test_the_committed_example_reads():
     from pathlib import Path
-    root = Path(__file__).resolve().parent.parent
-    example = root / "testdata/calibration/decisions-example.jsonl"
+    example = Path(__file__).resolve().parent.parent / "testdata/calibration/decisions-example.jsonl"
     ds = load_decisions(example)
     assert len(ds) == 150
     assert {len(d.alternatives) for d in ds} == {2, 3, 4}
@@ -222,3 +224,56 @@ def test_valid_records_round_trip(records, ascii_only):
         assert list(d.alternatives) == r["alternatives"]
         assert (d.chosen, d.label) == (r["chosen"], r["label"])
         assert list(d.posterior) == pytest.approx(r["posterior"], abs=1e-12)
+
+
+# alternatives are JSON values compared by JSON equality (the contract's decision shape)
+@pytest.mark.parametrize("alternatives, chosen, label, correct", [
+    ([True, False], True, False, False),
+    ([True, False], False, False, True),
+    ([1, 2.5, None], 1.0, 1, True),               # 1.0 is the JSON number 1
+    ([1, 2.5, None], None, None, True),           # null is a value like any other
+    ([0, 1], 0, 1, False),
+    (["1", 1], "1", 1, False),                    # the string "1" is not the number 1
+    ([True, 1], 1, True, False),                  # nor is true the number 1 (as in Python)
+])
+def test_json_values_compare_by_json_equality(alternatives, chosen, label, correct):
+    text = json.dumps({"alternatives": alternatives, "posterior": [1 / len(alternatives)] * len(alternatives),
+                       "chosen": chosen, "label": label})
+    [d] = parse_decisions(text)
+    assert d.correct is correct
+    assert d.alternatives[d.chosen_index] == chosen and d.alternatives[d.label_index] == label
+    assert type(d.alternatives[d.chosen_index]) is not bool or isinstance(chosen, bool)
+
+
+@pytest.mark.parametrize("alternatives, label, hint", [
+    ([True, False], "true", "did you mean true (boolean)?"),
+    (["true", "false"], True, 'the alternatives are JSON text, did you mean "true"?'),
+    ([1, 2], "2", "did you mean 2 (number)?"),
+])
+def test_value_written_as_text_gets_a_hint(alternatives, label, hint):
+    obj = {"alternatives": alternatives, "posterior": [0.5, 0.5], "chosen": alternatives[0], "label": label}
+    with pytest.raises(DecisionError) as info:
+        parse_decision(1, json.dumps(obj))
+    assert hint in str(info.value)
+
+
+@pytest.mark.parametrize("logprobs, fragment", [
+    (DROP, "missing (fitting or applying a calibration needs the raw log-probabilities)"),
+    ([-0.1, -2.0], "has 2 values for 3 alternatives"),
+    ([-0.1, "x", -3.0], 'item 1 is string "x"'),
+    ([-0.1, 0.4, -3.0], "item 1 is positive (0.4)"),
+    ("-0.1", "expected an array of numbers, got string"),
+])
+def test_logprobs_are_checked_only_when_required(logprobs, fragment):
+    text = line(logprobs=logprobs)
+    [d] = parse_decisions(text)                  # the report alone ignores them
+    assert d.logprobs is None
+    with pytest.raises(DecisionFileError) as info:
+        parse_decisions(text, require_logprobs=True)
+    [problem] = info.value.problems
+    assert problem.field == "logprobs" and fragment in problem.reason
+
+
+def test_logprobs_read_when_required():
+    [d] = parse_decisions(line(logprobs=[-0.4, -2.1, 0.0000001]), require_logprobs=True)
+    assert d.logprobs == (-0.4, -2.1, 0.0)
