@@ -249,22 +249,31 @@ def test_full_queue_429_and_503(live):
 
 
 class _Recorder:
-    """Wraps the model to record how each generation finished."""
+    """Wraps the model to record how each generation finished.
 
-    def __init__(self, model):
+    After its first few events it waits (up to 30 s) for the job's cancel event, as a slow
+    model would: the tiny fixture model can otherwise fill its whole budget before a loaded
+    machine's event loop has read the disconnect, and the test would race instead of checking
+    that a disconnect reaches the generation."""
+
+    def __init__(self, model, wait_for_cancel_after: int = 3):
         self.model = model
         self.reasons = []
         self.done = threading.Event()
+        self.wait_after = wait_for_cancel_after
 
     def __getattr__(self, name):
         return getattr(self.model, name)
 
     def generate(self, *a, **kw):
-        for ev in self.model.generate(*a, **kw):
+        cancel = kw.get("cancel")
+        for n, ev in enumerate(self.model.generate(*a, **kw)):
             if hasattr(ev, "reason"):
                 self.reasons.append(ev.reason)
                 self.done.set()
             yield ev
+            if n == self.wait_after and cancel is not None:
+                cancel.wait(30)
 
 
 def test_disconnect_mid_stream_cancels_generation(live):
