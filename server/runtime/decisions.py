@@ -45,8 +45,8 @@ def _logsumexp(row: np.ndarray) -> float:
 
 
 def probe(model, matcher, logits: np.ndarray, spellings: Sequence[bytes]
-          ) -> List[Tuple[Optional[float], int]]:
-    """(log P, tokens) of each byte string from the decision state: `matcher` and the KV
+          ) -> List[Tuple[Optional[float], List[int]]]:
+    """(log P, its tokens) of each byte string from the decision state: `matcher` and the KV
     cache at that state, `logits` the raw logits the model gave there. None: the bytes
     cannot be spelled by tokens the matcher accepts, or do not fit the context."""
     rt = model.runtime
@@ -90,12 +90,12 @@ def probe(model, matcher, logits: np.ndarray, spellings: Sequence[bytes]
     if len(rt.tokens) != base:
         raise RuntimeError("the model's cache cannot drop a partial sequence, which probing "
                            "the alternatives of a decision needs")
-    out: List[Tuple[Optional[float], int]] = []
+    out: List[Tuple[Optional[float], List[int]]] = []
     for s in seqs:
         if not s or any(tuple(s[:j]) not in lp_after for j in range(len(s))):
-            out.append((None, len(s or ())))
+            out.append((None, list(s or ())))
             continue
-        out.append((sum(lp_after[tuple(s[:j])][s[j]] for j in range(len(s))), len(s)))
+        out.append((sum(lp_after[tuple(s[:j])][s[j]] for j in range(len(s))), s))
     return out
 
 
@@ -115,7 +115,8 @@ class _Record:
     document: int
     alternatives: List[Alternative]
     logprobs: List[Optional[float]]
-    tokens: List[int] = field(default_factory=list)
+    sequences: List[List[int]] = field(default_factory=list)
+    state: List[int] = field(default_factory=list)
     chosen: Optional[bytes] = None
 
 
@@ -185,11 +186,12 @@ class DecisionRecorder:
                              [prefix + a.text for a in alts]))
         if jobs:
             spellings = [s for job in jobs for s in job[4]]
+            state = list(self.model.runtime.tokens)
             results = iter(probe(self.model, at_b, logits, spellings))
             for start, pointer, document, alts, _ in jobs:
                 got = [next(results) for _ in alts]
                 self.records.append(_Record(start, pointer, document, alts,
-                                            [lp for lp, _ in got], [n for _, n in got]))
+                                            [lp for lp, _ in got], [q for _, q in got], state))
         for ev in events:
             if isinstance(ev, ValueEnd):
                 self._ended(ev)
@@ -247,7 +249,7 @@ class DecisionRecorder:
             elif pointer == self.scope.arguments_pointer:
                 pointer = ""
         return Decision(pointer, [a.value for a in r.alternatives], r.logprobs, posterior,
-                        mass, self._chosen(r), call, r.tokens)
+                        mass, self._chosen(r), call, r.sequences, r.state)
 
     def _chosen(self, r: _Record):
         if r.chosen is None:

@@ -75,7 +75,10 @@ class Decision:
     probed_mass: float                  # sum of the alternatives' probabilities
     chosen: object                      # the alternative produced (None if none was)
     call: Optional[int] = None          # the tool call (0-based) it belongs to, "calls" only
-    probe_tokens: List[int] = field(default_factory=list)   # tokens probed per alternative
+    # not in the response: the tokens probed per alternative, and the tokens the KV cache held
+    # at the decision state (prompt and output so far), for tests and benchmarks
+    probe_sequences: List[List[int]] = field(default_factory=list)
+    state_tokens: List[int] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         d = {"pointer": self.pointer, "alternatives": list(self.alternatives),
