@@ -44,58 +44,71 @@ def _logsumexp(row: np.ndarray) -> float:
 # `model` below is server.runtime.model.Model (not imported: it imports this module)
 
 
-def probe(model, matcher, logits: np.ndarray, spellings: Sequence[bytes]
+def probe(model, logits: np.ndarray, spellings: Sequence[bytes]
           ) -> List[Tuple[Optional[float], List[int]]]:
-    """(log P, its tokens) of each byte string from the decision state: `matcher` and the KV
-    cache at that state, `logits` the raw logits the model gave there. None: the bytes
-    cannot be spelled by tokens the matcher accepts, or do not fit the context."""
+    """(log P, its tokens) of each byte string from the decision state: the KV cache at that
+    state and `logits`, the raw logits the model gave there. The strings are legal
+    continuations, so every token spelling a prefix of one is allowed by the mask (the mask
+    is exact over bytes). None: no token spells a prefix, or it does not fit the context.
+
+    Tokenisation, as the decoder would: while the bytes so far are a prefix of more than one
+    string, the next token is the most probable token (raw logits) spelling a prefix of the
+    rest of this string (the greedy choice among the tokens the mask allows on the way to it);
+    once only one string is still possible, the decoder's mask forces the rest and its
+    fast-forward spells it: `tokens_for_bytes` (the tokenizer's own split, then longest
+    matches), evaluated in one batch. Strings that pick the same token share its pass."""
     rt = model.runtime
     base = len(rt.tokens)
-    seqs: List[Optional[List[int]]] = []
-    for data in spellings:
-        ids, covered = model.tokens_for_bytes(data, matcher.copy())
-        seqs.append(ids if ids and covered == len(data) else None)
-    # the next tokens needed after each token prefix (a trie over the sequences)
-    children: Dict[Tuple[int, ...], set] = {}
-    for s in seqs:
-        for j in range(len(s or ())):
-            children.setdefault(tuple(s[:j]), set()).add(s[j])
-    lp_after: Dict[Tuple[int, ...], Dict[int, float]] = {}
+    out: List[Tuple[Optional[float], List[int]]] = [(None, []) for _ in spellings]
 
-    def take(prefix: Tuple[int, ...], row: np.ndarray) -> None:
-        lse = _logsumexp(row)
-        lp_after[prefix] = {t: float(row[t]) - lse for t in children.get(prefix, ())}
+    def walk(path: List[int], pos: int, members: List[int], row: np.ndarray, lse: float,
+             acc: float) -> None:
+        # every member's spelling starts with the bytes of `path`, which are `pos` long
+        groups: Dict[int, List[int]] = {}
+        for i in members:
+            cands = model.prefix_tokens(spellings[i][pos:])
+            if cands:
+                best = max(cands, key=lambda t: (float(row[t]), -t))
+                groups.setdefault(best, []).append(i)
+        for t, group in groups.items():
+            lp = acc + float(row[t]) - lse
+            here = path + [t]
+            npos = pos + len(model.token_bytes(t))
+            rest = []
+            for i in group:
+                if len(spellings[i]) == npos:
+                    out[i] = (lp, here)
+                else:
+                    rest.append(i)
+            if not rest:
+                continue
+            written = spellings[rest[0]][:npos]
+            alive = sum(1 for s in spellings if len(s) > npos and s.startswith(written))
+            rt.truncate(base + len(path))
+            if alive == 1:
+                [i] = rest
+                ids, covered = model.tokens_for_bytes(spellings[i][npos:])
+                if covered != len(spellings[i]) - npos or not ids \
+                        or base + len(here) + len(ids) > rt.n_ctx:
+                    continue
+                rows = rt.eval_each([t] + ids[:-1])
+                total = lp
+                for k, tok in enumerate(ids):
+                    total += float(rows[k][tok]) - _logsumexp(rows[k])
+                out[i] = (total, here + ids)
+            else:
+                if base + len(here) + 1 > rt.n_ctx:
+                    continue
+                nrow = rt.eval([t])
+                walk(here, npos, rest, nrow, _logsumexp(nrow), lp)
 
-    if children:
-        take((), logits)
-    room = rt.n_ctx - base
-    path: List[int] = []
     try:
-        for s in sorted(s for s in seqs if s):
-            inner = s[:-1]
-            if all(tuple(inner[:k]) in lp_after for k in range(1, len(inner) + 1)):
-                continue
-            if len(inner) > room:
-                continue
-            c = 0
-            while c < min(len(path), len(inner)) and path[c] == inner[c]:
-                c += 1
-            rt.truncate(base + c)
-            rows = rt.eval_each(inner[c:])
-            for k, row in enumerate(rows):
-                take(tuple(inner[:c + k + 1]), row)
-            path = list(inner)
+        walk([], 0, [i for i, s in enumerate(spellings) if s], logits, _logsumexp(logits), 0.0)
     finally:
         rt.truncate(base)
     if len(rt.tokens) != base:
         raise RuntimeError("the model's cache cannot drop a partial sequence, which probing "
                            "the alternatives of a decision needs")
-    out: List[Tuple[Optional[float], List[int]]] = []
-    for s in seqs:
-        if not s or any(tuple(s[:j]) not in lp_after for j in range(len(s))):
-            out.append((None, list(s or ())))
-            continue
-        out.append((sum(lp_after[tuple(s[:j])][s[j]] for j in range(len(s))), s))
     return out
 
 
@@ -187,7 +200,7 @@ class DecisionRecorder:
         if jobs:
             spellings = [s for job in jobs for s in job[4]]
             state = list(self.model.runtime.tokens)
-            results = iter(probe(self.model, at_b, logits, spellings))
+            results = iter(probe(self.model, logits, spellings))
             for start, pointer, document, alts, _ in jobs:
                 got = [next(results) for _ in alts]
                 self.records.append(_Record(start, pointer, document, alts,

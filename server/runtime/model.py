@@ -126,6 +126,17 @@ class Model:
             self._max_token_len = max((len(b) for b in idx), default=1)
         return self._by_bytes
 
+    def prefix_tokens(self, data: bytes) -> List[int]:
+        """The vocabulary tokens (end tokens excepted) whose bytes are a prefix of `data`,
+        shortest first; one id per spelling."""
+        index = self._byte_index()
+        out = []
+        for n in range(1, min(self._max_token_len, len(data)) + 1):
+            t = index.get(bytes(data[:n]))
+            if t is not None:
+                out.append(t)
+        return out
+
     def tokens_for_bytes(self, data: bytes, matcher=None, limit: Optional[int] = None
                          ) -> Tuple[List[int], int]:
         """Tokens spelling a prefix of `data` exactly: the model's own tokenisation while its
