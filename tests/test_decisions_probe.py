@@ -8,6 +8,8 @@ that the numbers are the model's, never about what a sensible model would choose
   of their exponentials; each logprob equals a brute-force sum over the same tokens computed
   from scratch with llama-cpp-python (prompt + output up to the decision + the alternative's
   tokens evaluated in one go), and those tokens spell the output so far plus the alternative;
+* tokenisation: re-derived from a vocabulary scan and fresh logits (greedy most probable
+  prefix token while several alternatives are possible, the tokenizer's split after);
 * probing leaves decoding alone: the same seed gives the same bytes with and without it.
 """
 from __future__ import annotations
@@ -291,3 +293,42 @@ def test_words_scope_is_one_decision_over_the_lexicon(model):
     check_numbers(d)
     text = out.decode().strip()
     assert d.chosen == (text if text in words else None)
+
+
+def expected_tokenisation(model, rt, state, spellings, i, vocab):
+    """The documented tokenisation of spellings[i], re-derived by scanning the whole vocabulary
+    for prefix tokens and reading logits from a fresh context: the most probable prefix token
+    while the bytes so far start several spellings, the tokenizer's split (tokens_for_bytes)
+    once they start only this one."""
+    target = spellings[i]
+    seq, pos = [], 0
+    while pos < len(target):
+        written = target[:pos]
+        if pos and sum(1 for s in spellings if len(s) > pos and s.startswith(written)) == 1:
+            return seq + model.tokens_for_bytes(target[pos:])[0]
+        rt.truncate(0)
+        logits = rt.eval(list(state) + seq)
+        rest = target[pos:]
+        cands = [t for t, b in enumerate(vocab.tokens)
+                 if b and rest.startswith(b) and t not in model.stop_ids]
+        best = max(cands, key=lambda t: (float(logits[t]), -t))
+        seq.append(best)
+        pos += len(vocab.tokens[best])
+    return seq
+
+
+@pytest.mark.parametrize("schema", [ROUTING, BRANCHES])
+def test_probe_tokenisation_is_greedy_until_determined(model, fresh_runtime, fixture_vocab,
+                                                      schema):
+    out, decisions = run(model, grammar=cengine.compile_json_schema(schema), seed=7)
+    prompt_len = len(model.tokenize(PROMPT))
+    for d in decisions:
+        so_far = b"".join(fixture_vocab.tokens[t] for t in d.state_tokens[prompt_len:])
+        rest_of_output = out[len(so_far):]
+        # every alternative's spelling: the output from the decision up to the value, then it
+        value_at = rest_of_output.find(json.dumps(d.chosen).encode())
+        lead = rest_of_output[:value_at]
+        spellings = [lead + json.dumps(a).encode() for a in d.alternatives]
+        for i, seq in enumerate(d.probe_sequences):
+            assert seq == expected_tokenisation(model, fresh_runtime, d.state_tokens, spellings,
+                                                i, fixture_vocab)
