@@ -123,8 +123,8 @@ def main(argv=None) -> int:
     ]
     print(f"model {Path(path).name}, {model.runtime.n_threads} thread(s), "
           f"{rows[0]['requests']} requests per case and mode\n")
-    print(f"| case | without probing ms (median / mean) | with probing ms (median / mean) | "
-          f"ratio (median / mean) | decisions | probed tokens | output tokens |")
+    print("| case | without probing ms (median / mean) | with probing ms (median / mean) | "
+          "ratio (median / mean) | decisions | probed tokens | output tokens |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['case']} | {r['plain_median_ms']:.1f} / {r['plain_mean_ms']:.1f} | "

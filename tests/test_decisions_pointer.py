@@ -108,7 +108,8 @@ ROUTING = {"type": "object", "properties": {"intent": {"enum": ["refund", "cance
     (ROUTING, b'{"intent": "refund", "urgent": ', [False, True]),
     (ROUTING, b'{"intent": "refund", "urgent": true, "note": ', None),
     (ROUTING, b'{"intent": "refund", "urgent": true, "note": "", "n": ', None),
-    (ROUTING, b'{"intent": "refund", "urgent": true, "note": "", "n": 1, "k": ', ["x", 1, 2.5, None]),
+    (ROUTING, b'{"intent": "refund", "urgent": true, "note": "", "n": 1, "k": ',
+     ["x", 1, 2.5, None]),
     ({"enum": ["a", "b"]}, b"", ["a", "b"]),
     # `]` may come too, but it starts no value: the alternatives are the values that may start
     ({"type": "array", "items": {"enum": ["a", "b"]}}, b"[", ["a", "b"]),

@@ -22,7 +22,8 @@ import pytest
 
 import cengine
 from server.runtime.model import Model
-from server.runtime.types import ChoiceScope, DecisionsEvent, FinishEvent, SamplingParams, TokenEvent
+from server.runtime.types import (ChoiceScope, DecisionsEvent, FinishEvent, SamplingParams,
+                                  TokenEvent)
 from server.tools import ToolSpec, hermes
 
 from test_decisions_pointer import resolve

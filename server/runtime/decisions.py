@@ -7,15 +7,15 @@ or after the value's first byte: the KV cache and the matcher as they were when 
 sampled that token. Every alternative a is spelled from there as the bytes the output has
 from the decision state up to the value's start (what the decoder wrote there: `": "`, a
 space) followed by a's own bytes (or, when the value's first bytes were forced, the rest of
-a's bytes). Those bytes are tokenised as the fast-forward does (`Model.tokens_for_bytes`
-under a copy of the matcher): the tokenizer's own split while each of its tokens lines up
-and the matcher accepts it, then the longest token the matcher accepts. log P(a) is the sum
-over those tokens of the model's log-softmax of its raw logits (before the mask, the repeat
-penalty and temperature), each conditioned on the decision state and the tokens before it.
-The first token is read from the logits the decoder computed for its own step; longer
-alternatives are evaluated in one batch each, sharing the KV of common token prefixes
-(sorted, so shared prefixes are contiguous), and the cache is cut back to the decision
-state afterwards, so decoding continues where it was. The prompt is never evaluated again.
+a's bytes). Those bytes are tokenised as the decoder would spell them (see `probe`: the most
+probable prefix token while several alternatives are possible, the fast-forward's spelling
+once one is left). log P(a) is the sum over those tokens of the model's log-softmax of its
+raw logits (before the mask, the repeat penalty and temperature), each conditioned on the
+decision state and the tokens before it. The first token is read from the logits the decoder
+computed for its own step; alternatives taking the same token share its pass, the forced
+rest of each is one batched pass, and the cache is cut back to the decision state afterwards,
+so decoding continues where it was. The prompt is never evaluated again. docs/server.md has
+the exact definitions.
 
 Reported (types.Decision): the posterior is softmax(log P) over the alternatives, the probed
 mass sum(P): how much of the model's probability went to the legal alternatives along these
