@@ -132,6 +132,6 @@ def test_choice_logprobs(client, live):
     m = client.messages.create(model=live.model_name, max_tokens=8, messages=MSGS,
                                extra_body={"llamay_lexicon": ["yes", "no"],
                                            "llamay_choice_logprobs": True})
-    out = m.model_extra["llamay_choice_logprobs"]
-    assert out["alternatives"] == ["yes", "no"]
+    [out] = m.model_extra["llamay_choice_logprobs"]
+    assert out["pointer"] == "" and out["alternatives"] == ["yes", "no"]
     assert abs(sum(out["posterior"]) - 1) < 1e-9

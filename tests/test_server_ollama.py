@@ -102,7 +102,7 @@ def test_choice_logprobs_field(live):
         "model": live.model_name, "messages": MSGS, "stream": False,
         "options": {"llamay_lexicon": ["up", "down"], "llamay_choice_logprobs": True, "seed": 1}},
         timeout=120).json()
-    out = r["llamay_choice_logprobs"]
+    [out] = r["llamay_choice_logprobs"]
     assert out["alternatives"] == ["up", "down"] and abs(sum(out["posterior"]) - 1) < 1e-9
 
 

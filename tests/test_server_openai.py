@@ -136,19 +136,22 @@ def test_chat_llamay_extensions(client, live, extra, check):
 
 
 def test_choice_logprobs(client, live):
+    # a whole-output enum is one decision at pointer ""; alternatives are JSON values
     schema = {"enum": ["refund", "cancel", "track"]}
     r = client.chat.completions.create(model=live.model_name, messages=MSGS, max_tokens=8, seed=9,
                                        extra_body={"llamay_schema": schema,
                                                    "llamay_choice_logprobs": True})
-    out = r.model_extra["llamay_choice_logprobs"]
-    assert out["alternatives"] == ['"refund"', '"cancel"', '"track"']
+    [out] = r.model_extra["llamay_choice_logprobs"]
+    assert out["pointer"] == ""
+    assert sorted(out["alternatives"]) == ["cancel", "refund", "track"]
     assert abs(sum(out["posterior"]) - 1.0) < 1e-9
     assert all(lp < 0 for lp in out["logprobs"])
     # the posterior is the softmax of the sequence log-probabilities
     import math
     z = sum(math.exp(lp) for lp in out["logprobs"])
     assert out["posterior"] == pytest.approx([math.exp(lp) / z for lp in out["logprobs"]])
-    assert out["chosen"] == r.choices[0].message.content.strip()
+    assert out["probed_mass"] == pytest.approx(z)
+    assert out["chosen"] == json.loads(r.choices[0].message.content)
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -140,8 +140,7 @@ async def messages(request: Request):
                "content": content, "stop_reason": _stop_reason(reader.finish_kind()),
                "stop_sequence": reader.finish.stop_sequence if reader.finish else None,
                "usage": {"input_tokens": p, "output_tokens": c}}
-        if reader.choice is not None:
-            out["llamay_choice_logprobs"] = reader.choice.as_dict()
+        reader.add_choice_logprobs(out)
         return JSONResponse(out)
     events = await first_then_rest(job)
 
@@ -188,7 +187,7 @@ async def messages(request: Request):
         p, c = reader.usage()
         delta = {"stop_reason": _stop_reason(reader.finish_kind()),
                  "stop_sequence": reader.finish.stop_sequence if reader.finish else None}
-        extra = {"llamay_choice_logprobs": reader.choice.as_dict()} if reader.choice else {}
+        extra = reader.add_choice_logprobs({})
         yield ev("message_delta", delta=delta, usage={"input_tokens": p, "output_tokens": c},
                  **extra)
         yield ev("message_stop")

@@ -152,8 +152,7 @@ async def _serve(request: Request, chat: bool):
             out["response"] = reader.text
         out.update({"done": True, "done_reason": _done_reason(reader.finish_kind()),
                     **_timings(reader, t0)})
-        if reader.choice is not None:
-            out["llamay_choice_logprobs"] = reader.choice.as_dict()
+        reader.add_choice_logprobs(out)
         return JSONResponse(out)
     events = await first_then_rest(job)
 
@@ -184,8 +183,7 @@ async def _serve(request: Request, chat: bool):
             last["response"] = ""
         last.update({"done": True, "done_reason": _done_reason(reader.finish_kind()),
                      **_timings(reader, t0)})
-        if reader.choice is not None:
-            last["llamay_choice_logprobs"] = reader.choice.as_dict()
+        reader.add_choice_logprobs(last)
         yield ndjson(last)
     return stream_response(lines(), API, "application/x-ndjson", ndjson)
 

@@ -192,8 +192,7 @@ async def chat_completions(request: Request):
                                          "refusal": None} if want_lp else None,
                             "finish_reason": _finish_reason(reader.finish_kind())}],
                "usage": _usage(reader)}
-        if reader.choice is not None:
-            out["llamay_choice_logprobs"] = reader.choice.as_dict()
+        reader.add_choice_logprobs(out)
         return JSONResponse(out)
     events = await first_then_rest(job)
 
@@ -221,8 +220,7 @@ async def chat_completions(request: Request):
                     n_calls += 1
                 elif d.kind == "finish":
                     extra = {}
-                    if reader.choice is not None:
-                        extra["llamay_choice_logprobs"] = reader.choice.as_dict()
+                    reader.add_choice_logprobs(extra)
                     yield chunk({}, _finish_reason(reader.finish_kind()), **extra)
         if include_usage:
             yield sse({"id": cid, "object": "chat.completion.chunk", "created": created,
@@ -289,8 +287,7 @@ async def completions(request: Request):
                             "logprobs": lp_block(reader.logprobs, len(prefix)),
                             "finish_reason": _finish_reason(reader.finish_kind())}],
                "usage": _usage(reader)}
-        if reader.choice is not None:
-            out["llamay_choice_logprobs"] = reader.choice.as_dict()
+        reader.add_choice_logprobs(out)
         return JSONResponse(out)
     events = await first_then_rest(job)
 
@@ -314,8 +311,7 @@ async def completions(request: Request):
                     offset += len(d.text)
                 elif d.kind == "finish":
                     extra = {}
-                    if reader.choice is not None:
-                        extra["llamay_choice_logprobs"] = reader.choice.as_dict()
+                    reader.add_choice_logprobs(extra)
                     yield chunk("", _finish_reason(reader.finish_kind()), **extra)
         if include_usage:
             yield sse({"id": cid, "object": "text_completion", "created": created,
@@ -424,8 +420,7 @@ async def responses(request: Request):
                        "input_tokens_details": {"cached_tokens": 0},
                        "output_tokens_details": {"reasoning_tokens": 0}} if kind else None,
              **echo}
-        if reader.choice is not None:
-            r["llamay_choice_logprobs"] = reader.choice.as_dict()
+        reader.add_choice_logprobs(r)
         return r
 
     def final_status() -> str:

@@ -9,30 +9,16 @@ grammar and reads the calls back; the runner knows no dialect itself.
 from __future__ import annotations
 
 import codecs
-import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
-from ..runtime.choice import sequence_logprobs
-from ..runtime.types import FinishEvent, GenerationModel, SamplingParams, TokenEvent
+from ..runtime.types import (ChoiceScope, DecisionsEvent, FinishEvent, GenerationModel,
+                             SamplingParams, TokenEvent)
 from ..tools import DEFAULT_DIALECT, ToolCall, ToolDialect, ToolSpec
 from .errors import InvalidRequest
 from .structured import Constraint
-
-
-@dataclass
-class ChoiceResult:
-    """The posterior over a choice's alternatives (llamay_choice_logprobs)."""
-    alternatives: List[str]
-    logprobs: List[float]        # log P(alternative's tokens | prompt) under the model
-    posterior: List[float]       # softmax of logprobs: normalised over the alternatives
-    chosen: Optional[str]        # the alternative the output equals, if any
-
-    def as_dict(self) -> dict:
-        return {"alternatives": self.alternatives, "logprobs": self.logprobs,
-                "posterior": self.posterior, "chosen": self.chosen}
 
 
 @dataclass
@@ -55,6 +41,10 @@ class Turn:
             raise InvalidRequest(f"'{self.constraint.param}' cannot be combined with tool calls; "
                                  f"send tool_choice none or leave out the tools",
                                  param=self.constraint.param)
+        if self.choice_logprobs and self.choice_scope() is None:
+            raise InvalidRequest("llamay_choice_logprobs needs a choice among alternatives: JSON "
+                                 "output (a schema or JSON mode), tools, or llamay_lexicon",
+                                 param="llamay_choice_logprobs")
 
     def offered_tools(self) -> List[ToolSpec]:
         if self.tool_mode == "named":
@@ -64,9 +54,21 @@ class Turn:
     def calls_expected(self) -> bool:
         return self.tool_mode != "none"
 
+    def choice_scope(self) -> Optional[ChoiceScope]:
+        """Where the decision points of this turn's output are (None: it has none)."""
+        if self.tool_mode != "none":
+            name, arguments = self.dialect.CALL_POINTERS
+            return ChoiceScope("calls", name_pointer=name, arguments_pointer=arguments)
+        if self.constraint.kind in ("schema", "json"):
+            return ChoiceScope("json")
+        if self.constraint.kind == "lexicon":
+            return ChoiceScope("words", words=list(self.constraint.alternatives or ()))
+        return None
+
     def job(self):
         """Job body for the scheduler: renders the prompt on the worker thread (the model's
-        tokenizer is not thread-safe), generates, then scores the choice if asked."""
+        tokenizer is not thread-safe) and generates; with choice_logprobs the model reports
+        the decision points (a DecisionsEvent before the finish)."""
         turn = self
 
         def run(model: GenerationModel, cancel: threading.Event):
@@ -82,30 +84,10 @@ class Turn:
                     tool_format=turn.dialect)
             else:
                 prompt = turn.prompt
-            text = bytearray()
-            for ev in model.generate(prompt, grammar=grammar, params=turn.params,
-                                     lazy_grammar=lazy, cancel=cancel):
-                if isinstance(ev, TokenEvent):
-                    text += ev.text
-                elif turn.choice_logprobs and ev.reason != "cancelled":
-                    yield score_choice(model, prompt, turn.constraint.alternatives, bytes(text))
-                yield ev
+            extra = {"choice": turn.choice_scope()} if turn.choice_logprobs else {}
+            yield from model.generate(prompt, grammar=grammar, params=turn.params,
+                                      lazy_grammar=lazy, cancel=cancel, **extra)
         return run
-
-
-def score_choice(model: GenerationModel, prompt: Union[str, List[int]],
-                 alternatives: Sequence[str], output: bytes) -> ChoiceResult:
-    lps = sequence_logprobs(model, prompt, list(alternatives))
-    top = max(lps)
-    if top == -math.inf:
-        post = [1.0 / len(lps)] * len(lps)
-    else:
-        ws = [math.exp(lp - top) for lp in lps]
-        z = sum(ws)
-        post = [w / z for w in ws]
-    out = output.decode("utf-8", errors="replace").strip()
-    chosen = out if out in alternatives else None
-    return ChoiceResult(list(alternatives), lps, post, chosen)
 
 
 @dataclass
@@ -118,12 +100,11 @@ class TokenLogprob:
 
 @dataclass
 class Delta:
-    """One piece of output, in order: kind is text | call | finish | choice."""
+    """One piece of output, in order: kind is text | call | finish."""
     kind: str
     text: str = ""
     call: Optional[ToolCall] = None
     finish: Optional[FinishEvent] = None
-    choice: Optional[ChoiceResult] = None
     logprobs: List[TokenLogprob] = field(default_factory=list)
 
 
@@ -139,7 +120,7 @@ class TurnReader:
         self.calls: List[ToolCall] = []
         self.logprobs: List[TokenLogprob] = []
         self.finish: Optional[FinishEvent] = None
-        self.choice: Optional[ChoiceResult] = None
+        self.decisions: Optional[DecisionsEvent] = None
         self.created = int(time.time())
 
     def _split(self, s: str) -> List[Delta]:
@@ -150,11 +131,11 @@ class TurnReader:
             out.append(Delta("text", text=v) if kind == "text" else Delta("call", call=v))
         return out
 
-    def feed(self, ev: Union[TokenEvent, FinishEvent, ChoiceResult]) -> List[Delta]:
+    def feed(self, ev: Union[TokenEvent, FinishEvent, DecisionsEvent]) -> List[Delta]:
         out: List[Delta] = []
-        if isinstance(ev, ChoiceResult):
-            self.choice = ev
-            return [Delta("choice", choice=ev)]
+        if isinstance(ev, DecisionsEvent):
+            self.decisions = ev
+            return []
         if isinstance(ev, FinishEvent):
             tail = self.decoder.decode(b"", final=True)
             out += self._split(tail)
@@ -198,6 +179,14 @@ class TurnReader:
         if self.calls:
             return "tool_calls"
         return reason
+
+    def add_choice_logprobs(self, obj: dict) -> dict:
+        """Put the decision list (llamay_choice_logprobs) into a response object or final
+        stream event, when the turn asked for it; the same list in every API shape."""
+        if self.turn.choice_logprobs and (self.decisions is not None or self.finish is not None):
+            decisions = self.decisions.decisions if self.decisions is not None else []
+            obj["llamay_choice_logprobs"] = [d.as_dict() for d in decisions]
+        return obj
 
     def usage(self) -> Tuple[int, int]:
         f = self.finish

@@ -4,8 +4,8 @@ Each API names structured output its own way (OpenAI `response_format`, Response
 Ollama `format`); all three also take the llamay extensions (`llamay_schema`, `llamay_format`,
 `llamay_grammar`, `llamay_regex`, `llamay_lexicon`). At most one may be given: two constraints
 on one output would have to be intersected, and silently picking one would be a lie.
-`llamay_choice_logprobs` needs a choice among alternatives (an enum/const schema or a lexicon);
-the alternatives are the texts the posterior is reported over.
+`llamay_choice_logprobs` needs JSON output (a schema, JSON mode, tools: decision points are
+found in it as it is generated) or a lexicon (whose words are the alternatives).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class Constraint:
     grammar: Optional[cengine.Grammar] = None
     param: Optional[str] = None                 # the request field it came from
     kind: str = "text"                          # text | json | schema | grammar | regex | lexicon
-    alternatives: Optional[List[str]] = None    # for llamay_choice_logprobs
+    alternatives: Optional[List[str]] = None    # a lexicon's words (llamay_choice_logprobs)
 
 
 # a candidate: (request field, kind, value)
@@ -72,26 +72,6 @@ def ollama_format(fmt: Any) -> List[Candidate]:
     raise InvalidRequest("'format' must be \"json\" or a JSON Schema object", param="format")
 
 
-def _enum_values(schema: Any) -> Optional[list]:
-    """The values of a schema that is a plain choice (enum, const, or anyOf/oneOf of those)."""
-    if not isinstance(schema, dict):
-        return None
-    if "enum" in schema and isinstance(schema["enum"], list):
-        return list(schema["enum"])
-    if "const" in schema:
-        return [schema["const"]]
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            vals = []
-            for sub in schema[key]:
-                v = _enum_values(sub)
-                if v is None:
-                    return None
-                vals.extend(v)
-            return vals
-    return None
-
-
 def build(candidates: List[Candidate], *, choice_logprobs: bool = False) -> Constraint:
     """Compile the one constraint a request asks for. CompileError propagates (-> 400)."""
     if len(candidates) > 1:
@@ -117,10 +97,6 @@ def build(candidates: List[Candidate], *, choice_logprobs: bool = False) -> Cons
             if not isinstance(value, (dict, bool)):
                 raise InvalidRequest(f"'{param}' must be a JSON Schema object", param=param)
             c.grammar = cengine.compile_json_schema(value)
-            vals = _enum_values(value)
-            if vals is not None:
-                c.alternatives = list(dict.fromkeys(
-                    json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in vals))
         elif kind == "grammar":
             if not isinstance(value, str):
                 raise InvalidRequest(f"'{param}' must be GBNF text", param=param)
@@ -138,7 +114,10 @@ def build(candidates: List[Candidate], *, choice_logprobs: bool = False) -> Cons
             c.alternatives = list(dict.fromkeys(value))
         else:   # pragma: no cover - candidates come from this module
             raise InvalidRequest(f"unknown constraint '{param}'", param=param)
-    if choice_logprobs and not c.alternatives:
-        raise InvalidRequest("llamay_choice_logprobs needs a choice among alternatives: an enum or "
-                             "const schema, or llamay_lexicon", param="llamay_choice_logprobs")
+    if choice_logprobs and c.kind in ("grammar", "regex"):
+        # decisions are located by JSON pointer (or are a lexicon's words): a GBNF or regex
+        # output has neither
+        raise InvalidRequest(f"llamay_choice_logprobs needs a choice among alternatives: JSON "
+                             f"output, tools or llamay_lexicon, not '{c.param}'",
+                             param="llamay_choice_logprobs")
     return c

@@ -177,12 +177,21 @@ class LlamaRuntime:
     def eval(self, ids: Sequence[int]) -> np.ndarray:
         """Decode `ids` after what the cache holds (in batches of n_batch) and return a fresh
         float32 copy of the logits after the last one."""
+        return self._decode(ids, every=False)[-1]
+
+    def eval_each(self, ids: Sequence[int]) -> np.ndarray:
+        """Like eval, but the logits after every one of `ids`: shape (len(ids), n_vocab). One
+        batched pass instead of one per token (probing the alternatives of a decision)."""
+        return np.stack(self._decode(ids, every=True))
+
+    def _decode(self, ids: Sequence[int], *, every: bool) -> List[np.ndarray]:
         if not ids:
             raise ValueError("nothing to evaluate")
         if len(self.tokens) + len(ids) > self.n_ctx:
             raise ValueError(f"{len(self.tokens) + len(ids)} tokens do not fit the context of "
                              f"{self.n_ctx}")
         b = self._batch
+        rows = []
         for start in range(0, len(ids), self.n_batch):
             chunk = ids[start:start + self.n_batch]
             pos0 = len(self.tokens)
@@ -192,7 +201,7 @@ class LlamaRuntime:
                 b.pos[i] = pos0 + i
                 b.n_seq_id[i] = 1
                 b.seq_id[i][0] = 0
-                b.logits[i] = 0
+                b.logits[i] = 1 if every else 0
             b.logits[len(chunk) - 1] = 1
             rc = L.llama_decode(self._ctx, b)
             if rc != 0:
@@ -200,8 +209,14 @@ class LlamaRuntime:
                 self.truncate(pos0)
                 raise RuntimeError(f"llama_decode failed with code {rc}")
             self.tokens.extend(int(t) for t in chunk)
-        ptr = L.llama_get_logits_ith(self._ctx, -1)
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+            if every:
+                for i in range(len(chunk)):
+                    ptr = L.llama_get_logits_ith(self._ctx, i)
+                    rows.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
+        if not every:
+            ptr = L.llama_get_logits_ith(self._ctx, -1)
+            rows.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
+        return rows
 
     def close(self) -> None:
         if getattr(self, "_batch", None) is not None:

@@ -22,10 +22,12 @@ import numpy as np
 import cengine
 
 from . import chat_template as _chat
+from .decisions import DecisionRecorder
 from .llama_backend import LlamaRuntime
 from .sampling import REPEAT_LAST_N, NoTokenAllowed, Sampler, apply_repeat_penalty, logprobs_of
 from .stops import StopScanner
-from .types import Event, FinishEvent, LazyGrammar, SamplingParams, TokenEvent, ToolPromptFormat
+from .types import (ChoiceScope, DecisionsEvent, Event, FinishEvent, LazyGrammar, SamplingParams,
+                    TokenEvent, ToolPromptFormat)
 
 log = logging.getLogger("llamay.generate")
 
@@ -124,6 +126,17 @@ class Model:
             self._max_token_len = max((len(b) for b in idx), default=1)
         return self._by_bytes
 
+    def prefix_tokens(self, data: bytes) -> List[int]:
+        """The vocabulary tokens (end tokens excepted) whose bytes are a prefix of `data`,
+        shortest first; one id per spelling."""
+        index = self._byte_index()
+        out = []
+        for n in range(1, min(self._max_token_len, len(data)) + 1):
+            t = index.get(bytes(data[:n]))
+            if t is not None:
+                out.append(t)
+        return out
+
     def tokens_for_bytes(self, data: bytes, matcher=None, limit: Optional[int] = None
                          ) -> Tuple[List[int], int]:
         """Tokens spelling a prefix of `data` exactly: the model's own tokenisation while its
@@ -160,9 +173,12 @@ class Model:
     def generate(self, prompt: Union[str, List[int]], *,
                  grammar: Optional["cengine.Grammar"] = None,
                  params: SamplingParams, lazy_grammar: Optional[LazyGrammar] = None,
-                 cancel: Optional[threading.Event] = None) -> Iterator[Event]:
+                 cancel: Optional[threading.Event] = None,
+                 choice: Optional[ChoiceScope] = None) -> Iterator[Event]:
         """Events of one generation (see the module doc). Arguments are checked here, before
-        the first event, so callers can map mistakes to a 400."""
+        the first event, so callers can map mistakes to a 400. With `choice`, the decision
+        points of the constrained output are probed as they are met (server/runtime/
+        decisions.py) and reported in one DecisionsEvent just before the FinishEvent."""
         if grammar is not None and lazy_grammar is not None:
             raise ValueError("give either grammar or lazy_grammar, not both")
         if lazy_grammar is not None and not lazy_grammar[0]:
@@ -185,10 +201,21 @@ class Model:
         bad = [t for t in ids if t < 0 or t >= self.runtime.n_vocab]
         if bad:
             raise ValueError(f"prompt token id {bad[0]} is outside the vocabulary")
-        return self._run(ids, grammar, params, sampler, lazy_grammar, cancel)
+        if choice is None:
+            return self._run(ids, grammar, params, sampler, lazy_grammar, cancel, None)
+        recorder = DecisionRecorder(self, choice)
+        return self._with_decisions(
+            self._run(ids, grammar, params, sampler, lazy_grammar, cancel, recorder), recorder)
+
+    @staticmethod
+    def _with_decisions(events: Iterator[Event], recorder: DecisionRecorder) -> Iterator[Event]:
+        for ev in events:
+            if isinstance(ev, FinishEvent):
+                yield DecisionsEvent(recorder.decisions())
+            yield ev
 
     def _run(self, prompt_ids: List[int], grammar, params: SamplingParams, sampler: Sampler,
-             lazy, cancel) -> Iterator[Event]:
+             lazy, cancel, recorder: Optional[DecisionRecorder]) -> Iterator[Event]:
         rt = self.runtime
         vsize = self.vocab.size
         mask = self._mask
@@ -215,6 +242,8 @@ class Model:
         def closing(reason: str) -> Iterator[Event]:
             yield from stream.release_all()
             closer = matcher.completion() if matcher is not None else b""
+            if closer and recorder is not None:
+                recorder.closer(closer)
             if closer:
                 yield TokenEvent(-1, closer, None, None, True)
             yield finish(reason, closer=closer)
@@ -245,6 +274,9 @@ class Model:
                 if self.fast_forward:
                     limit = room if remaining is None else min(room, remaining)
                     forced = self._fast_forward(matcher, limit)
+                    if forced and recorder is not None:
+                        recorder.forced(matcher, len(forced),
+                                        b"".join(self.token_bytes(t) for t in forced))
                     if forced:
                         for t in forced:
                             b = self.token_bytes(t)
@@ -261,6 +293,9 @@ class Model:
             logits = rt.eval(pending)
             passes += 1
             pending = []
+            constrained = matcher is not None
+            # the raw logits, before the mask: a decision's probe reads the model's own mass
+            raw = logits.copy() if recorder is not None and constrained else None
             if matcher is not None:
                 if vsize < logits.shape[0]:
                     logits[vsize:] = -np.inf
@@ -288,6 +323,8 @@ class Model:
                 raise RuntimeError(f"engine fault: the mask allowed token {tok} but the matcher "
                                    f"refused it")
             text = self.token_bytes(tok)
+            if raw is not None:
+                recorder.sampled(matcher, text, raw)
             pending = [tok]
             history.append(tok)
             n_gen += 1
@@ -299,7 +336,11 @@ class Model:
                 if found is not None:
                     trig_at, tail_len = found
                     matcher = lazy_grammar.matcher(self.vocab)
-                    if tail_len and not matcher.accept_bytes(text[len(text) - tail_len:]):
+                    tail = text[len(text) - tail_len:] if tail_len else b""
+                    if tail and matcher.accept_bytes(tail):
+                        if recorder is not None:
+                            recorder.forced(matcher, 1, tail)
+                    elif tail:
                         # the token ran past the trigger into bytes the grammar refuses: keep
                         # only its head (up to the trigger's end), spelled by other tokens
                         head = text[:len(text) - tail_len]

@@ -50,7 +50,52 @@ class FinishEvent:
     fast_forward_tokens: int = 0     # tokens appended without sampling (no pass of their own)
 
 
-Event = Union[TokenEvent, FinishEvent]
+@dataclass
+class ChoiceScope:
+    """Where a generation looks for decisions (llamay_choice_logprobs; docs/server.md).
+
+    kind "json": the constrained output is one JSON document; "calls": every top-level JSON
+    object in it is one tool call, whose tool name (at `name_pointer`) is reported as the
+    pointer "tool" and whose argument values are reported relative to `arguments_pointer`;
+    "words": the whole output is one choice among `words` (a lexicon), at pointer ""."""
+    kind: str
+    words: Sequence[str] = ()
+    name_pointer: str = "/name"
+    arguments_pointer: str = "/arguments"
+
+
+@dataclass
+class Decision:
+    """One decision point of the output: the alternatives legal there and the model's
+    probability of each, probed from the state where the decoder chose among them."""
+    pointer: str                        # JSON pointer of the value, or "tool"
+    alternatives: List[object]          # JSON values (str, int, float, bool, None)
+    logprobs: List[Optional[float]]     # None: the alternative could not be probed
+    posterior: List[float]              # the logprobs renormalised over the alternatives
+    probed_mass: float                  # sum of the alternatives' probabilities
+    chosen: object                      # the alternative produced (None if none was)
+    call: Optional[int] = None          # the tool call (0-based) it belongs to, "calls" only
+    # not in the response: the tokens probed per alternative, and the tokens the KV cache held
+    # at the decision state (prompt and output so far), for tests and benchmarks
+    probe_sequences: List[List[int]] = field(default_factory=list)
+    state_tokens: List[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        d = {"pointer": self.pointer, "alternatives": list(self.alternatives),
+             "logprobs": list(self.logprobs), "posterior": list(self.posterior),
+             "probed_mass": self.probed_mass, "chosen": self.chosen}
+        if self.call is not None:
+            d["call"] = self.call
+        return d
+
+
+@dataclass
+class DecisionsEvent:
+    """Every decision of the generation in document order; just before the FinishEvent."""
+    decisions: List[Decision]
+
+
+Event = Union[TokenEvent, FinishEvent, DecisionsEvent]
 
 # (trigger, grammar of what follows it): free text until the output contains the trigger
 LazyGrammar = Tuple[str, "cengine.Grammar"]
@@ -83,4 +128,5 @@ class GenerationModel(Protocol):
     def generate(self, prompt: Union[str, Sequence[int]], *,
                  grammar: Optional["cengine.Grammar"] = None, params: SamplingParams,
                  lazy_grammar: Optional[LazyGrammar] = None,
-                 cancel: Optional[threading.Event] = None) -> Iterator[Event]: ...
+                 cancel: Optional[threading.Event] = None,
+                 choice: Optional[ChoiceScope] = None) -> Iterator[Event]: ...

@@ -63,6 +63,9 @@ class CallReader(Protocol):
 class ToolDialect(Protocol):
     """One way of writing tool calls (a module of this package)."""
 
+    # (pointer of the tool name, pointer of the arguments) inside one call's JSON object
+    CALL_POINTERS: Tuple[str, str]
+
     def plain_messages(self, messages: List[dict], tools: Optional[List[dict]]) -> List[dict]: ...
 
     def call_grammar(self, tools: Sequence[ToolSpec], *, parallel: bool = True

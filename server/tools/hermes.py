@@ -24,6 +24,9 @@ OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
 RESPONSE_OPEN = "<tool_response>"
 RESPONSE_CLOSE = "</tool_response>"
+# inside one call's JSON object: the pointer of the tool's name and of its arguments
+# (llamay_choice_logprobs reports the name as the decision "tool")
+CALL_POINTERS = ("/name", "/arguments")
 # documented: the same limits as compile_json_schema's defaults, per tool-call document
 WHITESPACE_BUDGET = 64
 MAX_DEPTH = 64

@@ -1,0 +1,283 @@
+"""llamay_choice_logprobs: decision points found and probed during constrained decoding.
+
+A decision is a scalar value of the output where the grammar allows a finite set of complete
+values (`alternatives_at`: an enum, a boolean, a const-discriminated branch, a tool name).
+Its *decision state* is the token boundary of the first sampled token that writes a byte at
+or after the value's first byte: the KV cache and the matcher as they were when the decoder
+sampled that token. Every alternative a is spelled from there as the bytes the output has
+from the decision state up to the value's start (what the decoder wrote there: `": "`, a
+space) followed by a's own bytes (or, when the value's first bytes were forced, the rest of
+a's bytes). Those bytes are tokenised as the decoder would spell them (see `probe`: the most
+probable prefix token while several alternatives are possible, the fast-forward's spelling
+once one is left). log P(a) is the sum over those tokens of the model's log-softmax of its
+raw logits (before the mask, the repeat penalty and temperature), each conditioned on the
+decision state and the tokens before it. The first token is read from the logits the decoder
+computed for its own step; alternatives taking the same token share its pass, the forced
+rest of each is one batched pass, and the cache is cut back to the decision state afterwards,
+so decoding continues where it was. The prompt is never evaluated again. docs/server.md has
+the exact definitions.
+
+Reported (types.Decision): the posterior is softmax(log P) over the alternatives, the probed
+mass sum(P): how much of the model's probability went to the legal alternatives along these
+tokenisations. `chosen` is the alternative whose value the output then holds at that pointer.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .alternatives import Alternative, alternatives_at, value_key
+from .pointer import PointerTracker, ValueEnd, ValueStart
+from .types import ChoiceScope, Decision
+
+
+def _logsumexp(row: np.ndarray) -> float:
+    x = row.astype(np.float64)
+    m = float(np.max(x))
+    return m + math.log(float(np.exp(x - m).sum()))
+
+
+# `model` below is server.runtime.model.Model (not imported: it imports this module)
+
+
+def probe(model, logits: np.ndarray, spellings: Sequence[bytes]
+          ) -> List[Tuple[Optional[float], List[int]]]:
+    """(log P, its tokens) of each byte string from the decision state: the KV cache at that
+    state and `logits`, the raw logits the model gave there. The strings are legal
+    continuations, so every token spelling a prefix of one is allowed by the mask (the mask
+    is exact over bytes). None: no token spells a prefix, or it does not fit the context.
+
+    Tokenisation, as the decoder would: while the bytes so far are a prefix of more than one
+    string, the next token is the most probable token (raw logits) spelling a prefix of the
+    rest of this string (the greedy choice among the tokens the mask allows on the way to it);
+    once only one string is still possible, the decoder's mask forces the rest and its
+    fast-forward spells it: `tokens_for_bytes` (the tokenizer's own split, then longest
+    matches), evaluated in one batch. Strings that pick the same token share its pass."""
+    rt = model.runtime
+    base = len(rt.tokens)
+    out: List[Tuple[Optional[float], List[int]]] = [(None, []) for _ in spellings]
+
+    def walk(path: List[int], pos: int, members: List[int], row: np.ndarray, lse: float,
+             acc: float) -> None:
+        # every member's spelling starts with the bytes of `path`, which are `pos` long
+        groups: Dict[int, List[int]] = {}
+        for i in members:
+            cands = model.prefix_tokens(spellings[i][pos:])
+            if cands:
+                best = max(cands, key=lambda t: (float(row[t]), -t))
+                groups.setdefault(best, []).append(i)
+        for t, group in groups.items():
+            lp = acc + float(row[t]) - lse
+            here = path + [t]
+            npos = pos + len(model.token_bytes(t))
+            rest = []
+            for i in group:
+                if len(spellings[i]) == npos:
+                    out[i] = (lp, here)
+                else:
+                    rest.append(i)
+            if not rest:
+                continue
+            written = spellings[rest[0]][:npos]
+            alive = sum(1 for s in spellings if len(s) > npos and s.startswith(written))
+            rt.truncate(base + len(path))
+            if alive == 1:
+                [i] = rest
+                ids, covered = model.tokens_for_bytes(spellings[i][npos:])
+                if covered != len(spellings[i]) - npos or not ids \
+                        or base + len(here) + len(ids) > rt.n_ctx:
+                    continue
+                rows = rt.eval_each([t] + ids[:-1])
+                total = lp
+                for k, tok in enumerate(ids):
+                    total += float(rows[k][tok]) - _logsumexp(rows[k])
+                out[i] = (total, here + ids)
+            else:
+                if base + len(here) + 1 > rt.n_ctx:
+                    continue
+                nrow = rt.eval([t])
+                walk(here, npos, rest, nrow, _logsumexp(nrow), lp)
+
+    try:
+        walk([], 0, [i for i, s in enumerate(spellings) if s], logits, _logsumexp(logits), 0.0)
+    finally:
+        rt.truncate(base)
+    if len(rt.tokens) != base:
+        raise RuntimeError("the model's cache cannot drop a partial sequence, which probing "
+                           "the alternatives of a decision needs")
+    return out
+
+
+@dataclass
+class _Pending:
+    """A value whose first byte was forced: decided at the next sampled token, if any."""
+    start: int
+    pointer: str
+    document: int
+    alternatives: List[Alternative]
+
+
+@dataclass
+class _Record:
+    start: int
+    pointer: str
+    document: int
+    alternatives: List[Alternative]
+    logprobs: List[Optional[float]]
+    sequences: List[List[int]] = field(default_factory=list)
+    state: List[int] = field(default_factory=list)
+    chosen: Optional[bytes] = None
+
+
+class DecisionRecorder:
+    """Follows one constrained generation and probes its decision points (driven by the
+    decode loop in model.py: forced(), sampled(), closer(), then decisions())."""
+
+    def __init__(self, model, scope: ChoiceScope):
+        if scope.kind not in ("json", "calls", "words"):
+            raise ValueError(f"unknown choice scope {scope.kind!r}")
+        self.model = model
+        self.scope = scope
+        self.tracker = (None if scope.kind == "words" else
+                        PointerTracker("objects" if scope.kind == "calls" else "single"))
+        self.out = bytearray()
+        self.pending: List[_Pending] = []
+        self.records: List[_Record] = []
+        if scope.kind == "words":
+            words = list(dict.fromkeys(scope.words))
+            self.pending.append(_Pending(0, "", 0, [Alternative(w.encode("utf-8"), w)
+                                                    for w in words]))
+
+    # --- driven by the decode loop ----------------------------------------------------------
+    def forced(self, matcher, n_steps: int, data: bytes) -> None:
+        """The matcher accepted `data` in `n_steps` steps without sampling."""
+        base = len(self.out)
+        events = self.tracker.feed(data) if self.tracker is not None else []
+        self.out += data
+        before = None
+        for ev in events:
+            if isinstance(ev, ValueStart):
+                if before is None:
+                    before = matcher.copy()
+                    before.rollback(n_steps)
+                alts = self._alternatives(before, bytes(self.out[base:ev.offset]))
+                if alts is not None:
+                    self.pending.append(_Pending(ev.offset, ev.pointer, ev.document, alts))
+            else:
+                self._ended(ev)
+
+    def sampled(self, matcher, data: bytes, logits: np.ndarray) -> None:
+        """The matcher accepted the sampled token `data`; the KV cache is still at the token
+        boundary before it and `logits` are the raw logits the token was sampled from."""
+        b = len(self.out)
+        events = self.tracker.feed(data) if self.tracker is not None else []
+        self.out += data
+        starts = [ev for ev in events if isinstance(ev, ValueStart)]
+        if not self.pending and not starts:
+            for ev in events:
+                self._ended(ev)
+            return
+        at_b = matcher.copy()
+        at_b.rollback(1)
+        jobs: List[Tuple[int, str, int, List[Alternative], List[bytes]]] = []
+        for p in self.pending:
+            written = bytes(self.out[p.start:b])
+            alts = [a for a in p.alternatives if a.text.startswith(written)]
+            if len(alts) >= 2:
+                jobs.append((p.start, p.pointer, p.document, alts,
+                             [a.text[len(written):] for a in alts]))
+        self.pending = []
+        for ev in starts:
+            prefix = bytes(self.out[b:ev.offset])
+            alts = self._alternatives(at_b, prefix)
+            if alts is not None:
+                jobs.append((ev.offset, ev.pointer, ev.document, alts,
+                             [prefix + a.text for a in alts]))
+        if jobs:
+            spellings = [s for job in jobs for s in job[4]]
+            state = list(self.model.runtime.tokens)
+            results = iter(probe(self.model, logits, spellings))
+            for start, pointer, document, alts, _ in jobs:
+                got = [next(results) for _ in alts]
+                self.records.append(_Record(start, pointer, document, alts,
+                                            [lp for lp, _ in got], [q for _, q in got], state))
+        for ev in events:
+            if isinstance(ev, ValueEnd):
+                self._ended(ev)
+
+    def closer(self, data: bytes) -> None:
+        """Bytes the closer appended: values end, none is decided."""
+        events = self.tracker.feed(data) if self.tracker is not None else []
+        self.out += data
+        for ev in events:
+            if isinstance(ev, ValueEnd):
+                self._ended(ev)
+
+    def decisions(self) -> List[Decision]:
+        if self.tracker is not None:
+            for ev in self.tracker.close():
+                self._ended(ev)
+        elif self.records:      # words: the whole output is the value
+            self.records[0].chosen = bytes(self.out).strip()
+        self.records.sort(key=lambda r: r.start)
+        return [self._decision(r) for r in self.records]
+
+    # --- helpers ----------------------------------------------------------------------------
+    def _alternatives(self, matcher, prefix: bytes) -> Optional[List[Alternative]]:
+        m = matcher.copy()
+        if prefix and not m.accept_bytes(prefix):
+            raise RuntimeError("the matcher refused bytes it had accepted")
+        alts = alternatives_at(m)
+        return alts if alts is not None and len(alts) >= 2 else None
+
+    def _ended(self, ev: ValueEnd) -> None:
+        self.pending = [p for p in self.pending if p.start != ev.start]
+        for r in self.records:
+            if r.start == ev.start:
+                r.chosen = bytes(self.out[ev.start:ev.offset])
+
+    def _decision(self, r: _Record) -> Decision:
+        finite = [lp for lp in r.logprobs if lp is not None]
+        top = max(finite) if finite else None
+        if top is None or top == -math.inf:
+            posterior = [1.0 / len(r.logprobs)] * len(r.logprobs) if not finite else \
+                [0.0 if lp is None else 1.0 / len(finite) for lp in r.logprobs]
+            mass = 0.0
+        else:
+            ws = [0.0 if lp is None else math.exp(lp - top) for lp in r.logprobs]
+            z = sum(ws)
+            posterior = [w / z for w in ws]
+            mass = sum(math.exp(lp) for lp in finite)
+        pointer, call = r.pointer, None
+        if self.scope.kind == "calls":
+            call = r.document
+            if pointer == self.scope.name_pointer:
+                pointer = "tool"
+            elif pointer.startswith(self.scope.arguments_pointer + "/"):
+                pointer = pointer[len(self.scope.arguments_pointer):]
+            elif pointer == self.scope.arguments_pointer:
+                pointer = ""
+        return Decision(pointer, [a.value for a in r.alternatives], r.logprobs, posterior,
+                        mass, self._chosen(r), call, r.sequences, r.state)
+
+    def _chosen(self, r: _Record):
+        if r.chosen is None:
+            return None
+        if self.scope.kind == "words":
+            text = r.chosen.decode("utf-8", "replace")
+            return text if any(a.value == text for a in r.alternatives) else None
+        for a in r.alternatives:
+            if a.text == r.chosen:
+                return a.value
+        try:
+            key = value_key(json.loads(r.chosen.decode("utf-8")))
+        except (UnicodeDecodeError, ValueError):
+            return None
+        for a in r.alternatives:
+            if value_key(a.value) == key:
+                return a.value
+        return None
