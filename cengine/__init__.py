@@ -8,6 +8,7 @@ from __future__ import annotations
 import json as _json
 from typing import Iterable, Optional, Union
 
+from .alternatives import Alternative, value_alternatives, value_key
 from .errors import CompileError, LimitError
 from .grammar import CACHE, Grammar, GrammarCache
 # grammar composition (docs/composition.md)
@@ -20,6 +21,7 @@ __all__ = [
     "apply_mask", "mask_words", "prepare",
     "Part", "Text", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat", "Tagged",
     "TriggeredRegion", "TriggeredGrammar", "compile_structural", "compile_triggered",
+    "Alternative", "value_alternatives", "value_key",
 ]
 
 

@@ -164,6 +164,13 @@ def _key_of(path: bytes):
     return None if value is _INVALID else _key(value, path)
 
 
+def value_key(text: bytes) -> Optional[tuple]:
+    """The identity of a JSON scalar's spelling under JSON equality (`1` and `1.0` are one
+    value, `true` and `1` two), or None when text is no JSON scalar: tells which alternative
+    a longer spelling is."""
+    return _key_of(text)
+
+
 def _record(found: Dict[tuple, Alternative], path: bytes) -> bool:
     """Add a complete value (keeping the first, i.e. shortest, spelling); False if it is not JSON."""
     value = _decode(path)

@@ -11,7 +11,7 @@ import json
 import pytest
 
 import cengine
-from server.runtime.alternatives import alternatives_at
+from cengine import value_alternatives as alternatives_at
 from server.runtime.pointer import PointerTracker, ValueEnd, ValueStart
 
 

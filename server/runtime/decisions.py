@@ -1,7 +1,8 @@
 """llamay_choice_logprobs: decision points found and probed during constrained decoding.
 
 A decision is a scalar value of the output where the grammar allows a finite set of complete
-values (`alternatives_at`: an enum, a boolean, a const-discriminated branch, a tool name).
+values (`cengine.value_alternatives`: an enum, a boolean, a const-discriminated branch, a
+tool name).
 Its *decision state* is the token boundary of the first sampled token that writes a byte at
 or after the value's first byte: the KV cache and the matcher as they were when the decoder
 sampled that token. Every alternative a is spelled from there as the bytes the output has
@@ -23,14 +24,15 @@ tokenisations. `chosen` is the alternative whose value the output then holds at 
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .alternatives import Alternative, alternatives_at, value_key
+import cengine
+from cengine import Alternative
+
 from .pointer import PointerTracker, ValueEnd, ValueStart
 from .types import ChoiceScope, Decision
 
@@ -231,7 +233,7 @@ class DecisionRecorder:
         m = matcher.copy()
         if prefix and not m.accept_bytes(prefix):
             raise RuntimeError("the matcher refused bytes it had accepted")
-        alts = alternatives_at(m)
+        alts = cengine.value_alternatives(m)
         return alts if alts is not None and len(alts) >= 2 else None
 
     def _ended(self, ev: ValueEnd) -> None:
@@ -273,11 +275,10 @@ class DecisionRecorder:
         for a in r.alternatives:
             if a.text == r.chosen:
                 return a.value
-        try:
-            key = value_key(json.loads(r.chosen.decode("utf-8")))
-        except (UnicodeDecodeError, ValueError):
+        key = cengine.value_key(r.chosen)
+        if key is None:
             return None
         for a in r.alternatives:
-            if value_key(a.value) == key:
+            if cengine.value_key(a.text) == key:
                 return a.value
         return None
