@@ -126,7 +126,7 @@ async def messages(request: Request):
     stream = f.bool("stream", False)
     turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode, tool_name=tool_name,
                 parallel_tool_calls=parallel, constraint=constraint, choice_logprobs=choice)
-    reader = TurnReader(turn)
+    reader = TurnReader(turn, correct=st.settings.decision_correction)
     job = st.scheduler.submit(turn.job())
     mid = "msg_" + uuid.uuid4().hex[:24]
     if not stream:

@@ -138,7 +138,7 @@ async def _serve(request: Request, chat: bool):
             msgs.append({"role": "user", "content": prompt})
             turn = Turn(params=params, messages=msgs, constraint=constraint,
                         choice_logprobs=choice)
-    reader = TurnReader(turn)
+    reader = TurnReader(turn, correct=st.settings.decision_correction)
     job = st.scheduler.submit(turn.job())
     if not stream:
         await run_to_end(request, job, reader.feed)

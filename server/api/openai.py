@@ -175,7 +175,7 @@ async def chat_completions(request: Request):
     turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
                 tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
                 choice_logprobs=choice)
-    reader = TurnReader(turn)
+    reader = TurnReader(turn, correct=st.settings.decision_correction)
     job = st.scheduler.submit(turn.job())
     cid, created = _id("chatcmpl"), int(time.time())
     if not stream:
@@ -263,7 +263,7 @@ async def completions(request: Request):
     stream = f.bool("stream", False)
     include_usage = bool((f.dict("stream_options") or {}).get("include_usage", False))
     turn = Turn(params=params, prompt=prompt, constraint=constraint, choice_logprobs=choice)
-    reader = TurnReader(turn)
+    reader = TurnReader(turn, correct=st.settings.decision_correction)
     job = st.scheduler.submit(turn.job())
     cid, created = _id("cmpl"), int(time.time())
     prefix = prompt if (echo and isinstance(prompt, str)) else ""
@@ -387,7 +387,7 @@ async def responses(request: Request):
     turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
                 tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
                 choice_logprobs=choice)
-    reader = TurnReader(turn)
+    reader = TurnReader(turn, correct=st.settings.decision_correction)
     job = st.scheduler.submit(turn.job())
     rid, created = "resp_" + uuid.uuid4().hex[:24], int(time.time())
     msg_id = "msg_" + uuid.uuid4().hex[:24]

@@ -12,7 +12,7 @@ import codecs
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple, Union
+from typing import Callable, List, Optional, Tuple, Union
 
 from ..runtime.types import (ChoiceScope, DecisionsEvent, FinishEvent, GenerationModel,
                              SamplingParams, TokenEvent)
@@ -111,8 +111,9 @@ class Delta:
 class TurnReader:
     """Raw events -> Deltas: UTF-8 assembled across tokens, tool calls held back until whole."""
 
-    def __init__(self, turn: Turn):
+    def __init__(self, turn: Turn, correct: Optional[Callable[[dict], dict]] = None):
         self.turn = turn
+        self.correct = correct      # the server's calibration of decision posteriors, if any
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.calls_stream = (turn.dialect.call_reader(turn.offered_tools())
                              if turn.calls_expected() else None)
@@ -185,7 +186,10 @@ class TurnReader:
         stream event, when the turn asked for it; the same list in every API shape."""
         if self.turn.choice_logprobs and (self.decisions is not None or self.finish is not None):
             decisions = self.decisions.decisions if self.decisions is not None else []
-            obj["llamay_choice_logprobs"] = [d.as_dict() for d in decisions]
+            listed = [d.as_dict() for d in decisions]
+            if self.correct is not None:
+                listed = [self.correct(d) for d in listed]
+            obj["llamay_choice_logprobs"] = listed
         return obj
 
     def usage(self) -> Tuple[int, int]:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from ..runtime.default_model import default_model_path
 from ..runtime.types import GenerationModel
@@ -27,6 +27,10 @@ class Settings:
     model_alias: Optional[str] = None
     # an already loaded model (tests share one between apps)
     model: Optional[GenerationModel] = None
+    # applied to every reported decision (llamay_choice_logprobs): `llamay serve --calibration`
+    # passes calibrate.apply_calibration bound to the loaded CALIBRATION.json; the decision's
+    # raw logprobs stay beside the corrected posterior
+    decision_correction: Optional[Callable[[dict], dict]] = None
 
     def resolved_model_path(self) -> str:
         if self.model_path:

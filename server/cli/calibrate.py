@@ -170,7 +170,7 @@ def collect_command(dataset: str, out_path: str, model_path: Optional[str], url:
     2: bad usage or input; 130: interrupted (a rerun resumes).
     """
     from calibrate.collect import (DatasetError, InProcessUnavailable, collect, in_process_runner,
-                                   load_dataset, url_runner)
+                                   load_dataset, register_in_process_runner, url_runner)
 
     if model_path is not None and url is not None:
         raise click.UsageError("give -m or --url, not both")
@@ -181,6 +181,7 @@ def collect_command(dataset: str, out_path: str, model_path: Optional[str], url:
     if url is not None:
         runner = url_runner(url, api_key=api_key, timeout=timeout)
     else:
+        register_in_process_runner(_in_process_runner)
         try:
             runner = in_process_runner(model_path)
         except InProcessUnavailable as e:
@@ -198,3 +199,20 @@ def collect_command(dataset: str, out_path: str, model_path: Optional[str], url:
     click.echo(summary.describe(out_path), err=True)
     if not summary.ok:
         click.get_current_context().exit(1)
+
+
+def _in_process_runner(model_path: Optional[str]):
+    """collect's runner without a server: the server's own app (the same request path, the
+    same decisions) behind an in-process ASGI client; no port, no network. No -m: the
+    default model."""
+    from starlette.testclient import TestClient
+
+    from calibrate.collect import url_runner
+
+    from ..api.app import create_app
+    from ..api.settings import Settings
+    try:
+        app = create_app(Settings(model_path=model_path))
+    except FileNotFoundError as exc:
+        raise InputError(str(exc)) from None
+    return url_runner("http://llamay.in-process", client=TestClient(app))

@@ -22,14 +22,20 @@ from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 @click.option("--max-tokens", "default_max_tokens", default=512, show_default=True, type=int,
               help="Budget of requests that name none.")
 @click.option("--alias", "model_alias", default=None, help="Model name the APIs report.")
-def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_tokens, model_alias):
+@click.option("--calibration", "calibration_path", default=None, metavar="CALIBRATION.json",
+              type=click.Path(dir_okay=False),
+              help="Correct every llamay_choice_logprobs posterior with this fitted calibration "
+                   "(llamay calibrate fit); the raw logprobs stay beside it.")
+def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_tokens, model_alias,
+          calibration_path):
     """Serve one model over HTTP (OpenAI, Anthropic and Ollama APIs)."""
     import uvicorn
 
     from ..api.app import create_app
     settings = Settings(model_path=model_path, host=host, port=port, n_ctx=n_ctx,
                         n_threads=n_threads, max_queue=max_queue,
-                        default_max_tokens=default_max_tokens, model_alias=model_alias)
+                        default_max_tokens=default_max_tokens, model_alias=model_alias,
+                        decision_correction=decision_correction(calibration_path))
     try:
         app = create_app(settings)
     except FileNotFoundError as exc:
@@ -41,3 +47,21 @@ def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_token
     gc.freeze()
     click.echo(f"llamay: serving {app.state.llamay.model_name} on http://{host}:{port}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def decision_correction(path):
+    """The posterior correction of `--calibration PATH` (None without it); a bad file stops
+    the server before it loads the model, with the reason."""
+    if path is None:
+        return None
+    from calibrate.temperature import CalibrationError, apply_calibration, load_calibration
+    try:
+        calibration = load_calibration(path)
+    except (CalibrationError, OSError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--calibration") from None
+    def correct(decision: dict) -> dict:
+        try:
+            return apply_calibration(decision, calibration)
+        except ValueError:      # no finite logprobs to temper: the raw posterior stands
+            return decision
+    return correct
