@@ -165,7 +165,8 @@ def _key_of(path: bytes):
 
 
 def _record(found: Dict[tuple, Alternative], path: bytes) -> bool:
-    """Add a complete value (keeping the first, i.e. shortest, spelling); False if it is not JSON."""
+    """Add a complete value (keeping the first, i.e. shortest, spelling); False if it is not
+    JSON."""
     value = _decode(path)
     if value is _INVALID or isinstance(value, (dict, list)):
         return False
