@@ -11,8 +11,8 @@ reads as a decision line, and appends it to --out.
 Resume rule: ids already in --out are skipped, new lines are appended. A line whose request
 failed is not written (so DECISIONS.jsonl stays a clean input for report and fit): it is named
 in the summary, collect exits 1, and the next run retries it. A partial last line (the run was
-killed mid-write) is cut off before appending, and that id is redone (a complete last line that only lacks its
-newline is kept).
+killed mid-write) is cut off before appending, and that id is redone (a complete last line that
+only lacks its newline is kept).
 """
 from __future__ import annotations
 
@@ -91,7 +91,8 @@ def _item(line: int, obj) -> DatasetItem:
     if isinstance(ident, bool) or not isinstance(ident, (str, int)):
         raise ValueError("'id' must be a string or an integer")
     messages = obj["messages"]
-    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+    if (not isinstance(messages, list) or not messages
+            or not all(isinstance(m, dict) for m in messages)):
         raise ValueError("'messages' must be a non-empty array of message objects")
     has_schema, has_tools = "schema" in obj, "tools" in obj
     if has_schema == has_tools:
@@ -146,7 +147,8 @@ def load_dataset(path: Union[str, Path]) -> List[DatasetItem]:
         items.append(item)
     if problems:
         shown = "\n".join(f"  {p}" for p in problems[:MAX_REPORTED])
-        more = f"\n  ... and {len(problems) - MAX_REPORTED} more" if len(problems) > MAX_REPORTED else ""
+        more = (f"\n  ... and {len(problems) - MAX_REPORTED} more"
+                if len(problems) > MAX_REPORTED else "")
         raise DatasetError(f"{path}: {len(problems)} bad line(s):\n{shown}{more}", problems)
     if not items:
         raise DatasetError(f"{path}: no requests (the file is empty or blank)")
@@ -194,7 +196,8 @@ def _is_decision_line(chunk: bytes) -> bool:
 
 
 def decision_line(item: DatasetItem, decisions) -> Dict[str, Any]:
-    """The output line for one dataset item from the runner's decisions; RunnerError if none fits."""
+    """The output line for one dataset item from the runner's decisions; RunnerError if none
+    fits."""
     if isinstance(decisions, dict):
         # today's server answers a whole-output choice with one object; the contract makes it a
         # list of one decision at pointer ""
@@ -249,7 +252,8 @@ class CollectSummary:
 
 
 def collect(items: Sequence[DatasetItem], out_path: Union[str, Path], runner: Runner, *,
-            progress_file: Optional[IO[str]] = None, progress: Optional[bool] = True) -> CollectSummary:
+            progress_file: Optional[IO[str]] = None,
+            progress: Optional[bool] = True) -> CollectSummary:
     """Run every item not yet in out_path; append one line per success (flushed at once).
 
     progress: True shows the tqdm bar (rate and ETA), None shows it only on a terminal, False

@@ -10,10 +10,11 @@ log-probability per alternative) are read only when asked for (`require_logprobs
 and applying a calibration need them); otherwise they are ignored like any other extra field.
 
 A posterior whose sum is off 1 by at most `sum_tolerance` (default 0.01, enough for values
-rounded to two decimals over a few alternatives; 1e-9 more for binary rounding) is renormalised so that it sums to 1, which
-keeps the Brier score inside [0, 2]; a larger deviation means the numbers are not a posterior
-over these alternatives (logprobs pasted by mistake, a missing alternative) and the line is
-refused. Every bad line is reported with its 1-based line number and the field at fault.
+rounded to two decimals over a few alternatives; 1e-9 more for binary rounding) is renormalised
+so that it sums to 1, which keeps the Brier score inside [0, 2]; a larger deviation means the
+numbers are not a posterior over these alternatives (logprobs pasted by mistake, a missing
+alternative) and the line is refused. Every bad line is reported with its 1-based line number
+and the field at fault.
 """
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ class DecisionError(ValueError):
 
 
 class DecisionFileError(ValueError):
-    """A decisions file that cannot be reported on: bad lines (`problems`), none at all, or unreadable."""
+    """A decisions file that cannot be reported on: bad lines (`problems`), none at all, or
+    unreadable."""
 
     def __init__(self, source: str, message: str, problems: Sequence[DecisionError] = (),
                  total_problems: int = 0):
@@ -132,7 +134,8 @@ def _alternatives(line: int, value) -> Tuple[Any, ...]:
     for i, alt in enumerate(value):
         if not is_scalar(alt):
             raise DecisionError(line, "alternatives",
-                                f"item {i} is {_type_name(alt)} {_describe(alt)}, expected {SCALAR_KINDS}")
+                                f"item {i} is {_type_name(alt)} {_describe(alt)}, "
+                                f"expected {SCALAR_KINDS}")
         key = json_key(alt)
         if key in seen:
             raise DecisionError(line, "alternatives", f"duplicate alternative {_describe(alt)}")
@@ -142,7 +145,8 @@ def _alternatives(line: int, value) -> Tuple[Any, ...]:
 
 def _logprobs(line: int, value, n_alternatives: int) -> Tuple[float, ...]:
     if not isinstance(value, list):
-        raise DecisionError(line, "logprobs", f"expected an array of numbers, got {_type_name(value)}")
+        raise DecisionError(line, "logprobs",
+                            f"expected an array of numbers, got {_type_name(value)}")
     if len(value) != n_alternatives:
         raise DecisionError(line, "logprobs", f"has {len(value)} values for {n_alternatives} "
                                               f"alternatives")
@@ -155,15 +159,17 @@ def _logprobs(line: int, value, n_alternatives: int) -> Tuple[float, ...]:
         if not math.isfinite(x):
             raise DecisionError(line, "logprobs", f"item {i} is {x}, expected a finite number")
         if x > LOGPROB_SLACK:
-            raise DecisionError(line, "logprobs", f"item {i} is positive ({x!r}); a log-probability "
-                                                  f"is <= 0 (probabilities pasted by mistake?)")
+            raise DecisionError(line, "logprobs",
+                                f"item {i} is positive ({x!r}); a log-probability "
+                                f"is <= 0 (probabilities pasted by mistake?)")
         out.append(min(x, 0.0))
     return tuple(out)
 
 
 def _posterior(line: int, value, n_alternatives: int, sum_tolerance: float) -> Tuple[float, ...]:
     if not isinstance(value, list):
-        raise DecisionError(line, "posterior", f"expected an array of numbers, got {_type_name(value)}")
+        raise DecisionError(line, "posterior",
+                            f"expected an array of numbers, got {_type_name(value)}")
     if len(value) != n_alternatives:
         raise DecisionError(line, "posterior", f"has {len(value)} values for {n_alternatives} "
                                                f"alternatives")

@@ -76,7 +76,8 @@ def format_fit(result: FitResult, source: Optional[str] = None) -> str:
     lines.append("")
     rows = [("", "before", "after")]
     for name in ("ece", "brier", "accuracy"):
-        rows.append((name, f"{getattr(result.before, name):.4f}", f"{getattr(result.after, name):.4f}"))
+        rows.append((name, f"{getattr(result.before, name):.4f}",
+                     f"{getattr(result.after, name):.4f}"))
     rows.append(("nll", f"{result.nll_before:.4f}", f"{result.nll_after:.4f}"))
     for r in rows:
         lines.append(f"  {r[0]:<9}{r[1]:>8}  {r[2]:>8}".rstrip())

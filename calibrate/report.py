@@ -68,7 +68,8 @@ def format_report(metrics: CalibrationMetrics, gate_results: Sequence[GateResult
     if source is not None:
         lines.append(f"calibration report: {source}")
     if calibration is not None:
-        lines.append(f"calibrated: posterior = softmax(logprobs / {calibration['temperature']:.6g})")
+        lines.append("calibrated: posterior = "
+                     f"softmax(logprobs / {calibration['temperature']:.6g})")
     lines += [
         f"decisions  {metrics.n}",
         f"accuracy   {metrics.accuracy:.4f}",

@@ -67,7 +67,8 @@ def load_calibration(path: Union[str, Path]) -> Calibration:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise CalibrationError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+        raise CalibrationError(
+            f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
     try:
         data = json.loads(text)
     except ValueError as e:
@@ -83,7 +84,8 @@ def tempered_posterior(logprobs: Sequence[float], temperature: float) -> List[fl
 
 
 def apply_calibration(decision: Mapping[str, Any], calibration) -> Dict[str, Any]:
-    """The decision (the contract's dict shape) with its posterior replaced by softmax(logprobs / T).
+    """The decision (the contract's dict shape) with its posterior replaced by
+    softmax(logprobs / T).
 
     Everything else is kept, the raw "logprobs" included, and "calibration" records what was
     applied. Applying is idempotent: the posterior is computed from the raw logprobs each time.

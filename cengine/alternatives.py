@@ -172,7 +172,8 @@ def value_key(text: bytes) -> Optional[tuple]:
 
 
 def _record(found: Dict[tuple, Alternative], path: bytes) -> bool:
-    """Add a complete value (keeping the first, i.e. shortest, spelling); False if it is not JSON."""
+    """Add a complete value (keeping the first, i.e. shortest, spelling); False if it is not
+    JSON."""
     value = _decode(path)
     if value is _INVALID or isinstance(value, (dict, list)):
         return False

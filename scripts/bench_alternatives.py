@@ -86,7 +86,8 @@ def main() -> None:
         m = cengine.compile_json_schema(schema).matcher(vocab)
         assert m.accept_bytes(prefix)
         result, fast = timed(lambda: value_alternatives(m), args.repeat)
-        slow_result, slow = timed(lambda: value_alternatives(ContractOnly(m)), max(1, args.repeat // 10))
+        slow_result, slow = timed(lambda: value_alternatives(ContractOnly(m)),
+                                  max(1, args.repeat // 10))
         assert slow_result == result
         count = "None" if result is None else str(len(result))
         print(f"| {name} | {count} | {fast * 1e3:.3f} ms | {slow * 1e3:.2f} ms |")

@@ -63,7 +63,8 @@ def document(data) -> str:
 
 # --- the two engines, per schema (runs in the worker) ---------------------------------------------
 class ByteEngines:
-    """Byte-level exactness: our matcher without a vocabulary, llguidance over its byte tokenizer."""
+    """Byte-level exactness: our matcher without a vocabulary, llguidance over its byte
+    tokenizer."""
 
     def __init__(self):
         import llguidance
@@ -75,7 +76,8 @@ class ByteEngines:
 def _ours_error(cengine, x) -> tuple[str, str]:
     if isinstance(x, cengine.CompileError):
         kind = "limit" if isinstance(x, cengine.LimitError) else "refused"
-        return f"{kind}:{x.keyword or '-'}", f"{type(x).__name__} {x.keyword or ''} {x.pointer or ''}: {x}"
+        return (f"{kind}:{x.keyword or '-'}",
+                f"{type(x).__name__} {x.keyword or ''} {x.pointer or ''}: {x}")
     if isinstance(x, RecursionError):
         return "RecursionError", f"RecursionError: {x}"
     return f"CRASH {type(x).__name__}", f"CRASH {type(x).__name__}: {x}"
@@ -162,7 +164,8 @@ def bench_schema(eng, entry: dict, byte_level: bool, phase) -> dict:
                 irec[label] = not (r["mask_rejects"] or r["accept_fails"] or r["eos_missing"]
                                    or "crash" in r)
                 if r["mask_rejects"] and not r["accept_fails"] and "crash" not in r:
-                    irec[label + "_inconsistent"] = r["mask_rejects"][:5]   # mask and accept disagree
+                    # mask and accept disagree
+                    irec[label + "_inconsistent"] = r["mask_rejects"][:5]
                 if "crash" in r:
                     irec[label + "_crash"] = r["crash"]
                 irec[label + "_mask_ns"] = times
@@ -235,7 +238,7 @@ class Worker:
             self.proc.kill()
 
 
-# --- summary ---------------------------------------------------------------------------------------
+# --- summary -------------------------------------------------------------------------------------
 ENGINES = (("ours", "llamay"), ("ll", "llguidance"))
 
 
@@ -281,9 +284,11 @@ def summarize(records: dict) -> dict:
                         e["wrong"].append((name, i["index"], "invalid accepted"))
                 e["crashes"] += (label + "_crash") in i
                 e["inconsistent"] += (label + "_inconsistent") in i
-        masks = [t for n in common for i in records[n]["instances"] for t in i.get(label + "_mask_ns", ())]
+        masks = [t for n in common for i in records[n]["instances"]
+                 for t in i.get(label + "_mask_ns", ())]
         worst = sorted(((max(i[label + "_mask_ns"]), n, i["index"]) for n in common
-                        for i in records[n]["instances"] if i.get(label + "_mask_ns")), reverse=True)
+                        for i in records[n]["instances"] if i.get(label + "_mask_ns")),
+                       reverse=True)
         e["slowest"] = [(n, k, t / 1e3) for t, n, k in worst[:5]]
         us = np.asarray(masks, dtype=np.float64) / 1e3
         comp = np.asarray([records[n][label]["ttfm_ns"] for n in common], dtype=np.float64) / 1e6
@@ -325,7 +330,8 @@ def markdown(s: dict, byte_level: bool) -> str:
         out.append(f"| mask and accept disagree | {o['inconsistent']} | {l_['inconsistent']} | |")
         for key in ("mean", "p50", "p99", "max"):
             a, b = o["mask_us"][key], l_["mask_us"][key]
-            out.append(f"| mask {key} µs (common schemas) | {a:.1f} | {b:.1f} | {_ratio(a, b):.2f} |")
+            out.append(f"| mask {key} µs (common schemas) | {a:.1f} | {b:.1f} | "
+                       f"{_ratio(a, b):.2f} |")
         out.append(f"| masks | {o['n_masks']} | {l_['n_masks']} | |")
     what = "compile" if byte_level else "time to first mask"
     for key in ("p50", "p90", "max"):
@@ -340,7 +346,8 @@ def markdown(s: dict, byte_level: bool) -> str:
             out += ["", f"Slowest masks, {title} (schema, instance, µs):", ""]
             out += [f"- {n} #{k}: {us:,.0f}" for n, k, us in s["engines"][label]["slowest"]]
     for label, title in ENGINES:
-        out += ["", f"Refusals, {title} ({'keyword' if label == 'ours' else 'first line of the error'}):", ""]
+        out += ["", f"Refusals, {title} "
+                    f"({'keyword' if label == 'ours' else 'first line of the error'}):", ""]
         kinds = list(s["engines"][label]["refusals"].items())
         for kind, k in kinds[:TOP_REFUSALS]:
             out.append(f"- {k:5d}  {kind}")
@@ -373,7 +380,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     files = corpus_files(args.folder, args.filter, args.limit)
     if not files:
-        raise SystemExit(f"no .json files in {args.folder}" + (f" for split {args.filter}" if args.filter else ""))
+        raise SystemExit(f"no .json files in {args.folder}"
+                         + (f" for split {args.filter}" if args.filter else ""))
     worker = Worker(args.byte_level)
     records = {}
     t_start = time.monotonic()

@@ -1,4 +1,5 @@
-"""cengine.alternatives.value_alternatives: the finite set of JSON values legal at a decision point."""
+"""cengine.alternatives.value_alternatives: the finite set of JSON values legal at a decision
+point."""
 from __future__ import annotations
 
 import json
@@ -50,14 +51,16 @@ CASES = [
     (obj(intent={"enum": INTENTS}), b'{"intent":', ["cancel", "refund", "track"]),
     (obj(intent={"enum": INTENTS}), b'{"intent": ', ["cancel", "refund", "track"]),
     (obj(a=obj(b=obj(c={"enum": ["x", "y"]}))), b'{"a":{"b":{"c":', ["x", "y"]),
-    ({"type": "array", "items": {"enum": INTENTS}, "minItems": 1}, b"[", ["cancel", "refund", "track"]),
+    ({"type": "array", "items": {"enum": INTENTS}, "minItems": 1}, b"[",
+     ["cancel", "refund", "track"]),
     ({"type": "array", "items": {"enum": INTENTS}}, b'["track",', ["cancel", "refund", "track"]),
     ({"type": "array", "items": {"enum": INTENTS}}, b"[", ["cancel", "refund", "track"]),  # or "]"
     (obj(urgent={"type": "boolean"}), b'{"urgent":', [False, True]),
     ({"type": "boolean"}, b"", [False, True]),
     ({"type": "null"}, b"", [None]),
     ({"type": ["boolean", "null"]}, b"", [False, None, True]),
-    (obj(intent={"enum": INTENTS}, urgent={"type": "boolean"}), b'{"intent":"track","urgent":', [False, True]),
+    (obj(intent={"enum": INTENTS}, urgent={"type": "boolean"}), b'{"intent":"track","urgent":',
+     [False, True]),
     ({"const": "only"}, b"", ["only"]),
     ({"anyOf": [{"const": "a"}, {"const": "b"}, {"enum": [1, 2]}]}, b"", ["a", "b", 1, 2]),
     ({"anyOf": [obj(kind={"const": "circle"}, r={"type": "number"}),
@@ -79,7 +82,8 @@ CASES = [
     ({"enum": ["a", {"x": 1}]}, b"", None),
     ({"anyOf": [{"const": "a"}, {"type": "string"}]}, b"", None),
     ({"anyOf": [{"type": "boolean"}, {"type": "object"}]}, b"", None),
-    (obj(tags={"type": "array", "items": {"enum": INTENTS}}), b'{"tags":', None),  # an array starts here
+    # an array starts here
+    (obj(tags={"type": "array", "items": {"enum": INTENTS}}), b'{"tags":', None),
 ]
 
 
@@ -147,7 +151,8 @@ def test_a_long_number_is_refused_past_the_number_cap():
     big = 12345678901234567890123456789012345
     assert value_alternatives(matcher_at({"enum": [big]}, b"")) is None
     # big.0, big.00, ... are spellings of the same number, not floats of their own
-    assert values(value_alternatives(matcher_at({"enum": [big]}, b""), max_number_bytes=64)) == [big]
+    assert values(value_alternatives(matcher_at({"enum": [big]}, b""),
+                                     max_number_bytes=64)) == [big]
 
 
 def test_alternative_is_a_value_object():

@@ -17,7 +17,8 @@ from calibrate.decisions import load_decisions
 from server.cli import main
 
 INTENTS = ["refund", "cancel", "track"]
-SCHEMA = {"type": "object", "properties": {"intent": {"enum": INTENTS}, "urgent": {"type": "boolean"}},
+SCHEMA = {"type": "object",
+          "properties": {"intent": {"enum": INTENTS}, "urgent": {"type": "boolean"}},
           "required": ["intent", "urgent"]}
 TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
          for n in ("get_weather", "send_email", "book_table")]
@@ -78,8 +79,9 @@ def test_decision_lines_have_the_contract_shape(tmp_path):
     summary = C.collect(items, out, CountingRunner(), progress=False)
     assert summary.ok and summary.written == 3
     rows = [json.loads(ln) for ln in out.read_text().splitlines()]
-    assert rows[1] == {"pointer": "/intent", "alternatives": INTENTS, "logprobs": [-0.3, -1.5, -2.9],
-                       "posterior": [0.7, 0.22, 0.08], "probed_mass": 0.95, "chosen": "cancel",
+    assert rows[1] == {"pointer": "/intent", "alternatives": INTENTS,
+                       "logprobs": [-0.3, -1.5, -2.9], "posterior": [0.7, 0.22, 0.08],
+                       "probed_mass": 0.95, "chosen": "cancel",
                        "label": "cancel", "id": "r1", "split": "dev"}
     ds = load_decisions(out, require_logprobs=True)       # reads for report and fit alike
     assert [d.correct for d in ds] == [True, True, False]
@@ -94,7 +96,8 @@ def test_tool_decision_and_boolean_pointer(tmp_path):
     assert summary.ok
     a, b = [json.loads(ln) for ln in out.read_text().splitlines()]
     assert (a["pointer"], a["chosen"], a["label"]) == ("tool", "get_weather", "send_email")
-    assert (b["pointer"], b["alternatives"], b["chosen"], b["label"]) == ("/urgent", [True, False], False, True)
+    assert ((b["pointer"], b["alternatives"], b["chosen"], b["label"])
+            == ("/urgent", [True, False], False, True))
 
 
 def test_resume_after_an_interruption_runs_each_line_once(tmp_path):
@@ -236,7 +239,8 @@ def test_bad_dataset_lines_are_named(tmp_path, line, fragment):
 
 
 def test_duplicate_ids_are_refused_and_1_differs_from_text_1(tmp_path):
-    path = write_dataset(tmp_path, [dataset_line(0, id=1), dataset_line(1, id="1"), dataset_line(2, id=1)])
+    path = write_dataset(tmp_path, [dataset_line(0, id=1), dataset_line(1, id="1"),
+                                    dataset_line(2, id=1)])
     with pytest.raises(C.DatasetError, match="line 3: id 1 already used on line 1"):
         C.load_dataset(path)
 
@@ -261,7 +265,8 @@ def test_url_runner_sends_the_schema_request():
     assert str(req.url) == "http://llamay.test/v1/chat/completions"
     assert req.headers["authorization"] == "Bearer k"
     body = json.loads(req.content)
-    assert body["llamay_choice_logprobs"] is True and body["model"] == "m" and body["temperature"] == 0
+    assert (body["llamay_choice_logprobs"] is True and body["model"] == "m"
+            and body["temperature"] == 0)
     assert body["messages"] == item.messages
     assert body["response_format"] == {"type": "json_schema", "json_schema": {
         "name": "collect", "schema": SCHEMA, "strict": True}}
@@ -282,7 +287,8 @@ def test_url_runner_sends_the_tools_request():
 
 
 @pytest.mark.parametrize("response, error, fragment", [
-    (httpx.Response(400, json={"error": {"message": "bad schema"}}), C.RunnerError, "HTTP 400: bad schema"),
+    (httpx.Response(400, json={"error": {"message": "bad schema"}}), C.RunnerError,
+     "HTTP 400: bad schema"),
     (httpx.Response(500, text="oops"), C.RunnerError, "HTTP 500: oops"),
     (httpx.Response(200, json={"choices": []}), C.RunnerError, "no llamay_choice_logprobs"),
     (httpx.Response(200, text="<html>"), C.RunnerError, "not JSON"),
@@ -392,6 +398,7 @@ def test_unreachable_server_exits_1_and_names_it(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]          # closed again: nothing listens there
     dataset = write_dataset(tmp_path, [dataset_line(0), dataset_line(1)])
-    r = invoke(dataset, "--out", tmp_path / "d.jsonl", "--url", f"http://127.0.0.1:{port}", "--no-progress")
+    r = invoke(dataset, "--out", tmp_path / "d.jsonl", "--url", f"http://127.0.0.1:{port}",
+               "--no-progress")
     assert r.exit_code == 1
     assert "stopped: cannot reach" in r.stderr and "2 of 2 still to do" in r.stderr

@@ -58,8 +58,10 @@ def test_server_output_with_extra_fields_reads():
     (line(alternatives=["refund", [2], "track"]), "alternatives",
      "item 1 is array [2], expected a string, number, boolean or null"),
     (line(alternatives=["refund", {"a": 1}, "track"]), "alternatives", "item 1 is object"),
-    (line(alternatives=["refund", "cancel", "refund"]), "alternatives", 'duplicate alternative "refund"'),
-    (line(alternatives=[1, "cancel", 1.0], chosen=1, label=1), "alternatives", "duplicate alternative 1.0"),
+    (line(alternatives=["refund", "cancel", "refund"]), "alternatives",
+     'duplicate alternative "refund"'),
+    (line(alternatives=[1, "cancel", 1.0], chosen=1, label=1), "alternatives",
+     "duplicate alternative 1.0"),
     (line(posterior={"refund": 1}), "posterior", "expected an array of numbers, got object"),
     (line(posterior=[0.7, 0.3]), "posterior", "has 2 values for 3 alternatives"),
     (line(posterior=[0.5, 0.2, 0.1, 0.2]), "posterior", "has 4 values for 3 alternatives"),
@@ -72,7 +74,8 @@ def test_server_output_with_extra_fields_reads():
      "posterior", "item 0 is nan, expected a finite number"),
     ('{"alternatives": ["a", "b"], "posterior": [Infinity, 0], "chosen": "a", "label": "a"}',
      "posterior", "item 0 is inf"),
-    (line(posterior=[-0.4, -1.6, -2.3]), "posterior", "item 0 is negative (-0.4); these look like logprobs"),
+    (line(posterior=[-0.4, -1.6, -2.3]), "posterior",
+     "item 0 is negative (-0.4); these look like logprobs"),
     (line(posterior=[0.7, 0.2, 0.2]), "posterior", "sums to 1.1, not 1"),
     (line(posterior=[0.0, 0.0, 0.0]), "posterior", "sums to 0, not 1"),
     (line(chosen="refunds"), "chosen", '"refunds" is not among the alternatives'),
@@ -153,7 +156,8 @@ def test_no_decisions_is_an_error(data):
 
 
 def test_blank_lines_crlf_and_bom():
-    data = ("\ufeff" + json.dumps(GOOD) + "\r\n\r\n   \r\n" + json.dumps(GOOD) + "\r\n").encode("utf-8")
+    data = ("\ufeff" + json.dumps(GOOD) + "\r\n\r\n   \r\n"
+            + json.dumps(GOOD) + "\r\n").encode("utf-8")
     ds = parse_decisions(data)
     assert [d.line for d in ds] == [1, 4]
 
@@ -197,7 +201,8 @@ def test_load_decisions_reads_a_file_and_reports_a_missing_one(tmp_path):
 
 def test_the_committed_example_reads():
     from pathlib import Path
-    example = Path(__file__).resolve().parent.parent / "testdata/calibration/decisions-example.jsonl"
+    example = (Path(__file__).resolve().parent.parent
+               / "testdata/calibration/decisions-example.jsonl")
     ds = load_decisions(example)
     assert len(ds) == 150
     assert {len(d.alternatives) for d in ds} == {2, 3, 4}
@@ -237,7 +242,8 @@ def test_valid_records_round_trip(records, ascii_only):
     ([True, 1], 1, True, False),                  # nor is true the number 1 (as in Python)
 ])
 def test_json_values_compare_by_json_equality(alternatives, chosen, label, correct):
-    text = json.dumps({"alternatives": alternatives, "posterior": [1 / len(alternatives)] * len(alternatives),
+    text = json.dumps({"alternatives": alternatives,
+                       "posterior": [1 / len(alternatives)] * len(alternatives),
                        "chosen": chosen, "label": label})
     [d] = parse_decisions(text)
     assert d.correct is correct
@@ -251,7 +257,8 @@ def test_json_values_compare_by_json_equality(alternatives, chosen, label, corre
     ([1, 2], "2", "did you mean 2 (number)?"),
 ])
 def test_value_written_as_text_gets_a_hint(alternatives, label, hint):
-    obj = {"alternatives": alternatives, "posterior": [0.5, 0.5], "chosen": alternatives[0], "label": label}
+    obj = {"alternatives": alternatives, "posterior": [0.5, 0.5], "chosen": alternatives[0],
+           "label": label}
     with pytest.raises(DecisionError) as info:
         parse_decision(1, json.dumps(obj))
     assert hint in str(info.value)

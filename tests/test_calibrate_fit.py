@@ -154,7 +154,8 @@ def test_fit_command_writes_calibration_json_and_prints_before_after(tmp_path):
     decisions = load_decisions(path, require_logprobs=True)
     _, held = split_decisions(decisions, 0.5, 7)
     assert data["before"]["ece"] == evaluate(held).ece
-    assert data["after"]["ece"] == evaluate(calibrate_decisions(held, Calibration(data["temperature"]))).ece
+    assert data["after"]["ece"] == evaluate(
+        calibrate_decisions(held, Calibration(data["temperature"]))).ece
     for name in ("ece", "brier", "accuracy"):
         [row] = [ln for ln in r.stdout.splitlines() if ln.split()[:1] == [name]]
         assert row.split()[1:] == [f"{data['before'][name]:.4f}", f"{data['after'][name]:.4f}"]
@@ -168,7 +169,8 @@ def test_fit_without_split_says_it_is_in_sample(tmp_path):
     assert r.exit_code == 0, r.output
     assert "in-sample" in r.stdout
     data = json.loads(out.read_text())
-    assert (data["n_fit"], data["n_heldout"], data["evaluated_on"], data["split"]) == (200, 0, "all", None)
+    assert ((data["n_fit"], data["n_heldout"], data["evaluated_on"], data["split"])
+            == (200, 0, "all", None))
 
 
 GOOD = {"alternatives": ["a", "b"], "logprobs": [-0.2, -1.9], "posterior": [0.85, 0.15],
@@ -202,7 +204,8 @@ def test_report_with_calibration_applies_it(tmp_path):
     cal.write_text(json.dumps({"method": "temperature", "temperature": 2.0}))
     out = tmp_path / "r.json"
     raw = evaluate(load_decisions(path))
-    fixed = evaluate(calibrate_decisions(load_decisions(path, require_logprobs=True), Calibration(2.0)))
+    fixed = evaluate(calibrate_decisions(load_decisions(path, require_logprobs=True),
+                                         Calibration(2.0)))
     assert fixed.ece < raw.ece
     # a gate between the two: fails on the raw posteriors, holds once calibrated
     limit = repr((raw.ece + fixed.ece) / 2)
@@ -222,7 +225,8 @@ def test_report_with_calibration_applies_it(tmp_path):
     ("not json", [GOOD], "not valid JSON"),
     (None, [GOOD], "cannot read it"),
     ('{"method": "temperature", "temperature": 2}',
-     [GOOD, {k: v for k, v in GOOD.items() if k != "logprobs"}], "line 2, field 'logprobs': missing"),
+     [GOOD, {k: v for k, v in GOOD.items() if k != "logprobs"}],
+     "line 2, field 'logprobs': missing"),
 ])
 def test_report_bad_calibration_exits_2(tmp_path, calibration, records, fragment):
     path = write(tmp_path, records)

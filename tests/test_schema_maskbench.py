@@ -103,7 +103,8 @@ def test_no_invalid_instance_is_accepted(verdicts):
 def test_valid_rejections_are_few_and_explained(verdicts):
     rejected = verdicts["valid_rejected"]
     unexplained = [r for r in rejected if r not in ALLOWED_REJECTIONS]
-    assert not unexplained, f"valid instances rejected without a documented narrowing: {unexplained}"
+    assert not unexplained, (
+        f"valid instances rejected without a documented narrowing: {unexplained}")
     assert len(rejected) <= MAX_VALID_REJECTED * verdicts["valid"], (
         f"{len(rejected)} of {verdicts['valid']} valid instances rejected: {rejected}")
     # an entry whose instance is accepted again no longer describes the engine

@@ -59,7 +59,8 @@ def _leap_year() -> ir.Expr:
 
 
 def _month_day() -> ir.Expr:
-    d28 = ir.alt(ir.seq(ir.lit("0"), _c("1-9")), ir.seq(ir.lit("1"), _D), ir.seq(ir.lit("2"), _c("0-8")))
+    d28 = ir.alt(ir.seq(ir.lit("0"), _c("1-9")), ir.seq(ir.lit("1"), _D),
+                 ir.seq(ir.lit("2"), _c("0-8")))
     d30 = ir.alt(d28, ir.lit("29"), ir.lit("30"))
     d31 = ir.alt(d30, ir.lit("31"))
     long_months = ir.alt(*(ir.lit(m) for m in ("01", "03", "05", "07", "08", "10", "12")))
@@ -69,7 +70,8 @@ def _month_day() -> ir.Expr:
 
 
 def date() -> ir.Expr:
-    return ir.alt(ir.seq(_year(), ir.lit("-"), _month_day()), ir.seq(_leap_year(), ir.lit("-02-29")))
+    return ir.alt(ir.seq(_year(), ir.lit("-"), _month_day()),
+                  ir.seq(_leap_year(), ir.lit("-02-29")))
 
 
 def time() -> ir.Expr:
@@ -170,7 +172,8 @@ _UCSCHAR = ((0xA0, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF))
 _IPRIVATE = ((0xE000, 0xF8FF),)
 
 
-def _generic_uri(ipv6_expr: ir.Expr, extra: tuple = (), query_extra: tuple = ()) -> Tuple[ir.Expr, ir.Expr]:
+def _generic_uri(ipv6_expr: ir.Expr, extra: tuple = (),
+                 query_extra: tuple = ()) -> Tuple[ir.Expr, ir.Expr]:
     """(absolute URI, relative reference) of RFC 3986 (extra = ()) or RFC 3987 (extra = ucschar:
     the i-variants of unreserved; query_extra = iprivate)."""
     pct = ir.seq(ir.lit("%"), _HEX, _HEX)
@@ -349,7 +352,8 @@ def duration() -> ir.Expr:
         return ir.alt(*alts)
 
     time_part = ir.seq(ir.lit("T"), ordered("HMS", True))
-    return ir.seq(ir.lit("P"), ir.alt(ordered("YMD", True), ir.seq(ordered("YMD", False), time_part),
+    return ir.seq(ir.lit("P"), ir.alt(ordered("YMD", True),
+                                      ir.seq(ordered("YMD", False), time_part),
                                       time_part, ir.seq(fraction, ir.lit("W"))))
 
 
@@ -380,7 +384,8 @@ def _regex_escape() -> ir.Expr:
 
 
 def _regex_class() -> ir.Expr:
-    """[...] / [^...]: single characters, escapes and ranges (see below); a '-' only last. '[', '&', '~', '|' only escaped (Python warns on '[[', '&&', ...)."""
+    """[...] / [^...]: single characters, escapes and ranges (see below); a '-' only last.
+    '[', '&', '~', '|' only escaped (Python warns on '[[', '&&', ...)."""
     plain = _printable_but("\\]-^[&~|")
     # ranges from '0', '1', 'a' or 'A' to a character of the same kind ([0-9], [1-5], [a-f],
     # [A-Z], ...): each other start would be one more automaton state per place a class occurs

@@ -104,16 +104,19 @@ def report(decisions: str, n_bins: int, max_ece: Optional[float], max_brier: Opt
 
 
 @calibrate.command("fit")
-@click.argument("decisions", metavar="DECISIONS.jsonl", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("decisions", metavar="DECISIONS.jsonl",
+                type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="Write the fitted CALIBRATION.json here.")
 @click.option("--split", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
-              default=None, help="Hold out this share of the decisions (seeded) and measure there; "
-                                 "without it the fit is measured on the decisions it was fitted on.")
+              default=None,
+              help="Hold out this share of the decisions (seeded) and measure there; "
+                   "without it the fit is measured on the decisions it was fitted on.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split.")
-@click.option("--bins", "n_bins", type=click.IntRange(min=1, max=1000), default=10, show_default=True,
-              help="Number of equal-width confidence bins for the ECE.")
-@click.option("--sum-tolerance", type=click.FloatRange(min=0.0, max=1.0), default=0.01, show_default=True,
+@click.option("--bins", "n_bins", type=click.IntRange(min=1, max=1000), default=10,
+              show_default=True, help="Number of equal-width confidence bins for the ECE.")
+@click.option("--sum-tolerance", type=click.FloatRange(min=0.0, max=1.0), default=0.01,
+              show_default=True,
               help="Largest |sum(posterior) - 1| accepted (and renormalised); larger is an error.")
 def fit(decisions: str, out_path: str, split: Optional[float], seed: int, n_bins: int,
         sum_tolerance: float) -> None:

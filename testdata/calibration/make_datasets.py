@@ -45,7 +45,8 @@ TOOLS = {
                           ["origin", "destination", "date"]),
 }
 
-CITIES = ["Paris", "Lisbon", "Tokyo", "Nairobi", "Toronto", "Oslo", "Lima", "Seoul", "Cairo", "Perth"]
+CITIES = ["Paris", "Lisbon", "Tokyo", "Nairobi", "Toronto", "Oslo", "Lima", "Seoul", "Cairo",
+          "Perth"]
 DAYS = ["today", "tomorrow", "on Friday", "next Monday", "this weekend", "on the 3rd"]
 PEOPLE = ["Ana", "my manager", "Priya", "the landlord", "Tom", "my sister", "the team"]
 TOPICS = ["the invoice", "Friday's meeting", "the project update", "the party", "my vacation"]
@@ -57,13 +58,15 @@ CHORES = ["call the dentist", "water the plants", "pay rent", "pick up the kids"
 TOOL_TEMPLATES = {
     "get_weather": ["What's the weather like in {city} {day}?", "Will it rain in {city} {day}?",
                     "Do I need a jacket in {city} {day}?", "How hot will it be in {city} {day}?"],
-    "send_email": ["Email {person} about {topic}.", "Write to {person} and tell them about {topic}.",
+    "send_email": ["Email {person} about {topic}.",
+                   "Write to {person} and tell them about {topic}.",
                    "Send {person} a quick note about {topic}.",
                    "Can you drop {person} an email regarding {topic}?"],
     "book_table": ["Book a table for {n} at {restaurant} at {time}.",
                    "Reserve {restaurant} for {n} people, {time} {day}.",
                    "Get us a table at {restaurant} {day}, {n} of us, around {time}."],
-    "convert_currency": ["How much is {amount} {cur1} in {cur2}?", "Convert {amount} {cur1} to {cur2}.",
+    "convert_currency": ["How much is {amount} {cur1} in {cur2}?",
+                         "Convert {amount} {cur1} to {cur2}.",
                          "What are {amount} {cur1} worth in {cur2} right now?"],
     "set_reminder": ["Remind me to {chore} at {time}.", "Don't let me forget to {chore} {day}.",
                      "Set a reminder {day} at {time} to {chore}."],
@@ -104,7 +107,8 @@ INTENT_TEMPLATES = {
                 "Why is there an extra fee on my bill for the {product}?",
                 "My card was charged but order {order} shows unpaid.",
                 "The invoice for the {product} has the wrong amount."],
-    "product_question": ["Is the {product} waterproof?", "Does the {product} come in other colours?",
+    "product_question": ["Is the {product} waterproof?",
+                         "Does the {product} come in other colours?",
                          "What size {product} should I get?",
                          "How long does the {product} battery last?"],
 }
@@ -167,7 +171,8 @@ def intents(rng: random.Random, n: int = N_INTENT):
 
 
 def write(path: Path, lines) -> None:
-    path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
+    path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines),
+                    encoding="utf-8")
 
 
 def main(out_dir: Path = Path(__file__).resolve().parent) -> None:
