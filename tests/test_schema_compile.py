@@ -39,8 +39,8 @@ TYPE_CASES = [
       '"\\ud83d\\u0041"', '"\\u12"', "1"]),
     ("number", ["0", "-0", "12", "-1.5", "1e5", "1E+5", "2.5e-3", "1.0"],
      ["1.", "1e", "01", "+1", ".5", "-", "1.e3", "--1", "0x10", "NaN", "Infinity", '"1"']),
-    ("integer", ["0", "-0", "42", "-7", "1.0", "3.000"],
-     ["1.5", "1e2", "01", "+1", "1.", "-", "true", '"1"']),
+    ("integer", ["0", "-0", "42", "-7"],                        # integers written as integers
+     ["1.5", "1e2", "01", "+1", "1.", "-", "true", '"1"', "1.0", "3.000", "12345.0"]),
     ("object", ["{}", '{"a": 1}', '{"a":{"b":[1,2]},"c":null}'], ["[]", "{", '{"a"}', '{a:1}',
                                                                   '{"a":1,}', "null"]),
     ("array", ["[]", "[1, \"a\", [null], {}]"], ["[", "[1,]", "[,1]", "{}", "null"]),
@@ -286,18 +286,20 @@ REFUSED = [
     ({"maximum": None}, "maximum", "/maximum"),
     ({"exclusiveMinimum": True}, "exclusiveMinimum", "/exclusiveMinimum"),
     ({"type": "number", "multipleOf": 0}, "multipleOf", "/multipleOf"),
-    ({"allOf": [{"type": "string"}]}, "allOf", "/allOf"),
-    ({"oneOf": [{"type": "string"}, {"type": "null"}]}, "oneOf", "/oneOf"),
-    ({"not": {"type": "string"}}, "not", "/not"),
-    ({"if": {"type": "string"}, "then": {"minLength": 1}}, "if", "/if"),
+    ({"allOf": [{"type": "string", "pattern": "a"}, {"pattern": "b"}]}, "allOf", "/allOf"),
+    ({"oneOf": [{"type": "string"}, {"maxLength": 3}]}, "oneOf", "/oneOf"),
+    ({"not": {"type": "string", "minLength": 3}}, "not", "/not"),
+    ({"if": {"minimum": 3}, "then": {"multipleOf": 2}}, "if", "/if"),
     ({"type": "array", "uniqueItems": True}, "uniqueItems", "/uniqueItems"),
     ({"type": "array", "contains": {"type": "null"}}, "contains", "/contains"),
-    ({"type": "object", "patternProperties": {"^a": {}}}, "patternProperties", "/patternProperties"),
-    ({"type": "object", "propertyNames": {"maxLength": 3}}, "propertyNames", "/propertyNames"),
-    ({"dependentRequired": {"a": ["b"]}}, "dependentRequired", "/dependentRequired"),
-    ({"dependentSchemas": {"a": {}}, "type": "object"}, "dependentSchemas", "/dependentSchemas"),
-    ({"minProperties": 1}, "minProperties", "/minProperties"),
-    ({"maxProperties": 1}, "maxProperties", "/maxProperties"),
+    ({"type": "object", "patternProperties": {"^a": {"type": "integer"}},
+      "additionalProperties": True}, "patternProperties", "/patternProperties"),  # complement of ^a
+    ({"type": "object", "properties": {"ab": {}}, "additionalProperties": False,
+      "patternProperties": {"^a": {"type": "integer"}}}, "patternProperties", "/patternProperties/^a"),
+    ({"type": "object", "properties": {"ab": {}}, "propertyNames": {"maxLength": 3},
+      "additionalProperties": True}, "propertyNames", "/propertyNames"),  # extras minus "ab"
+    ({"dependentRequired": {"a": 3}}, "dependentRequired", "/dependentRequired"),
+    ({"minProperties": 2}, "minProperties", "/minProperties"),    # a repeated key counts once
     ({"unevaluatedProperties": False}, "unevaluatedProperties", "/unevaluatedProperties"),
     ({"type": "array", "unevaluatedItems": False}, "unevaluatedItems", "/unevaluatedItems"),
     ({"$dynamicRef": "#x"}, "$dynamicRef", "/$dynamicRef"),
@@ -305,14 +307,13 @@ REFUSED = [
     ({"$ref": "#anchor"}, "$ref", "/$ref"),
     ({"$ref": "#/$defs/missing"}, "$ref", "/$ref"),
     ({"items": {"$ref": "other.json#/x"}}, "$ref", "/items/$ref"),
-    ({"nullable": True, "type": "string"}, "nullable", "/nullable"),      # unknown: conservative
     ({"type": "array", "items": [{"type": "string"}]}, "items", "/items"),
     ({"type": "strin"}, "type", "/type"),
     ({"minLength": -1}, "minLength", "/minLength"),
     ({"properties": {"a~b/c": {"pattern": "(x)\\1"}}}, "pattern", "/properties/a~0b~1c/pattern"),
     ({"anyOf": [{"type": "integer"}, {"type": "string", "format": ["email"]}]}, "format", "/anyOf/1/format"),
-    ({"type": "object", "properties": {"a": {}}, "anyOf": [{"additionalProperties": False}]},
-     "anyOf", "/anyOf"),                                                  # cannot merge exactly
+    ({"type": "object", "properties": {"a": {}}, "anyOf": [{"pattern": "x"}, {"pattern": "y"}],
+      "pattern": "z"}, "anyOf", "/anyOf"),                                # cannot merge exactly
 ]
 
 

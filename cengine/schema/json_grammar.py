@@ -258,10 +258,9 @@ def number(g: ir.GrammarIR) -> ir.Ref:
 
 
 def integer(g: ir.GrammarIR) -> ir.Ref:
-    """An integer: JSON integer digits, optionally with an all-zero fraction (`1.0`, which JSON
-    Schema counts as an integer). Exponents are not produced (see docs/json-schema.md)."""
-    return _ensure(g, INTEGER, lambda: ir.seq(
-        _int_part(), ir.opt(ir.seq(ir.lit("."), ir.repeat(ir.lit("0"), 1, None)))))
+    """An integer written as one: `-?(0|[1-9][0-9]*)`. `1.0` (an integer for JSON Schema) and
+    exponents are not produced, a documented narrowing (docs/json-schema.md)."""
+    return _ensure(g, INTEGER, _int_part)
 
 
 def boolean(g: ir.GrammarIR) -> ir.Ref:
