@@ -148,10 +148,12 @@ def _orderings(v, schema, root, depth=0) -> list:
     if isinstance(v, dict):
         props = schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else {}
         req = schema.get("required", []) if isinstance(schema.get("required"), list) else []
-        deps = schema.get("dependentRequired", {})
-        for name, more in (deps.items() if isinstance(deps, dict) else ()):
-            if name in v:       # a variant with the name present requires it and its list
-                req = req + [name] + list(more)
+        for kw in ("dependentRequired", "dependencies"):
+            deps = schema.get(kw, {})
+            for name, more in (deps.items() if isinstance(deps, dict) else ()):
+                if name in v and isinstance(more, list):
+                    # a variant with the name present requires it and its list
+                    req = req + [name] + list(more)
         addl = schema.get("additionalProperties", True)
         order = [k for k in props if k in v]
         order += [k for k in req if k not in props and k in v]

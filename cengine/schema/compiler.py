@@ -239,14 +239,15 @@ def _universal_pattern(pattern: Any) -> bool:
 
 class _Facts:
     """What every document of a schema has in common, for proving oneOf branches disjoint."""
-    __slots__ = ("types", "values", "required", "props", "closed")
+    __slots__ = ("types", "values", "required", "props", "closed", "absent")
 
-    def __init__(self, types, values, required, props, closed):
+    def __init__(self, types, values, required, props, closed, absent):
         self.types = types          # set of TYPES the documents may have
         self.values = values        # the finite set of documents (enum/const), or None
         self.required = required    # names every object has
         self.props = props          # name -> schema of its value
         self.closed = closed        # the only names an object may have, or None
+        self.absent = absent        # names no object has
 
 
 def _types_overlap(a: Set[str], b: Set[str]) -> Set[str]:
@@ -748,15 +749,35 @@ class _Compiler:
         if not isinstance(branches, list) or not branches:
             raise CompileError("'oneOf' must be a non-empty array", keyword="oneOf", pointer=where)
         rest = self._without(schema, "oneOf")
-        mine = [self._facts(_all_of([rest, b]), ptr, self.closed) for b in branches]
+        origin = ("oneOf", where)
         spec = [self._facts(b, ptr, False) for b in branches]
-        for i, j in itertools.permutations(range(len(branches)), 2):
-            if not self._disjoint(mine[i], spec[j], branches[j], branches[i]):
+        out_branches = []
+        for i, b in enumerate(branches):
+            mine = self._facts(_all_of([rest, b], origin), ptr, self.closed)
+            overlap = [j for j in range(len(branches)) if j != i and
+                       not self._disjoint(mine, spec[j], branches[j], b)]
+            if not overlap:
+                out_branches.append(b)
+                continue
+            # B_i AND NOT B_j for each branch j it may share documents with: disjoint by
+            # construction; the branches proven disjoint must stay so for the narrower node
+            negs = [self._negate(branches[j], _ptr(where, j)) for j in overlap]
+            if any(n is None for n in negs):
+                j = overlap[negs.index(None)]
                 raise CompileError(f"'oneOf' is enforced only when its branches are provably "
-                                   f"disjoint; branches {min(i, j)} and {max(i, j)} may overlap",
-                                   keyword="oneOf", pointer=where)
+                                   f"disjoint or the overlapping ones can be negated; branches "
+                                   f"{min(i, j)} and {max(i, j)} may overlap", keyword="oneOf",
+                                   pointer=where)
+            narrowed = _all_of([b] + negs, origin)
+            mine = self._facts(_all_of([rest, narrowed], origin), ptr, self.closed)
+            for j in range(len(branches)):
+                if j != i and j not in overlap and \
+                        not self._disjoint(mine, spec[j], branches[j], b):
+                    raise CompileError(f"'oneOf': branches {min(i, j)} and {max(i, j)} may "
+                                       "overlap", keyword="oneOf", pointer=where)
+            out_branches.append(narrowed)
         out = Node(rest, src=rest.src, parts=_parts_of(schema))
-        out["anyOf"] = branches
+        out["anyOf"] = out_branches
         return out
 
     def _facts(self, schema: Any, ptr: str, closed: bool) -> Optional[_Facts]:
@@ -766,7 +787,7 @@ class _Compiler:
         try:
             m = self._merged(schema, ptr, ("oneOf", _ptr(ptr, "oneOf")))
         except CompileError:
-            return _Facts(set(TYPES), None, set(), {}, None)
+            return _Facts(set(TYPES), None, set(), {}, None, set())
         if m is False:
             return None
         t = _type_list(m.get("type"))
@@ -783,12 +804,17 @@ class _Compiler:
         req = m.get("required", [])
         required = set(req) if isinstance(req, list) else set()
         props = m.get("properties", {}) if isinstance(m.get("properties"), dict) else {}
+        absent = set(m.get(ABSENT, []))
+        if "not" in m:
+            neg = self._negate(m["not"], ptr)
+            if isinstance(neg, dict):
+                absent |= set(neg.get(ABSENT, []))
         closed_keys = None
         if not m.get("patternProperties"):
             addl = m.get("additionalProperties", None)
             if addl is False or (closed and addl is None and "properties" in m):
                 closed_keys = {n for n, s in props.items() if s is not False}
-        return _Facts(types, values, required, props, closed_keys)
+        return _Facts(types, values, required, props, closed_keys, absent)
 
     def _valid_parts(self, value: Any, schema: Any) -> Optional[bool]:
         """value satisfies schema (an original or a rewritten node, read through the
@@ -821,6 +847,8 @@ class _Compiler:
         if common != {"object"}:
             return False
         if f.closed is not None and g.required - f.closed:
+            return True
+        if (f.required & g.absent) or (g.required & f.absent):
             return True
         if g.closed is not None and f.required - g.closed:
             return True
