@@ -436,3 +436,21 @@ def test_open_object_keys_sound_and_canonical_complete(key, ascii_only, value):
         assert accepted == valid, doc                    # the canonical spelling: exactly
     elif valid and all(ord(c) >= 0x80 and c not in "".join(OPEN_NAMES) for c in key):
         assert accepted, doc                             # escapes of other characters: free
+
+
+def test_cache_keys_on_the_schema_as_written():
+    """Declared property order is part of the grammar: the same schema with its properties
+    in another order is another grammar, not a cache hit."""
+    ab = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+    ba = {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}}}
+    g1 = cengine.compile_json_schema(ab)
+    g2 = cengine.compile_json_schema(ba)
+    assert g1 is not g2
+    assert _accepts_grammar(g1, '{"a": 1, "b": 2}')
+    assert _accepts_grammar(g2, '{"b": 2, "a": 1}')
+    assert cengine.compile_json_schema(dict(ba)) is g2       # equal text: a hit
+
+
+def _accepts_grammar(g, doc: str) -> bool:
+    m = g.matcher()
+    return m.accept_bytes(doc.encode()) and m.is_accepting()
