@@ -259,3 +259,18 @@ def test_random_walks_close_to_valid_documents(name, schema, good, bad):
             prefix += bytes([b])
         _assert_closes(m, prefix, v)
     run()
+
+
+MORE = [
+    # an idle `then` (no `if` beside it) must not pair with another branch's `if`
+    ("allof-idle-partners", {"allOf": [{"if": {"type": "string"}}, {"then": {"maxLength": 1}}]},
+     ['"abc"', '"a"', "1"], []),
+    # oneOf beside anyOf: both stay
+    ("oneof-and-anyof", {"anyOf": [{"type": "string"}, {"type": "integer"}],
+                         "oneOf": [{"type": "integer"}, {"type": "null"}]}, ["1"], ['"a"', "null"]),
+]
+
+
+@pytest.mark.parametrize("name,schema,good,bad", MORE, ids=[c[0] for c in MORE])
+def test_more_combinator_cases(name, schema, good, bad):
+    test_combinator_cases_are_exact(name, schema, good, bad)

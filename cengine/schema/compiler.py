@@ -561,7 +561,12 @@ class _Compiler:
         if not isinstance(schema, dict):
             raise CompileError("a schema must be an object or a boolean", pointer=ptr)
         n = self._norm(schema, ptr)
-        rest = Node({k: v for k, v in n.items() if k not in ("allOf", "$ref")}, src=n.src)
+        # keywords without their partner do nothing, but could pair with another part's
+        idle = {k for k, partner in NEEDS_PARTNER.items() if k in n and partner not in n}
+        if "if" in n and "then" not in n and "else" not in n:
+            idle.add("if")
+        rest = Node({k: v for k, v in n.items() if k not in ("allOf", "$ref") and k not in idle},
+                    src=n.src)
         out = [rest]
         if "allOf" in n:
             branches = n["allOf"]
@@ -776,6 +781,9 @@ class _Compiler:
                     raise CompileError(f"'oneOf': branches {min(i, j)} and {max(i, j)} may "
                                        "overlap", keyword="oneOf", pointer=where)
             out_branches.append(narrowed)
+        if "anyOf" in rest:
+            # an anyOf beside the oneOf stays a conjunct of its own
+            return _all_of([rest, Node({"anyOf": out_branches}, parts=None)], origin)
         out = Node(rest, src=rest.src, parts=_parts_of(schema))
         out["anyOf"] = out_branches
         return out
@@ -812,7 +820,10 @@ class _Compiler:
         closed_keys = None
         if not m.get("patternProperties"):
             addl = m.get("additionalProperties", None)
-            if addl is False or (closed and addl is None and "properties" in m):
+            # the closed default holds for the compiled object only when no later rewrite
+            # (not, if, anyOf, oneOf, dependentSchemas) can merge more properties into it
+            rewrites = any(k in m for k in ("not", "if", "anyOf", "oneOf", "dependentSchemas"))
+            if addl is False or (closed and addl is None and "properties" in m and not rewrites):
                 closed_keys = {n for n, s in props.items() if s is not False}
         return _Facts(types, values, required, props, closed_keys, absent)
 
