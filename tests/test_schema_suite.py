@@ -43,7 +43,6 @@ SKIPPED = {
     ("anyOf", "anyOf with boolean schemas, all false"): _NO_DOC,
     ("boolean_schema", "boolean schema 'false'"): _NO_DOC,
     ("defs", "validate definition against metaschema"): _REMOTE,
-    ("properties", "properties, patternProperties, additionalProperties interaction"): "patternProperties",
     ("ref", "remote ref, containing refs itself"): _REMOTE,
     ("ref", "$ref to boolean schema false"): _NO_DOC,
     ("ref", "Recursive references between schemas"): _REMOTE,

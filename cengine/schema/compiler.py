@@ -38,6 +38,7 @@ from urllib.parse import unquote
 from .. import ir
 from . import drafts
 from . import json_grammar as jg
+from . import keys as jk
 from . import formats as jf
 from . import numbers as jn
 from . import strings as js
@@ -50,6 +51,16 @@ MAX_UNROLL = 4096
 # at most this many variants for dependentRequired/dependentSchemas (2**keys) and for the
 # distribution of two anyOf lists in a merge (len * len)
 MAX_VARIANTS = 64
+# extra keys beside a narrow patternProperties pattern that uses a construct ECMA-262 and
+# Python's re read differently outside printable ASCII (keys.py): printable ASCII only
+PATTERN_KEY_ALPHABET = (0x20, 0x7E)
+_DIALECT_SENSITIVE = re.compile(r"\\[dwsDWSbB]|\.|\$")
+
+
+def _key_alphabet(patterns: List[str]) -> Tuple[int, int]:
+    if any(_DIALECT_SENSITIVE.search(p.replace("\\\\", "")) for p in patterns):
+        return PATTERN_KEY_ALPHABET
+    return (0, ir.MAX_UNICODE)
 # (property index, count) states of an object with minProperties/maxProperties
 MAX_COUNT_STATES = 1024
 
@@ -226,6 +237,17 @@ def _pattern_matches(pattern: str, s: str, ptr: str) -> bool:
         raise CompileError("a name with a lone surrogate beside patternProperties",
                            keyword="patternProperties", pointer=ptr) from None
     return m.accept_bytes(data) and m.is_accepting()
+
+
+def _name_matches(pattern: str, name: str, ptr: str) -> bool:
+    """A declared name matches a patternProperties pattern, read alike by ECMA-262 and
+    Python's re (refused where the two could disagree, see PATTERN_KEY_ALPHABET)."""
+    lo, hi = _key_alphabet([pattern])
+    if not all(lo <= ord(c) <= hi for c in name):
+        raise CompileError(f"the name {name!r} beside the pattern {pattern!r}: ECMA-262 and "
+                           "Python's re may read it differently", keyword="patternProperties",
+                           pointer=ptr)
+    return _pattern_matches(pattern, name, ptr)
 
 
 def _universal_pattern(pattern: Any) -> bool:
@@ -665,7 +687,7 @@ class _Compiler:
         props = side.get("properties", {})
         res = [props[name]] if isinstance(props, dict) and name in props else []
         pats = side.get("patternProperties", {})
-        matched = [s for p, s in pats.items() if _pattern_matches(p, name, ptr)] \
+        matched = [s for p, s in pats.items() if _name_matches(p, name, ptr)] \
             if isinstance(pats, dict) else []
         res += matched
         if not res and "additionalProperties" in side:
@@ -1104,15 +1126,20 @@ class _Compiler:
         return g.add(self._rule_name(ptr, "array"), expr, container=True)
 
     # --- objects ---------------------------------------------------------------------------
+    def _value_expr(self, schema: Any, ptr: str) -> ir.Expr:
+        return jg.value(self.g) if schema is True else self.compile(schema, ptr)
+
     def _extra_keys(self, schema: dict, ptr: str, declared: List[str], addl: Any,
                     addl_ptr: str) -> List[Tuple[ir.Expr, ir.Expr]]:
         """(key, value) expressions of the members that are not declared properties.
 
-        patternProperties and propertyNames are enforced where the key language needs no
-        intersection or complement: a pattern that every name matches acts on every member;
-        other patterns only when additionalProperties is false and no declared name matches
-        them (the keys are then exactly the pattern's strings, none of them declared);
-        propertyNames only when no declared name satisfies it, or no extra key may occur.
+        A pattern that every name matches acts on every member (additionalProperties then
+        never applies). Other patterns (several only when they share one schema) split the
+        extra keys into the pattern's strings and the rest (keys.py: a DFA, complemented for
+        the rest, both minus the declared names), the rest taking additionalProperties.
+        propertyNames is the extra keys' language, exact only when no declared name
+        satisfies it (the declared names need no subtracting then), or when no extra key
+        may occur.
         """
         g = self.g
         pats = schema.get("patternProperties") or {}
@@ -1127,41 +1154,31 @@ class _Compiler:
         # beside the narrow ones, which then replace it (a name matching a pattern never
         # meets additionalProperties)
         every = [pats[p] for p in universal]
-        members: List[Tuple[Any, Any]] = []     # (key language or None: free keys, schema)
+        out: List[Tuple[Optional[ir.Expr], ir.Expr]] = []   # (key, value); key None: free
+        # names matching no pattern meet additionalProperties, unless a universal pattern
+        # matches them too (then additionalProperties never applies)
+        rest_value = _all_of(every, ("patternProperties", pp_ptr)) if universal else addl
         if narrow:
-            if addl is not False:
-                raise CompileError("'patternProperties' is enforced when every name matches "
-                                   "it, or beside additionalProperties: false",
-                                   keyword="patternProperties", pointer=pp_ptr)
-            for p in narrow:
-                hit = [n for n in declared if _pattern_matches(p, n, pp_ptr)]
-                if hit:
-                    raise CompileError(f"'patternProperties' pattern {p!r} matches the declared "
-                                       f"name {hit[0]!r}: not enforced", keyword="patternProperties",
-                                       pointer=_ptr(pp_ptr, p))
             if len(narrow) > 1 and not all(_same(pats[p], pats[narrow[0]]) for p in narrow):
                 raise CompileError("several 'patternProperties' patterns with different schemas "
                                    "(a name may match more than one)", keyword="patternProperties",
                                    pointer=pp_ptr)
-            for p in narrow:
-                members.append((p, _all_of([pats[p]] + every, ("patternProperties", pp_ptr))))
-        elif universal:
-            members.append((None, _all_of(every, ("patternProperties", pp_ptr))))
-        elif addl is not False:
-            members.append((None, addl))
-        out = []
-        for pattern, sub in members:
-            where = _ptr(pp_ptr, pattern) if pattern is not None else (
-                pp_ptr if universal else addl_ptr)
-            value = self.compile(sub, where) if sub is not True else jg.value(g)
-            if isinstance(value, ir.Nothing):
-                continue
-            if pattern is not None:
-                key = js.constrained_string(js.pattern_expr(pattern, pp_ptr), 0, None, pp_ptr,
-                                            "pattern")
-            else:
-                key = None
-            out.append((key, value))
+            language = ir.alt(*(js.pattern_expr(p, pp_ptr) for p in narrow))
+            matched = _all_of([pats[narrow[0]]] + every, ("patternProperties", pp_ptr))
+            for value_schema, negate, where in ((matched, False, _ptr(pp_ptr, narrow[0])),
+                                                (rest_value, True, addl_ptr)):
+                value = self._value_expr(value_schema, where)
+                if isinstance(value, ir.Nothing):
+                    continue
+                key = jk.key_expr(g, self._rule_name(where, "key"), language, declared,
+                                  negate=negate, keyword="patternProperties", pointer=pp_ptr,
+                                  alphabet=_key_alphabet(narrow))
+                if not isinstance(key, ir.Nothing):
+                    out.append((key, value))
+        else:
+            value = self._value_expr(rest_value, pp_ptr if universal else addl_ptr)
+            if not isinstance(value, ir.Nothing):
+                out.append((None, value))
         if not out:
             return out
         if names_schema is not True and names_schema != {}:
@@ -1220,9 +1237,10 @@ class _Compiler:
         entries: List[Tuple[str, ir.Expr, bool]] = []
         for name, sub, req in decl:
             where = _ptr(ptr, "properties", name) if sub is not None else addl_ptr
-            conj = ([sub] if sub is not None else
-                    [s for p, s in pats.items() if _pattern_matches(p, name, ptr)] or [addl])
-            conj = conj + universal if sub is not None else conj
+            matching = [s for p, s in pats.items()
+                        if _universal_pattern(p) or _name_matches(p, name, _ptr(ptr, "patternProperties"))] \
+                if isinstance(pats, dict) else []
+            conj = [sub] + matching if sub is not None else (matching or [addl])
             if names_schema is not True and self._valid_parts(name, names_schema) is not True:
                 if self._valid_parts(name, names_schema) is None:
                     raise CompileError("'propertyNames' could not be checked against a declared "
