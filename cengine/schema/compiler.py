@@ -908,8 +908,11 @@ class _Compiler:
 
     # --- not / if-then-else: rewritten with the negation as a schema --------------------------
     def _negate(self, x: Any, ptr: str, depth: int = 0):
-        """A schema meaning NOT x, or None when it cannot be written exactly."""
-        if x is True or x == {}:
+        """A schema meaning NOT x, or None when it cannot be written exactly.
+
+        x is a conjunction of its keywords, so NOT x is the disjunction of each keyword's
+        negation (coupled keywords negated together); each negation is a schema."""
+        if x is True or (isinstance(x, dict) and not [k for k in x if not _is_annotation(k)]):
             return False
         if x is False:
             return True
@@ -917,58 +920,116 @@ class _Compiler:
             return None
         n = self._norm(x, ptr)
         keys = set(self._validating_keys(n))
-        if keys == {"$ref"}:
+        idle = {k for k, partner in NEEDS_PARTNER.items() if k in keys and partner not in keys}
+        if "if" in keys and not keys & {"then", "else"}:
+            idle.add("if")
+        keys -= idle
+        if not keys:
+            return False
+        groups: List[set] = []
+        if keys & {"enum", "const"}:
+            groups.append(keys & {"enum", "const", "type"})
+        for k in sorted(keys):
+            if not any(k in grp for grp in groups):
+                groups.append({k})
+        negs = []
+        for grp in groups:
+            neg = self._negate_keywords(n, grp, ptr, depth)
+            if neg is None:
+                return None
+            if neg is True:
+                return True
+            if neg is not False:
+                negs.append(neg)
+        if not negs:
+            return False
+        return negs[0] if len(negs) == 1 else Node({"anyOf": negs}, parts=None)
+
+    def _negate_keywords(self, n: Node, grp: set, ptr: str, depth: int):
+        """NOT (the keywords grp of node n), or None."""
+        def node(d):
+            return Node(d, parts=None)
+        if grp == {"$ref"}:
             target, tptr = self._resolve(n["$ref"], ptr)
             return self._negate(target, tptr, depth + 1)
-        if keys == {"type"}:
+        if grp == {"type"}:
             t = _type_list(n["type"])
             if t is None or t is True:
                 return None
             if "integer" in t and "number" not in t:
                 return None         # "a number with a fraction" is not a type
             left = [y for y in TYPES if y not in t and y != "integer"]
-            return Node({"type": left}, parts=None) if left else False
-        if keys and keys <= {"enum", "const", "type"} and ("enum" in keys or "const" in keys):
+            return node({"type": left}) if left else False
+        if grp & {"enum", "const"}:
             values = [n["const"]] if "const" in n else n["enum"]
             if not isinstance(values, list):
                 return None
+            if "const" in n and "enum" in n:
+                values = [v for v in values if _json_in(v, n["enum"])]
             t = _type_list(n.get("type"))
             if t is None:
                 return None
             if t is not True:
                 # type T AND enum V is the finite set of values of V that have type T
                 values = [v for v in values if any(_is_type(v, y) for y in t)]
-            return Node({EXCLUDE: list(values)}, parts=None)
-        if keys == {"required"} and isinstance(n["required"], list) and len(n["required"]) == 1:
-            # NOT (an object having k) == an object without k
-            return Node({"type": "object", ABSENT: list(n["required"])}, parts=None)
-        if keys == {"properties"} and isinstance(n["properties"], dict) and \
-                len(n["properties"]) == 1:
-            (name, sub), = n["properties"].items()
-            neg = self._negate(sub, _ptr(ptr, "properties", name), depth + 1)
-            if neg is None:
-                return None
-            # NOT (if k is there, its value is S) == an object having k with a value NOT S
-            return Node({"type": "object", "required": [name], "properties": {name: neg}},
-                        parts=None)
-        if keys == {"anyOf"} and isinstance(n["anyOf"], list):
-            negs = [self._negate(b, _ptr(ptr, "anyOf", i), depth + 1)
-                    for i, b in enumerate(n["anyOf"])]
+            return node({EXCLUDE: list(values)})
+        (kw,) = grp
+        v = n[kw]
+        if kw == "required" and isinstance(v, list) and all(isinstance(r, str) for r in v):
+            # NOT (an object having all of R) == an object without one of R
+            alts = [node({"type": "object", ABSENT: [r]}) for r in dict.fromkeys(v)]
+            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
+        if kw == "properties" and isinstance(v, dict):
+            # NOT (each k there has a value S_k) == an object having some k with a value NOT S_k
+            alts = []
+            for name, sub in v.items():
+                neg = self._negate(sub, _ptr(ptr, "properties", name), depth + 1)
+                if neg is None:
+                    return None
+                if neg is not False:
+                    alts.append(node({"type": "object", "required": [name],
+                                      "properties": {name: neg}}))
+            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
+        bounds = {"minimum": ("exclusiveMaximum", "number"), "maximum": ("exclusiveMinimum", "number"),
+                  "exclusiveMinimum": ("maximum", "number"), "exclusiveMaximum": ("minimum", "number")}
+        if kw in bounds and _is_bound(v) and self._kw(n, kw) == kw:
+            other, t = bounds[kw]
+            return node({"type": t, other: v})
+        counts = {"minLength": ("maxLength", "string"), "maxLength": ("minLength", "string"),
+                  "minItems": ("maxItems", "array"), "maxItems": ("minItems", "array"),
+                  "minProperties": ("maxProperties", "object"),
+                  "maxProperties": ("minProperties", "object")}
+        if kw in counts and _is_count(v):
+            other, t = counts[kw]
+            if kw.startswith("min"):
+                return False if v == 0 else node({"type": t, other: int(v) - 1})
+            return node({"type": t, other: int(v) + 1})
+        if kw == "anyOf" and isinstance(v, list):
+            negs = [self._negate(b, _ptr(ptr, "anyOf", i), depth + 1) for i, b in enumerate(v)]
             if any(s is None for s in negs):
                 return None
             out = _all_of(negs)
             if isinstance(out, Node):
                 out.parts = None
             return out
-        if keys == {"not"}:
-            return n["not"]
+        if kw == "allOf" and isinstance(v, list):
+            negs = [self._negate(b, _ptr(ptr, "allOf", i), depth + 1) for i, b in enumerate(v)]
+            if any(s is None for s in negs):
+                return None
+            negs = [s for s in negs if s is not False]
+            if any(s is True for s in negs):
+                return True
+            return False if not negs else negs[0] if len(negs) == 1 else node({"anyOf": negs})
+        if kw == "not":
+            return v
         return None
 
     def _apply_not(self, schema: Node, ptr: str):
         neg = self._negate(schema["not"], _ptr(ptr, "not"))
         if neg is None:
-            raise CompileError("'not' is enforced for types, enum/const values, one required "
-                               "name, one property and anyOf of those", keyword="not",
+            raise CompileError("'not' is enforced where the negation of each keyword can be "
+                               "written as a schema (types, enum/const, required, properties, "
+                               "bounds, lengths, anyOf, allOf, not)", keyword="not",
                                pointer=_ptr(ptr, "not"))
         out = _all_of([self._without(schema, "not"), neg], ("not", _ptr(ptr, "not")))
         return out
