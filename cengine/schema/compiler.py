@@ -31,7 +31,6 @@ import functools
 import itertools
 import json
 import re
-from fractions import Fraction
 from typing import Any, Dict, List, Optional, Set, Tuple
 from urllib.parse import unquote
 
@@ -94,14 +93,6 @@ TYPE_SPECIFIC = {
 
 # keywords that only act together with a partner; alone they have no effect (spec)
 NEEDS_PARTNER = {"then": "if", "else": "if", "minContains": "contains", "maxContains": "contains"}
-
-# which keywords each instance type reads (anything else is irrelevant for that type)
-_TYPE_KEYWORDS = {
-    "string": ("minLength", "maxLength"),
-    "array": ("prefixItems", "items", "minItems", "maxItems"),
-    "object": ("properties", "required", "additionalProperties"),
-}
-
 
 def _is_annotation(key: str) -> bool:
     # vendor extensions (OpenAPI `x-...`) are annotations by convention
@@ -1283,8 +1274,6 @@ class _Compiler:
         else:
             addl, addl_ptr = True, ptr
         names_schema = schema.get("propertyNames", True)
-        universal = [s for p, s in pats.items() if _universal_pattern(p)] \
-            if isinstance(pats, dict) else []
 
         # (name, value schema, required) in document order
         decl: List[Tuple[str, Any, bool]] = []

@@ -19,7 +19,7 @@ with no newline to stand before), so a key gets the same schema under both readi
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Sequence, Tuple
 
 from .. import ir
 from . import json_grammar as jg
