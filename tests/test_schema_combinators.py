@@ -294,3 +294,31 @@ MORE = [
 @pytest.mark.parametrize("name,schema,good,bad", MORE, ids=[c[0] for c in MORE])
 def test_more_combinator_cases(name, schema, good, bad):
     test_combinator_cases_are_exact(name, schema, good, bad)
+
+
+ENUM_MERGES = [
+    # enums of merged parts are intersected, not one of them kept (found by random walks
+    # over a oneOf whose narrowed branches merge three `shape` enums)
+    ("enum-in-both-parts", {"type": "object", "properties": {"shape": {"enum": ["a", "b", "c"]}},
+                            "allOf": [{"properties": {"shape": {"enum": ["b"]}}}]},
+     ['{"shape": "b"}'], ['{"shape": "a"}', '{"shape": "c"}']),
+    ("const-beside-enum", {"const": "a", "enum": ["b", "c"]}, [], ['"a"', '"b"']),
+    ("oneof-shape-discriminator", {
+        "type": "object", "required": ["shape"],
+        "properties": {"shape": {"enum": ["circle", "rectangle"], "type": "string"},
+                       "radius": {"type": "number"}, "width": {"type": "number"}},
+        "oneOf": [{"properties": {"radius": {}, "shape": {"enum": ["circle"]}}, "required": ["radius"]},
+                  {"properties": {"width": {}, "shape": {"enum": ["rectangle"]}}, "required": ["width"]}]},
+     ['{"shape": "circle", "radius": 1}', '{"shape": "rectangle", "width": 1}'],
+     ['{"shape": "rectangle", "radius": 1}', '{"shape": "circle", "width": 1}', '{"shape": "circle"}']),
+]
+
+
+@pytest.mark.parametrize("name,schema,good,bad", ENUM_MERGES, ids=[c[0] for c in ENUM_MERGES])
+def test_enum_merges(name, schema, good, bad):
+    if not good:
+        with pytest.raises(CompileError):
+            _compile(schema)
+        assert not any(_validator(schema).is_valid(json.loads(d)) for d in bad)
+        return
+    test_combinator_cases_are_exact(name, schema, good, bad)

@@ -172,6 +172,17 @@ def _json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _values_of(schema: dict) -> Optional[list]:
+    """The values const and enum of schema allow (both: the ones in both), None: any."""
+    out = None
+    if "enum" in schema and isinstance(schema["enum"], list):
+        out = list(schema["enum"])
+    if "const" in schema:
+        c = schema["const"]
+        out = [c] if out is None or _json_in(c, out) else []
+    return out
+
+
 def _parts_of(*schemas) -> Optional[list]:
     """The original schemas whose conjunction these schemas mean (None: unknown)."""
     out = []
@@ -437,14 +448,10 @@ class _Compiler:
 
     # --- enum / const: a finite set, every sibling keyword enforced by filtering ------------
     def _enum(self, schema: dict, ptr: str) -> ir.Expr:
-        if "const" in schema:
-            values = [schema["const"]]
-            kw = "const"
-        else:
-            values = schema["enum"]
-            kw = "enum"
-            if not isinstance(values, list):
-                raise CompileError("'enum' must be an array", keyword="enum", pointer=_ptr(ptr, "enum"))
+        if "enum" in schema and not isinstance(schema["enum"], list):
+            raise CompileError("'enum' must be an array", keyword="enum", pointer=_ptr(ptr, "enum"))
+        kw = "const" if "const" in schema else "enum"
+        values = _values_of(schema)     # both keywords: the values in both
         if "format" in schema and isinstance(schema["format"], str) and \
                 jf.format_expr(schema["format"]) is not None:
             # an enforced format filters exactly like the grammar would
@@ -646,7 +653,7 @@ class _Compiler:
                 else:
                     self._refuse_merge("two 'multipleOf' divisors", ptr, kw)
             elif k in ("enum", "const"):
-                continue        # the value filter checks every part (_enum)
+                continue        # intersected below
             elif k == "uniqueItems" and isinstance(v, bool) and isinstance(w, bool):
                 out[k] = v or w
             elif k == "dependentRequired" and isinstance(v, dict) and isinstance(w, dict):
@@ -666,6 +673,18 @@ class _Compiler:
                 out[k] = [_all_of([x, y], kw) for x in w for y in v]
             else:
                 self._refuse_merge(f"two different '{k}'", ptr, kw)
+        values = [_values_of(a), _values_of(b)]
+        if values[0] is not None or values[1] is not None:
+            out.pop("const", None)
+            out.pop("enum", None)
+            known = [vs for vs in values if vs is not None]
+            both = [x for x in known[0] if all(_json_in(x, vs) for vs in known[1:])]
+            if known[0] is values[0] and "const" in a and values[1] is None:
+                out["const"] = a["const"]
+            elif known[0] is values[1] and "const" in b and values[0] is None:
+                out["const"] = b["const"]
+            else:
+                out["enum"] = both
         if any(k in a or k in b for k in _OBJECT_KEYS):
             if self._merge_objects(a, b, out, ptr, kw) is False:
                 return False
