@@ -467,7 +467,10 @@ class _Compiler:
             kept = [v for v in values if types is True or any(_is_type(v, t) for t in types)]
         else:
             kept = [v for v in values if self._valid(v, schema, ptr, kw)]
-        exprs = [jg.value_literal(self.g, v) for v in kept]
+        t = _type_list(schema.get("type"))
+        # typed integer: integral values are written as integers (no `1.0`)
+        integer = t not in (None, True) and "integer" in t and "number" not in t
+        exprs = [jg.value_literal(self.g, v, integer=integer) for v in kept]
         expr = ir.alt(*exprs)
         if any(isinstance(v, (list, dict)) for v in kept):
             # literal containers count as one level of nesting

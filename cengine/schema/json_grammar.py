@@ -309,15 +309,16 @@ def canonical_string(s: str) -> bytes:
         return json.dumps(s, ensure_ascii=True).encode("ascii")
 
 
-def number_literal(v) -> ir.Expr:
+def number_literal(v, *, fraction: bool = True) -> ir.Expr:
     """A number equal to v: integral values as digits with an optional all-zero fraction
-    (1, 1.0, 1.00), others in Python's shortest repr with optional trailing fraction zeros."""
+    (1, 1.0, 1.00; fraction=False: digits only, for values typed integer), others in Python's
+    shortest repr with optional trailing fraction zeros."""
     if isinstance(v, float):
         if not math.isfinite(v):
             return ir.NOTHING       # not representable in JSON
         if v.is_integer():
             v = int(v)
-    zeros = ir.opt(ir.seq(ir.lit("."), ir.repeat(ir.lit("0"), 1, None)))
+    zeros = ir.opt(ir.seq(ir.lit("."), ir.repeat(ir.lit("0"), 1, None))) if fraction else ir.EMPTY
     if isinstance(v, int):
         if v == 0:
             return ir.seq(ir.opt(ir.lit("-")), ir.lit("0"), zeros)
@@ -328,9 +329,10 @@ def number_literal(v) -> ir.Expr:
     return ir.seq(ir.lit(r), ir.repeat(ir.lit("0"), 0, None))
 
 
-def value_literal(g: ir.GrammarIR, v) -> ir.Expr:
+def value_literal(g: ir.GrammarIR, v, *, integer: bool = False) -> ir.Expr:
     """Exactly the JSON value v (enum/const): objects keep the key order of v, whitespace may
-    stand between tokens, strings use the canonical spelling."""
+    stand between tokens, strings use the canonical spelling. integer=True: the value is
+    typed integer, so an integral number is written as digits only."""
     if v is None:
         return ir.lit("null")
     if v is True:
@@ -338,7 +340,7 @@ def value_literal(g: ir.GrammarIR, v) -> ir.Expr:
     if v is False:
         return ir.lit("false")
     if isinstance(v, (int, float)):
-        return number_literal(v)
+        return number_literal(v, fraction=not integer)
     if isinstance(v, str):
         return ir.Bytes(canonical_string(v))
     if isinstance(v, list):
