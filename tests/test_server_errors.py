@@ -117,8 +117,9 @@ def test_wrong_fields_400(live, api, path, extra, needle):
 
 
 REFUSED = [
-    ("llamay_schema", {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
-     "patternProperties"),
+    ("llamay_schema", {"type": "object", "patternProperties": {"^x": {"type": "string"},
+                                                               "^y": {"type": "integer"}}},
+     "patternProperties"),      # two patterns with different schemas: refused
     ("llamay_schema", {"type": "array", "uniqueItems": True}, "uniqueItems"),
     ("llamay_grammar", "root ::= item\nitem ::= (", "line 2"),
     ("llamay_grammar", "root ::= missing", "missing"),
