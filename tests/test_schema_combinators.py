@@ -39,7 +39,8 @@ CASES = [
         "$defs": {"base": {"type": "object", "properties": {"id": {"type": "integer"}},
                            "required": ["id"]}},
         "allOf": [{"$ref": "#/$defs/base"},
-                  {"properties": {"name": {"type": "string", "maxLength": 3}}, "required": ["name"]}]},
+                  {"properties": {"name": {"type": "string", "maxLength": 3}},
+                   "required": ["name"]}]},
      ['{"id": 1, "name": "ab"}'], ['{"id": 1}', '{"id": 1, "name": "abcd"}', '{"name": "a"}']),
     ("allof-closed-sides", {"allOf": [
         {"properties": {"a": {}}, "additionalProperties": False},
@@ -52,12 +53,14 @@ CASES = [
     ("allof-items", {"allOf": [{"type": "array", "prefixItems": [{"type": "integer"}],
                                 "items": {"type": "string"}},
                                {"prefixItems": [{"minimum": 0}, {"maxLength": 1}], "maxItems": 3}]},
-     ["[]", "[0]", '[1, "a"]', '[1, "a", "bb"]'], ['[-1]', '[1, "ab"]', '[1, "a", "b", "c"]', '[1, 2]']),
+     ["[]", "[0]", '[1, "a"]', '[1, "a", "bb"]'], ['[-1]', '[1, "ab"]', '[1, "a", "b", "c"]',
+                                                   '[1, 2]']),
     # --- oneOf: disjoint branches, or narrowed by the others' negation
     ("oneof-types", {"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
      ['"a"', "1", "null"], ["1.5", "[]", "true"]),
     ("oneof-discriminator", {"type": "object", "oneOf": [
-        {"properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind", "x"]},
+        {"properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind",
+                                                                                        "x"]},
         {"properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]}]},
      ['{"kind": "a", "x": 1}', '{"kind": "b"}', '{"kind": "b", "y": "s"}'],
      ['{"kind": "a"}', '{"kind": "c"}', '{"kind": "b", "y": 1}', "{}"]),
@@ -110,7 +113,8 @@ CASES = [
     ("pattern-dot-plus", {"type": "object", "patternProperties": {".+": {"type": "integer"}},
                           "additionalProperties": False},
      ['{"a": 1}', "{}"], ['{"": 1}', '{"a": "s"}', '{"\\n": 1}']),
-    ("property-names", {"type": "object", "propertyNames": {"pattern": "^[a-z]{1,3}$", "maxLength": 3},
+    ("property-names", {"type": "object", "propertyNames": {"pattern": "^[a-z]{1,3}$",
+                                                            "maxLength": 3},
                         "additionalProperties": {"type": "integer"}},
      ["{}", '{"ab": 1, "xyz": 2}'], ['{"abcd": 1}', '{"A": 1}', '{"ab": "s"}']),
     ("property-names-declared", {"type": "object", "properties": {"long_name": {}, "ok": {}},
@@ -118,13 +122,15 @@ CASES = [
      ['{"ok": 1}', "{}"], ['{"long_name": 1}']),
     # --- counting properties
     ("min-properties-1", {"type": "object", "additionalProperties": {"type": "integer"},
-                          "minProperties": 1}, ['{"a": 1}', '{"a": 1, "b": 2}'], ["{}", '{"a": "x"}']),
+                          "minProperties": 1}, ['{"a": 1}', '{"a": 1, "b": 2}'], ["{}",
+                                                                                  '{"a": "x"}']),
     ("min-max-properties", {"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
                             "additionalProperties": False, "minProperties": 2, "maxProperties": 2},
      ['{"a": 1, "b": 2}', '{"a": 1, "c": 3}', '{"b": 1, "c": 2}'],
      ['{"a": 1}', '{"a": 1, "b": 2, "c": 3}', "{}"]),
     ("max-properties-open", {"type": "object", "properties": {"a": {}}, "maxProperties": 2},
-     ['{"a": 1, "x": 2}', '{"x": 1, "y": 2}', "{}"], ['{"a": 1, "x": 2, "y": 3}', '{"x": 1, "y": 2, "z": 3}']),
+     ['{"a": 1, "x": 2}', '{"x": 1, "y": 2}', "{}"], ['{"a": 1, "x": 2, "y": 3}',
+                                                      '{"x": 1, "y": 2, "z": 3}']),
     # --- dependentRequired / dependentSchemas
     ("dependent-required", {"type": "object", "properties": {"card": {}, "address": {}},
                             "dependentRequired": {"card": ["address"]}},
@@ -142,7 +148,8 @@ REFUSED = [
      "allOf", "/allOf"),
     ({"oneOf": [{"type": "array", "items": {"type": "number"}},
                 {"type": "array", "items": {"type": "string"}}]}, "oneOf", "/oneOf"),
-    ({"type": "object", "properties": {"a": {"not": {"pattern": "x"}}}}, "not", "/properties/a/not"),
+    ({"type": "object", "properties": {"a": {"not": {"pattern": "x"}}}}, "not",
+     "/properties/a/not"),
     ({"if": {"items": {"type": "string"}}, "then": {"required": ["c"]}}, "if", "/if"),
     ({"type": "object", "patternProperties": {"^a": {"type": "integer"}, "^b": {}}},
      "patternProperties", "/patternProperties"),
@@ -179,7 +186,8 @@ def test_combinator_cases_are_exact(name, schema, good, bad):
         assert not _accepts(g, d.encode()), d
 
 
-@pytest.mark.parametrize("schema,keyword,pointer", REFUSED, ids=[json.dumps(r[0])[:60] for r in REFUSED])
+@pytest.mark.parametrize("schema,keyword,pointer", REFUSED,
+                         ids=[json.dumps(r[0])[:60] for r in REFUSED])
 def test_combinator_refusals_name_keyword_and_pointer(schema, keyword, pointer):
     with pytest.raises(CompileError) as ei:
         _compile(schema)
@@ -203,7 +211,8 @@ def _atoms(schema) -> tuple:
         x = stack.pop()
         if isinstance(x, dict):
             for k, y in x.items():
-                if k in ("properties", "patternProperties", "dependentRequired", "dependentSchemas"):
+                if k in ("properties", "patternProperties", "dependentRequired",
+                         "dependentSchemas"):
                     if isinstance(y, dict):
                         names.update(y)
                 if k in ("const", "minimum", "maximum") and not isinstance(y, (dict, list)):
@@ -307,10 +316,13 @@ ENUM_MERGES = [
         "type": "object", "required": ["shape"],
         "properties": {"shape": {"enum": ["circle", "rectangle"], "type": "string"},
                        "radius": {"type": "number"}, "width": {"type": "number"}},
-        "oneOf": [{"properties": {"radius": {}, "shape": {"enum": ["circle"]}}, "required": ["radius"]},
-                  {"properties": {"width": {}, "shape": {"enum": ["rectangle"]}}, "required": ["width"]}]},
+        "oneOf": [{"properties": {"radius": {}, "shape": {"enum": ["circle"]}},
+                   "required": ["radius"]},
+                  {"properties": {"width": {}, "shape": {"enum": ["rectangle"]}},
+                   "required": ["width"]}]},
      ['{"shape": "circle", "radius": 1}', '{"shape": "rectangle", "width": 1}'],
-     ['{"shape": "rectangle", "radius": 1}', '{"shape": "circle", "width": 1}', '{"shape": "circle"}']),
+     ['{"shape": "rectangle", "radius": 1}', '{"shape": "circle", "width": 1}',
+      '{"shape": "circle"}']),
 ]
 
 

@@ -40,7 +40,8 @@ def _groups():
     for suite, uri in URIS.items():
         for stem, groups in material.json_schema_test_suite(suite).items():
             for grp in groups:
-                yield pytest.param(suite, uri, stem, grp, id=f"{suite}/{stem}: {grp['description']}")
+                yield pytest.param(suite, uri, stem, grp,
+                                   id=f"{suite}/{stem}: {grp['description']}")
 
 
 @pytest.mark.parametrize("suite,uri,stem,grp", list(_groups()))
@@ -92,7 +93,8 @@ CASES = [
         "a": {"$ref": "#/definitions/s", "maxLength": 1}}}, ['{"a": "long"}'], ['{"a": 1}']),
     # ... and apply from 2019-09 on
     ({"$schema": D2019, "$defs": {"s": {"type": "string"}}, "properties": {
-        "a": {"$ref": "#/$defs/s", "maxLength": 1}}}, ['{"a": "l"}'], ['{"a": "long"}', '{"a": 1}']),
+        "a": {"$ref": "#/$defs/s", "maxLength": 1}}}, ['{"a": "l"}'], ['{"a": "long"}',
+                                                                       '{"a": 1}']),
     # array-form items and additionalItems
     ({"$schema": D4, "type": "array", "items": [{"type": "integer"}, {"type": "string"}],
       "additionalItems": False}, ["[1]", '[1, "a"]'], ['[1, "a", 2]', '["a"]']),
@@ -177,8 +179,10 @@ def test_ignored_keywords_are_reported_with_pointers():
 
 @pytest.mark.parametrize("uri,draft", [
     (D4, drafts.DRAFT4), ("http://json-schema.org/draft-04/schema", drafts.DRAFT4),
-    (D6, drafts.DRAFT6), (D7, drafts.DRAFT7), ("https://json-schema.org/draft-07/schema#", drafts.DRAFT7),
-    (D2019, drafts.DRAFT2019), (D2020, drafts.DRAFT2020), ("https://example.com/mine.json", drafts.DRAFT2020),
+    (D6, drafts.DRAFT6), (D7, drafts.DRAFT7), ("https://json-schema.org/draft-07/schema#",
+                                               drafts.DRAFT7),
+    (D2019, drafts.DRAFT2019), (D2020, drafts.DRAFT2020), ("https://example.com/mine.json",
+                                                           drafts.DRAFT2020),
     (None, drafts.DRAFT2020)])
 def test_draft_of_reads_schema_uri(uri, draft):
     assert drafts.draft_of({} if uri is None else {"$schema": uri}) == draft
@@ -191,7 +195,8 @@ _READ_BY_PARTNER = {"exclusiveMinimum", "exclusiveMaximum", "additionalItems", "
 
 @pytest.mark.parametrize("draft,cls", [
     (drafts.DRAFT4, jsonschema.Draft4Validator), (drafts.DRAFT6, jsonschema.Draft6Validator),
-    (drafts.DRAFT7, jsonschema.Draft7Validator), (drafts.DRAFT2019, jsonschema.Draft201909Validator),
+    (drafts.DRAFT7, jsonschema.Draft7Validator), (drafts.DRAFT2019,
+                                                  jsonschema.Draft201909Validator),
     (drafts.DRAFT2020, jsonschema.Draft202012Validator)])
 def test_keyword_tables_match_jsonschema(draft, cls):
     ours = drafts.KEYWORDS[draft]

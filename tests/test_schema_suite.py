@@ -158,9 +158,11 @@ def _orderings(v, schema, root, depth=0) -> list:
         order += [k for k in req if k not in props and k in v]
         order += [k for k in v if k not in order]
         choices = [_orderings(v[k], props.get(k, addl), root, depth + 1)[:4] for k in order]
-        return [dict(zip(order, combo)) for combo in itertools.islice(itertools.product(*choices), 16)]
+        return [dict(zip(order, combo)) for combo in itertools.islice(itertools.product(*choices),
+                                                                      16)]
     if isinstance(v, list):
-        prefix = schema.get("prefixItems", []) if isinstance(schema.get("prefixItems"), list) else []
+        prefix = schema.get("prefixItems", []) if isinstance(schema.get("prefixItems"),
+                                                             list) else []
         items = schema.get("items", True)
         choices = [_orderings(x, prefix[i] if i < len(prefix) else items, root, depth + 1)[:4]
                    for i, x in enumerate(v)]

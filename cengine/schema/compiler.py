@@ -479,7 +479,8 @@ class _Compiler:
 
     def _validator_class(self):
         import jsonschema
-        return {drafts.DRAFT4: jsonschema.Draft4Validator, drafts.DRAFT6: jsonschema.Draft6Validator,
+        return {drafts.DRAFT4: jsonschema.Draft4Validator,
+                drafts.DRAFT6: jsonschema.Draft6Validator,
                 drafts.DRAFT7: jsonschema.Draft7Validator,
                 drafts.DRAFT2019: jsonschema.Draft201909Validator,
                 drafts.DRAFT2020: jsonschema.Draft202012Validator}[self.draft]
@@ -529,7 +530,8 @@ class _Compiler:
             elif isinstance(node, list) and t.isdigit() and int(t) < len(node):
                 node = node[int(t)]
             else:
-                raise CompileError(f"reference {ref!r} points nowhere", keyword="$ref", pointer=where)
+                raise CompileError(f"reference {ref!r} points nowhere", keyword="$ref",
+                                   pointer=where)
         return node, _ptr("", *tokens)
 
     def _ref(self, ref: Any, ptr: str) -> ir.Expr:
@@ -1003,8 +1005,10 @@ class _Compiler:
                     alts.append(node({"type": "object", "required": [name],
                                       "properties": {name: neg}}))
             return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
-        bounds = {"minimum": ("exclusiveMaximum", "number"), "maximum": ("exclusiveMinimum", "number"),
-                  "exclusiveMinimum": ("maximum", "number"), "exclusiveMaximum": ("minimum", "number")}
+        bounds = {"minimum": ("exclusiveMaximum", "number"),
+                  "maximum": ("exclusiveMinimum", "number"),
+                  "exclusiveMinimum": ("maximum", "number"),
+                  "exclusiveMaximum": ("minimum", "number")}
         if kw in bounds and _is_bound(v) and self._kw(n, kw) == kw:
             other, t = bounds[kw]
             return node({"type": t, other: v})
@@ -1067,8 +1071,9 @@ class _Compiler:
         req = schema.get("dependentRequired", {})
         sch = schema.get("dependentSchemas", {})
         for kw, v in (("dependentRequired", req), ("dependentSchemas", sch)):
-            if not isinstance(v, dict) or (kw == "dependentRequired" and not all(
-                    isinstance(x, list) and all(isinstance(n, str) for n in x) for x in v.values())):
+            lists = isinstance(v, dict) and all(
+                isinstance(x, list) and all(isinstance(n, str) for n in x) for x in v.values())
+            if not isinstance(v, dict) or (kw == "dependentRequired" and not lists):
                 raise CompileError(f"'{kw}' is malformed", keyword=self._kw(schema, kw),
                                    pointer=_ptr(ptr, self._kw(schema, kw)))
         names = list(dict.fromkeys(list(req) + list(sch)))
@@ -1151,7 +1156,8 @@ class _Compiler:
     def _array(self, schema: dict, ptr: str) -> ir.Expr:
         g = self.g
         if EXCLUDE in schema and any(isinstance(v, list) for v in schema[EXCLUDE]):
-            raise CompileError("'not' of an array value is not enforced", keyword="not", pointer=ptr)
+            raise CompileError("'not' of an array value is not enforced", keyword="not",
+                               pointer=ptr)
         prefix = schema.get("prefixItems", [])
         pkw = self._kw(schema, "prefixItems")
         if not isinstance(prefix, list):
@@ -1273,7 +1279,8 @@ class _Compiler:
     def _object(self, schema: dict, ptr: str) -> ir.Expr:
         g = self.g
         if EXCLUDE in schema and any(isinstance(v, dict) for v in schema[EXCLUDE]):
-            raise CompileError("'not' of an object value is not enforced", keyword="not", pointer=ptr)
+            raise CompileError("'not' of an object value is not enforced", keyword="not",
+                               pointer=ptr)
         props = schema.get("properties", {})
         if not isinstance(props, dict):
             raise CompileError("'properties' must be an object", keyword="properties",
@@ -1309,8 +1316,9 @@ class _Compiler:
         entries: List[Tuple[str, ir.Expr, bool]] = []
         for name, sub, req in decl:
             where = _ptr(ptr, "properties", name) if sub is not None else addl_ptr
+            pp_ptr = _ptr(ptr, "patternProperties")
             matching = [s for p, s in pats.items()
-                        if _universal_pattern(p) or _name_matches(p, name, _ptr(ptr, "patternProperties"))] \
+                        if _universal_pattern(p) or _name_matches(p, name, pp_ptr)] \
                 if isinstance(pats, dict) else []
             conj = [sub] + matching if sub is not None else (matching or [addl])
             if names_schema is not True and self._valid_parts(name, names_schema) is not True:
@@ -1361,7 +1369,8 @@ class _Compiler:
             raise LimitError(f"counting {n} properties up to {hi if hi is not None else lo} "
                              f"needs more than {MAX_COUNT_STATES} states",
                              keyword="maxProperties" if hi is not None else "minProperties",
-                             pointer=_ptr(ptr, "maxProperties" if hi is not None else "minProperties"))
+                             pointer=_ptr(ptr,
+                                          "maxProperties" if hi is not None else "minProperties"))
         first_req = next((i for i, (_, _, r) in enumerate(present) if r), None)
         starts = list(range(n if first_req is None else first_req + 1))
         inline = len(starts) * max(n, 1) <= 64 and not counted
@@ -1470,7 +1479,8 @@ def _productive(g: ir.GrammarIR) -> Set[str]:
     return done
 
 
-def add_schema(g: ir.GrammarIR, schema: Any, *, prefix: str, closed_objects: bool = True) -> ir.Expr:
+def add_schema(g: ir.GrammarIR, schema: Any, *, prefix: str,
+               closed_objects: bool = True) -> ir.Expr:
     """Add the rules of `schema` to g (names start with prefix) and return the expression
     matching one instance. `True` / `{}` is any JSON value; local $refs resolve against schema."""
     c = _Compiler(g, schema, prefix, closed_objects)

@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-DRAFT4, DRAFT6, DRAFT7, DRAFT2019, DRAFT2020 = "draft-04", "draft-06", "draft-07", "2019-09", "2020-12"
+DRAFT4, DRAFT6, DRAFT7 = "draft-04", "draft-06", "draft-07"
+DRAFT2019, DRAFT2020 = "2019-09", "2020-12"
 DRAFTS = (DRAFT4, DRAFT6, DRAFT7, DRAFT2019, DRAFT2020)
 
 _URIS = {
@@ -137,8 +138,11 @@ def normalize(node: dict, draft: str, ptr: str, ignored: List[IgnoredKeyword]) -
         elif k == "additionalItems":
             continue            # only means something beside array-form items (above)
         elif k == "dependencies":
-            req = {n: d for n, d in v.items() if isinstance(d, list)} if isinstance(v, dict) else v
-            sch = {n: d for n, d in v.items() if not isinstance(d, list)} if isinstance(v, dict) else {}
+            if isinstance(v, dict):
+                req = {n: d for n, d in v.items() if isinstance(d, list)}
+                sch = {n: d for n, d in v.items() if not isinstance(d, list)}
+            else:
+                req, sch = v, {}        # malformed: refused as dependentRequired
             if req:
                 out["dependentRequired"] = req
                 src["dependentRequired"] = "dependencies"

@@ -173,7 +173,8 @@ def _char_in(ranges: ir.Ranges) -> ir.Expr:
 
 def _literal_in(ranges: ir.Ranges) -> ir.Expr:
     """The characters of `ranges` that may stand in a string as themselves."""
-    return ir.charset(_minus(_intersect(ranges, 0x20, ir.MAX_UNICODE), ((0x22, 0x22), (0x5C, 0x5C))))
+    quote_backslash = ((0x22, 0x22), (0x5C, 0x5C))
+    return ir.charset(_minus(_intersect(ranges, 0x20, ir.MAX_UNICODE), quote_backslash))
 
 
 def _escaped_in(ranges: ir.Ranges) -> ir.Expr:
@@ -245,7 +246,8 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
 
 
 def _int_part() -> ir.Expr:
-    return ir.seq(ir.opt(ir.lit("-")), ir.alt(ir.lit("0"), ir.seq(_DIGIT19, ir.repeat(_DIGIT, 0, None))))
+    nonzero = ir.seq(_DIGIT19, ir.repeat(_DIGIT, 0, None))
+    return ir.seq(ir.opt(ir.lit("-")), ir.alt(ir.lit("0"), nonzero))
 
 
 def number(g: ir.GrammarIR) -> ir.Ref:

@@ -377,7 +377,8 @@ def _emit(g: ir.GrammarIR, name: str, trans, accepting) -> ir.Expr:
             by_target.setdefault(t, []).append(ord(ch))
         alts = [ir.EMPTY] if accepting[i] else []
         for t, bs in sorted(by_target.items()):
-            alts.append(ir.seq(ir.ByteSet(ir.normalize_ranges((b, b) for b in bs)), ir.Ref(names[t])))
+            alts.append(ir.seq(ir.ByteSet(ir.normalize_ranges((b, b) for b in bs)),
+                               ir.Ref(names[t])))
         g.rules[names[i]].expr = ir.alt(*alts)
     return ir.Ref(names[0])
 
@@ -407,7 +408,8 @@ def _divisor(schema: dict, ptr: str, integer: bool) -> Tuple[int, Optional[int]]
     where = _ptr(ptr, "multipleOf")
     v = _read_number(schema, "multipleOf", ptr)
     if v <= 0:
-        raise CompileError("'multipleOf' must be greater than 0", keyword="multipleOf", pointer=where)
+        raise CompileError("'multipleOf' must be greater than 0", keyword="multipleOf",
+                           pointer=where)
     r = _spec_value(v)
     if integer:
         # n = t * p/q with gcd(p, q) = 1 exactly when p divides n
