@@ -70,7 +70,8 @@ def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool 
             schema = _json.loads(schema)
         except ValueError as e:
             raise CompileError(f"schema is not valid JSON: {e}", pointer="") from None
-    key = ("schema", _json.dumps(schema, sort_keys=True, separators=(",", ":")),
+    # keyed on the schema as written: declared property order is part of the grammar
+    key = ("schema", _json.dumps(schema, separators=(",", ":")),
            closed_objects, whitespace_budget, max_depth)
 
     def build():

@@ -18,19 +18,25 @@ from .lru import ByteLRU
 class Grammar:
     """An immutable compiled grammar. Make matchers with `.matcher(vocab)`."""
 
-    __slots__ = ("automaton", "kind", "source", "_token_tables", "_lock", "_program", "__weakref__")
+    __slots__ = ("automaton", "kind", "source", "ignored_keywords", "_token_tables", "_lock",
+                 "_program", "__weakref__")
 
     def __init__(self, automaton: _automaton.Automaton, kind: str = "ir", source: Any = None):
         self.automaton = automaton
         self.kind = kind
         self.source = source
+        # JSON Schema: keywords that changed nothing (unknown to the schema's draft), a tuple
+        # of cengine.schema.drafts.IgnoredKeyword(keyword, pointer, why); () otherwise
+        self.ignored_keywords: tuple = ()
         self._token_tables = {}     # vocabulary fingerprint -> mask tables (see _mask.pyx)
         self._lock = threading.Lock()
         self._program = None        # the Cython view of the tables, made on first use
 
     @classmethod
     def from_ir(cls, g: ir.GrammarIR, kind: str = "ir", source: Any = None) -> "Grammar":
-        return cls(_automaton.build(g), kind, source)
+        out = cls(_automaton.build(g), kind, source)
+        out.ignored_keywords = tuple(g.ignored_keywords)
+        return out
 
     def matcher(self, vocab=None):
         from ._matcher import Matcher

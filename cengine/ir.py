@@ -206,6 +206,9 @@ class GrammarIR:
     # documented limits carried into the automaton
     max_depth: Optional[int] = None             # container nesting; None = stack limit only
     whitespace_budget: Optional[int] = None     # None = unbounded
+    # JSON Schema keywords that had no effect (unknown to the schema's draft), as
+    # cengine.schema.drafts.IgnoredKeyword records: the compiled Grammar carries them
+    ignored_keywords: tuple = ()
 
     def add(self, name: str, expr: Expr, **flags) -> Ref:
         self.rules[name] = Rule(name, expr, **flags)

@@ -40,27 +40,16 @@ _REMOTE = "remote, relative-URI, URN or anchor $ref: only local JSON pointers ar
 
 # (file, group description) -> why the group is refused although its file is enforced
 SKIPPED = {
-    ("additionalProperties",
-     "additionalProperties being false does not allow other properties"): "patternProperties",
-    ("additionalProperties", "non-ASCII pattern with additionalProperties"): "patternProperties",
-    ("additionalProperties", "additionalProperties does not look in applicators"): "allOf",
-    ("additionalProperties", "additionalProperties with propertyNames"): "propertyNames",
-    ("additionalProperties", "dependentSchemas with additionalProperties"): "dependentSchemas",
     ("anyOf", "anyOf with boolean schemas, all false"): _NO_DOC,
     ("boolean_schema", "boolean schema 'false'"): _NO_DOC,
     ("defs", "validate definition against metaschema"): _REMOTE,
-    ("infinite-loop-detection", "evaluating the same schema location against the same data "
-     "location twice is not a sign of an infinite loop"): "allOf",
-    ("items", "items does not look in applicators, valid case"): "allOf",
-    ("properties",
-     "properties, patternProperties, additionalProperties interaction"): "patternProperties",
     ("ref", "remote ref, containing refs itself"): _REMOTE,
     ("ref", "$ref to boolean schema false"): _NO_DOC,
     ("ref", "Recursive references between schemas"): _REMOTE,
     ("ref", "ref creates new scope when adjacent to keywords"): "unevaluatedProperties",
     ("ref", "refs with relative uris and defs"): _REMOTE,
     ("ref", "relative refs with absolute uris and defs"): _REMOTE,
-    ("ref", "$id must be resolved against nearest parent, not just immediate parent"): "allOf",
+    ("ref", "$id must be resolved against nearest parent, not just immediate parent"): _REMOTE,
     ("ref", "order of evaluation: $id and $ref"): _REMOTE,
     ("ref", "order of evaluation: $id and $anchor and $ref"): _REMOTE,
     ("ref", "simple URN base URI with $ref via the URN"): _REMOTE,
@@ -71,13 +60,14 @@ SKIPPED = {
     ("ref", "ref to then"): _REMOTE,
     ("ref", "ref to else"): _REMOTE,
     ("ref", "ref with absolute-path-reference"): _REMOTE,
-    ("ref", "empty tokens in $ref json-pointer"): "allOf",
     # a remainder automaton of 123456789 states: past the documented multipleOf limit
     ("multipleOf", "float division = inf"): "multipleOf",
 }
 
 # (file, group, test) -> why a valid instance is refused (a documented departure)
 MISSED = {
+    ("type", "integer type matches integers", "a float with zero fractional part is an integer"):
+        "integers are written as integers: 1.0 is not produced for type integer",
     ("const", "const with object", "same object with different property order is valid"):
         "enum/const objects keep the key order written in the schema",
     ("vocabulary", "schema that uses custom metaschema with with no validation vocabulary",
@@ -140,36 +130,78 @@ def _orderings(v, schema, root, depth=0) -> list:
     (declared properties first, then required-only names, then the rest); one per anyOf branch."""
     if depth > 20 or not isinstance(schema, dict):
         return [v]
-    if isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#"):
-        target = _resolve(root, schema["$ref"])
-        rest = {k: x for k, x in schema.items() if k != "$ref"}
-        merged = {**rest, **target} if isinstance(target, dict) else rest
-        return _orderings(v, merged, root, depth + 1)
-    if isinstance(schema.get("anyOf"), list):
-        rest = {k: x for k, x in schema.items() if k != "anyOf"}
+    if (isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#")) or \
+            isinstance(schema.get("allOf"), list):
+        # a merge lists the properties of the node, then of each allOf branch, then of the
+        # $ref target, each name where it first occurs
+        parts = _flat(schema, root)
+        return _orderings(v, _combine(parts), root, depth + 1)
+    kw = "anyOf" if isinstance(schema.get("anyOf"), list) else "oneOf"
+    if isinstance(schema.get(kw), list):
+        rest = {k: x for k, x in schema.items() if k != kw}
         out = []
-        for b in schema["anyOf"]:
+        for b in schema[kw]:
             merged = {**rest, **b} if isinstance(b, dict) else rest
             out.extend(_orderings(v, merged, root, depth + 1))
         return out[:16] or [v]
     if isinstance(v, dict):
         props = schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else {}
         req = schema.get("required", []) if isinstance(schema.get("required"), list) else []
+        for kw in ("dependentRequired", "dependencies"):
+            deps = schema.get(kw, {})
+            for name, more in (deps.items() if isinstance(deps, dict) else ()):
+                if name in v and isinstance(more, list):
+                    # a variant with the name present requires it and its list
+                    req = req + [name] + list(more)
         addl = schema.get("additionalProperties", True)
         order = [k for k in props if k in v]
         order += [k for k in req if k not in props and k in v]
         order += [k for k in v if k not in order]
         choices = [_orderings(v[k], props.get(k, addl), root, depth + 1)[:4] for k in order]
-        return [dict(zip(order, combo))
-                for combo in itertools.islice(itertools.product(*choices), 16)]
+        return [dict(zip(order, combo)) for combo in itertools.islice(itertools.product(*choices),
+                                                                      16)]
     if isinstance(v, list):
-        prefix = schema.get("prefixItems", []) \
-            if isinstance(schema.get("prefixItems"), list) else []
+        prefix = schema.get("prefixItems", []) if isinstance(schema.get("prefixItems"),
+                                                             list) else []
         items = schema.get("items", True)
         choices = [_orderings(x, prefix[i] if i < len(prefix) else items, root, depth + 1)[:4]
                    for i, x in enumerate(v)]
         return [list(combo) for combo in itertools.islice(itertools.product(*choices), 16)]
     return [v]
+
+
+def _flat(schema, root, depth=0) -> list:
+    """schema's conjuncts in the compiler's merge order: the node, its allOf branches, its
+    $ref target (each expanded the same way)."""
+    if not isinstance(schema, dict) or depth > 20:
+        return []
+    out = [{k: x for k, x in schema.items() if k not in ("$ref", "allOf")}]
+    for b in schema.get("allOf", []) if isinstance(schema.get("allOf"), list) else []:
+        out += _flat(b, root, depth + 1)
+    if isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#"):
+        out += _flat(_resolve(root, schema["$ref"]), root, depth + 1)
+    return out
+
+
+def _combine(parts: list) -> dict:
+    """The parts as one schema for _orderings: properties in first-occurrence order."""
+    out: dict = {}
+    props: dict = {}
+    req: list = []
+    for p in parts:
+        for k, x in p.items():
+            if k == "properties" and isinstance(x, dict):
+                for n, sub in x.items():
+                    props.setdefault(n, sub)
+            elif k == "required" and isinstance(x, list):
+                req += [n for n in x if n not in req]
+            else:
+                out.setdefault(k, x)
+    if props:
+        out["properties"] = props
+    if req:
+        out["required"] = req
+    return out
 
 
 def _accepts(g: Grammar, doc: bytes) -> bool:
@@ -255,12 +287,13 @@ def test_refused_keyword_groups(stem, grp):
 
 
 def test_refusal_names_the_files_keyword():
-    """Where a file's keyword is the only unenforced one in its group, the error names it."""
+    """Where a file's keyword is the only one in its group that may be refused, the group
+    compiles (and is exact) or the error names that keyword."""
     single = {"uniqueItems": "uniqueItems", "not": "not",
               "oneOf": "oneOf", "allOf": "allOf", "propertyNames": "propertyNames",
               "minProperties": "minProperties",
               "maxProperties": "maxProperties", "dependentRequired": "dependentRequired"}
-    checked = 0
+    checked = compiled = 0
     for stem, kw in single.items():
         for grp in SUITE[stem]:
             if not isinstance(grp["schema"], dict) or kw not in grp["schema"]:
@@ -270,12 +303,15 @@ def test_refusal_names_the_files_keyword():
             others = _keys(grp["schema"]) - ENFORCED - {kw, "$schema", "$defs", "description"}
             if others & {"minimum", "maximum", "pattern", "not", "oneOf", "allOf", "if", "format"}:
                 continue
-            with pytest.raises(CompileError) as ei:
+            try:
                 _compile(grp["schema"])
-            if ei.value.keyword == kw:
-                assert ei.value.pointer.endswith("/" + kw)
-                checked += 1
-    assert checked >= 20
+            except CompileError as e:
+                if e.keyword == kw:
+                    assert e.pointer.endswith("/" + kw)
+                    checked += 1
+                continue
+            compiled += 1       # then exact: test_refused_keyword_groups checks every instance
+    assert checked >= 5 and checked + compiled >= 20, (checked, compiled)
 
 
 def test_accepted_fraction_stays_high():

@@ -127,8 +127,9 @@ def test_tool_format_errors_map_to_400_naming_the_field(param):
 
 
 REFUSED = [
-    ("llamay_schema", {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
-     "patternProperties"),
+    ("llamay_schema", {"type": "object", "patternProperties": {"^x": {"type": "string"},
+                                                               "^y": {"type": "integer"}}},
+     "patternProperties"),      # two patterns with different schemas: refused
     ("llamay_schema", {"type": "array", "uniqueItems": True}, "uniqueItems"),
     ("llamay_grammar", "root ::= item\nitem ::= (", "line 2"),
     ("llamay_grammar", "root ::= missing", "missing"),

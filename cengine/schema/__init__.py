@@ -2,8 +2,11 @@
 
 `compiler` walks the schema; `json_grammar` holds the shared lexical rules (whitespace,
 strings, containers); `numbers` compiles numeric bounds and multipleOf into DFAs; `strings`
-compiles `pattern` and length bounds on decoded text; `formats` compiles `format`.
+compiles `pattern` and length bounds on decoded text; `formats` compiles `format`; `drafts`
+reads each draft's keywords into 2020-12 vocabulary; `keys` builds the key languages of
+`patternProperties`.
 """
 from .compiler import ENFORCED, MAX_UNROLL, add_schema, schema_to_ir
+from .drafts import IgnoredKeyword
 
-__all__ = ["ENFORCED", "MAX_UNROLL", "add_schema", "schema_to_ir"]
+__all__ = ["ENFORCED", "MAX_UNROLL", "IgnoredKeyword", "add_schema", "schema_to_ir"]

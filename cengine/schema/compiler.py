@@ -1,51 +1,85 @@
-"""JSON Schema (draft 2020-12) -> grammar IR, enforcing every keyword it accepts exactly.
+"""JSON Schema (drafts 04, 06, 07, 2019-09, 2020-12) -> grammar IR, enforcing every keyword it
+accepts exactly.
 
-Enforced: type (all seven, unions), properties, required, additionalProperties, items,
-prefixItems, minItems, maxItems, enum, const, minLength, maxLength, local $ref with
-$defs/definitions (recursion becomes recursive rules), anyOf, boolean schemas, numeric
-bounds and multipleOf (numbers.py), pattern (strings.py), format (formats.py: a
-documented set enforced, every other format an annotation).
-Every other keyword that changes which documents are valid raises CompileError naming the
-keyword and its JSON pointer; annotations are ignored. Nothing is ever weakened: where the
+Each schema node is first read in its draft (`drafts.normalize`: draft 2020-12 vocabulary,
+keywords the draft does not define dropped as annotations and recorded). Then:
+
+Enforced: type (all seven, unions), properties, required, additionalProperties,
+patternProperties and propertyNames (where the key languages are exact, below),
+minProperties / maxProperties (counted), dependentRequired / dependentSchemas (as variants
+with the key present or absent), items, prefixItems, minItems, maxItems, enum, const,
+minLength, maxLength, local $ref with $defs/definitions (recursion becomes recursive rules),
+allOf (merged into one schema exactly, or refused), anyOf, oneOf (when its branches are
+provably disjoint, where it equals anyOf), not and if/then/else (when the negation can be
+written as a schema), boolean schemas, numeric bounds and multipleOf (numbers.py), pattern
+(strings.py), format (formats.py: a documented set enforced, every other format an
+annotation).
+Every other keyword that the draft defines and that changes which documents are valid raises
+CompileError naming the keyword and its JSON pointer. Nothing is ever weakened: where the
 grammar departs from the specification it only accepts fewer documents (closed objects,
-property order, canonical spellings of keys and enum strings, integers without exponents),
-all documented in docs/json-schema.md.
+property order, canonical spellings of keys and enum strings, integers as integers), all
+documented in docs/json-schema.md.
 
 Shape: one rule per object/array (flagged `container`, so max_depth counts them), one rule
-per $ref target (so recursion is a rule calling itself), shared lexical rules from
-json_grammar (whitespace with the budget flag, one string body for all free strings).
+per $ref target and per merged conjunction (so recursion is a rule calling itself), shared
+lexical rules from json_grammar (whitespace with the budget flag, one string body for all
+free strings).
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import re
 from typing import Any, Dict, List, Optional, Set, Tuple
 from urllib.parse import unquote
 
 from .. import ir
+from . import drafts
 from . import json_grammar as jg
+from . import keys as jk
 from . import formats as jf
 from . import numbers as jn
 from . import strings as js
+from .drafts import IgnoredKeyword, Node
 from ..errors import CompileError, LimitError
 
 # minLength/maxLength/minItems/maxItems are unrolled into copies: same cap as GBNF repetition
 MAX_UNROLL = 4096
 
+# at most this many variants for dependentRequired/dependentSchemas (2**keys) and for the
+# distribution of two anyOf lists in a merge (len * len)
+MAX_VARIANTS = 64
+# extra keys beside a narrow patternProperties pattern that uses a construct ECMA-262 and
+# Python's re read differently outside printable ASCII (keys.py): printable ASCII only
+PATTERN_KEY_ALPHABET = (0x20, 0x7E)
+_DIALECT_SENSITIVE = re.compile(r"\\[dwsDWSbB]|\.|\$")
+
+
+def _key_alphabet(patterns: List[str]) -> Tuple[int, int]:
+    if any(_DIALECT_SENSITIVE.search(p.replace("\\\\", "")) for p in patterns):
+        return PATTERN_KEY_ALPHABET
+    return (0, ir.MAX_UNICODE)
+# (property index, count) states of an object with minProperties/maxProperties
+MAX_COUNT_STATES = 1024
+
 TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
 
-# keywords that never change which documents are valid
-ANNOTATIONS = frozenset({
-    "title", "description", "examples", "default", "$comment", "$schema", "deprecated",
-    "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "contentSchema",
-    "$anchor", "$dynamicAnchor", "$vocabulary", "$defs", "definitions",
-})
+# keywords that never change which documents are valid (in the 2020-12 reading every node
+# is rewritten into)
+ANNOTATIONS = drafts.ALWAYS_ANNOTATIONS
+
+# internal keywords of rewritten nodes (never in a user's schema: the compiler makes them)
+ABSENT = "$llamay-absent"        # names that must not occur (from not/required, variants)
+EXCLUDE = "$llamay-exclude"      # values that must not occur (from not/enum, not/const)
 
 ENFORCED = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "prefixItems",
     "minItems", "maxItems", "enum", "const", "minLength", "maxLength", "$ref", "anyOf", "$id",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern",
-    "format",
+    "format", "allOf", "oneOf", "not", "if", "then", "else", "patternProperties",
+    "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
+    ABSENT, EXCLUDE,
 })
 
 # keywords that are refused, with the instance types they constrain (None: every type)
@@ -59,17 +93,6 @@ TYPE_SPECIFIC = {
 
 # keywords that only act together with a partner; alone they have no effect (spec)
 NEEDS_PARTNER = {"then": "if", "else": "if", "minContains": "contains", "maxContains": "contains"}
-
-# which keywords each instance type reads (anything else is irrelevant for that type)
-_TYPE_KEYWORDS = {
-    "string": ("minLength", "maxLength"),
-    "array": ("prefixItems", "items", "minItems", "maxItems"),
-    "object": ("properties", "required", "additionalProperties"),
-}
-
-# keywords whose meaning depends on each other: never split across an anyOf merge
-_COUPLED = (frozenset({"properties", "additionalProperties"}), frozenset({"prefixItems", "items"}))
-
 
 def _is_annotation(key: str) -> bool:
     # vendor extensions (OpenAPI `x-...`) are annotations by convention
@@ -127,21 +150,154 @@ def _is_count(v: Any) -> bool:
         (isinstance(v, float) and v.is_integer() and v >= 0)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON documents (1 and true differ; key order does not matter)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _json_in(v: Any, values: List[Any]) -> bool:
+    """v equals one of values as JSON Schema compares (1 == 1.0, true != 1)."""
+    return any(_json_equal(v, w) for w in values)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _values_of(schema: dict) -> Optional[list]:
+    """The values const and enum of schema allow (both: the ones in both), None: any."""
+    out = None
+    if "enum" in schema and isinstance(schema["enum"], list):
+        out = list(schema["enum"])
+    if "const" in schema:
+        c = schema["const"]
+        out = [c] if out is None or _json_in(c, out) else []
+    return out
+
+
+def _parts_of(*schemas) -> Optional[list]:
+    """The original schemas whose conjunction these schemas mean (None: unknown)."""
+    out = []
+    for s in schemas:
+        if s is True:
+            continue
+        if isinstance(s, Node):
+            if s.parts is None:
+                return None
+            out.extend(s.parts)
+        else:
+            out.append(s)
+    return out
+
+
+def _all_of(schemas: list, origin: Optional[Tuple[str, str]] = None):
+    """The conjunction of schemas as one schema (True / False / the schema / an allOf node;
+    origin: the (keyword, pointer) that errors about the made node name)."""
+    items = []
+    for s in schemas:
+        if s is True or (isinstance(s, dict) and not s):
+            continue
+        if s is False:
+            return False
+        if not any(_same(s, x) for x in items):
+            items.append(s)
+    if not items:
+        return True
+    if len(items) == 1:
+        return items[0]
+    return Node({"allOf": items}, parts=_parts_of(*items), origin=origin)
+
+
+@functools.lru_cache(maxsize=512)
+def _pattern_grammar(pattern: str):
+    from ..grammar import Grammar
+    from ..regex import regex_to_expr
+    g = ir.GrammarIR()
+    g.add("root", regex_to_expr(pattern, anchored=False))
+    return Grammar.from_ir(g)
+
+
+def _pattern_matches(pattern: str, s: str, ptr: str) -> bool:
+    """The decoded string s contains a match of pattern (ECMA-262, as the grammar reads it)."""
+    try:
+        g = _pattern_grammar(pattern)
+    except CompileError as e:
+        raise CompileError(f"pattern {pattern!r}: {e.reason}", keyword="patternProperties",
+                           pointer=ptr) from None
+    m = g.matcher()
+    try:
+        data = s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CompileError("a name with a lone surrogate beside patternProperties",
+                           keyword="patternProperties", pointer=ptr) from None
+    return m.accept_bytes(data) and m.is_accepting()
+
+
+def _name_matches(pattern: str, name: str, ptr: str) -> bool:
+    """A declared name matches a patternProperties pattern, read alike by ECMA-262 and
+    Python's re (refused where the two could disagree, see PATTERN_KEY_ALPHABET)."""
+    lo, hi = _key_alphabet([pattern])
+    if not all(lo <= ord(c) <= hi for c in name):
+        raise CompileError(f"the name {name!r} beside the pattern {pattern!r}: ECMA-262 and "
+                           "Python's re may read it differently", keyword="patternProperties",
+                           pointer=ptr)
+    return _pattern_matches(pattern, name, ptr)
+
+
+def _universal_pattern(pattern: Any) -> bool:
+    """Every string contains a match: no anchors or lookaround, and the empty string matches."""
+    if not isinstance(pattern, str):
+        return False
+    if "^" in pattern or "$" in pattern:      # an anchor can make the empty match position-bound
+        return pattern in ("^.*", ".*$", "^[\\s\\S]*$")
+    return _pattern_matches(pattern, "", "")
+
+
+class _Facts:
+    """What every document of a schema has in common, for proving oneOf branches disjoint."""
+    __slots__ = ("types", "values", "required", "props", "closed", "absent")
+
+    def __init__(self, types, values, required, props, closed, absent):
+        self.types = types          # set of TYPES the documents may have
+        self.values = values        # the finite set of documents (enum/const), or None
+        self.required = required    # names every object has
+        self.props = props          # name -> schema of its value
+        self.closed = closed        # the only names an object may have, or None
+        self.absent = absent        # names no object has
+
+
+def _types_overlap(a: Set[str], b: Set[str]) -> Set[str]:
+    out = a & b
+    if "number" in a and "integer" in b or "integer" in a and "number" in b:
+        out.add("integer")
+    return out
+
+
 class _Compiler:
     def __init__(self, g: ir.GrammarIR, root: Any, prefix: str, closed_objects: bool):
         self.g = g
         self.root = root
         self.prefix = prefix
         self.closed = closed_objects
+        self.draft = drafts.draft_of(root)
+        self.ignored: List[IgnoredKeyword] = []
         self.ref_rules: Dict[str, str] = {}
-        self.merged_rules: Dict[Tuple[str, str], str] = {}
+        self.conj_rules: Dict[str, str] = {}
         self._validator = None
         self.number_rules: Dict = {}
-        self._has_refs = '"$ref"' in json.dumps(root) if isinstance(root, dict) else False
+        self._embedded: Optional[bool] = None
 
     # --- helpers ------------------------------------------------------------------------
     def _rule_name(self, ptr: str, kind: str) -> str:
-        slug = re.sub(r"[^A-Za-z0-9]+", "-", ptr).strip("-")
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", ptr).strip("-")[:80]
         return self.g.fresh_name(f"{self.prefix}{slug or 'root'}-{kind}")
 
     def _count(self, schema: dict, key: str, ptr: str) -> Optional[int]:
@@ -174,6 +330,10 @@ class _Compiler:
     def _validating_keys(self, schema: dict) -> List[str]:
         return [k for k in schema if not _is_annotation(k) and k != "$id"]
 
+    def _kw(self, schema: dict, key: str) -> str:
+        """The keyword as written in the schema (a draft rewrite may have renamed it)."""
+        return schema.src.get(key, key) if isinstance(schema, Node) else key
+
     def _check_keywords(self, schema: dict, ptr: str, types: List[str]) -> None:
         """Refuse every keyword that would change validity and is not enforced here."""
         for k, v in schema.items():
@@ -181,13 +341,50 @@ class _Compiler:
                 continue
             if k in NEEDS_PARTNER and NEEDS_PARTNER[k] not in schema:
                 continue        # e.g. 'then' without 'if' is ignored by the spec
-            if k == "if" and "then" not in schema and "else" not in schema:
-                continue
             if k in TYPE_SPECIFIC and not set(TYPE_SPECIFIC[k]) & set(types):
                 continue        # constrains a type this schema excludes anyway
             if _is_noop(k, v):
                 continue
             raise CompileError(f"keyword '{k}' is not enforced", keyword=k, pointer=_ptr(ptr, k))
+
+    def _norm(self, schema: dict, ptr: str) -> Node:
+        """The node in 2020-12 vocabulary (unknown keywords recorded as ignored)."""
+        if isinstance(schema, Node):
+            return schema
+        n = drafts.normalize(schema, self.draft, ptr, self.ignored)
+        if "$recursiveRef" in n:
+            # without embedded resources the dynamic scope has one resource, the root, so
+            # "$recursiveRef": "#" is "$ref": "#" whatever the $recursiveAnchors say
+            if n["$recursiveRef"] != "#" or "$ref" in n or self._embedded_ids():
+                raise CompileError("'$recursiveRef' is enforced only as '#' in a schema "
+                                   "without embedded resources ($id below the root)",
+                                   keyword="$recursiveRef", pointer=_ptr(ptr, "$recursiveRef"))
+            n["$ref"] = n.pop("$recursiveRef")
+            n.src["$ref"] = "$recursiveRef"
+        return n
+
+    def _embedded_ids(self) -> bool:
+        """Some schema below the root has a non-fragment $id (id in draft-04)."""
+        if self._embedded is None:
+            self._embedded = self._find_embedded_ids()
+        return self._embedded
+
+    def _find_embedded_ids(self) -> bool:
+        key = "id" if self.draft == drafts.DRAFT4 else "$id"
+        stack = [(self.root, True)]
+        while stack:
+            x, top = stack.pop()
+            if isinstance(x, dict):
+                v = x.get(key)
+                if not top and isinstance(v, str) and not v.startswith("#"):
+                    return True
+                stack.extend((y, False) for k, y in x.items() if k not in ("enum", "const"))
+            elif isinstance(x, list):
+                stack.extend((y, False) for y in x)
+        return False
+
+    def _uses_ref(self, schema: Any) -> bool:
+        return '"$ref"' in json.dumps(schema) or '"$recursiveRef"' in json.dumps(schema)
 
     # --- entry ---------------------------------------------------------------------------
     def compile(self, schema: Any, ptr: str) -> ir.Expr:
@@ -197,21 +394,33 @@ class _Compiler:
             return ir.NOTHING
         if not isinstance(schema, dict):
             raise CompileError("a schema must be an object or a boolean", pointer=ptr)
-        if "$id" in schema and ptr != "" and self._has_refs:
+        schema = self._norm(schema, ptr)
+        if "$id" in schema and ptr != "" and isinstance(schema["$id"], str) and \
+                not schema["$id"].startswith("#") and self._uses_ref(schema):
             # an embedded resource changes what '#...' means below it: not followed here
-            raise CompileError("'$id' inside a schema that uses '$ref' is not supported",
-                               keyword="$id", pointer=_ptr(ptr, "$id"))
+            raise CompileError("'$id' of a schema that uses '$ref' below the root is not "
+                               "supported", keyword=self._kw(schema, "$id"),
+                               pointer=_ptr(ptr, self._kw(schema, "$id")))
         if "enum" in schema or "const" in schema:
             return self._enum(schema, ptr)
+        if "allOf" in schema or ("$ref" in schema and
+                                 [k for k in self._validating_keys(schema) if k != "$ref"]):
+            return self._conj_rule(schema, ptr, "allOf" if "allOf" in schema else "$ref")
         if "$ref" in schema:
-            others = [k for k in self._validating_keys(schema) if k != "$ref"]
-            if others:
-                return self._merged(schema, "$ref", ptr)
             return self._ref(schema["$ref"], ptr)
+        if "not" in schema:
+            return self.compile(self._apply_not(schema, ptr), ptr)
+        if "if" in schema and ("then" in schema or "else" in schema):
+            return self.compile(self._apply_if(schema, ptr), ptr)
+        if "oneOf" in schema:
+            return self.compile(self._one_of(schema, ptr), ptr)
         if "anyOf" in schema:
             return self._any_of(schema, ptr)
         types = self._types(schema, ptr)
         self._check_keywords(schema, ptr, types)
+        if "object" in types and any(k in schema and not _is_noop(k, schema[k])
+                                     for k in ("dependentRequired", "dependentSchemas")):
+            return self._dependent(schema, ptr)
         if not self._validating_keys(schema):
             return jg.value(self.g)
         alts = []
@@ -225,58 +434,83 @@ class _Compiler:
             elif t in ("number", "integer"):
                 alts.append(self._number(schema, ptr, integer=(t == "integer")))
             elif t == "boolean":
-                alts.append(jg.boolean(self.g))
+                alts.append(self._boolean(schema))
             else:
-                alts.append(jg.null(self.g))
+                alts.append(ir.NOTHING if _json_in(None, schema.get(EXCLUDE, []))
+                            else jg.null(self.g))
         return ir.alt(*alts)
+
+    def _boolean(self, schema: dict) -> ir.Expr:
+        out = schema.get(EXCLUDE, [])
+        if not out:
+            return jg.boolean(self.g)
+        return ir.alt(*(ir.lit(json.dumps(b)) for b in (True, False) if not _json_in(b, out)))
 
     # --- enum / const: a finite set, every sibling keyword enforced by filtering ------------
     def _enum(self, schema: dict, ptr: str) -> ir.Expr:
-        for k in schema:
-            if not _is_annotation(k) and k not in ENFORCED and k not in TYPE_SPECIFIC \
-                    and k not in NEEDS_PARTNER and k not in ("if", "allOf", "oneOf", "not",
-                                                             "format", "$dynamicRef"):
-                raise CompileError(f"keyword '{k}' is not enforced", keyword=k, pointer=_ptr(ptr, k))
-        if "const" in schema:
-            values = [schema["const"]]
-            kw = "const"
-        else:
-            values = schema["enum"]
-            kw = "enum"
-            if not isinstance(values, list):
-                raise CompileError("'enum' must be an array", keyword="enum", pointer=_ptr(ptr, "enum"))
+        if "enum" in schema and not isinstance(schema["enum"], list):
+            raise CompileError("'enum' must be an array", keyword="enum", pointer=_ptr(ptr, "enum"))
+        kw = "const" if "const" in schema else "enum"
+        values = _values_of(schema)     # both keywords: the values in both
         if "format" in schema and isinstance(schema["format"], str) and \
                 jf.format_expr(schema["format"]) is not None:
             # an enforced format filters exactly like the grammar would
             fmt = js.decoded_to_json(jf.format_expr(schema["format"]))
             values = [v for v in values if not isinstance(v, str) or _matches(fmt, v)]
-        if all(_is_annotation(k) or k in ("enum", "const", "type") for k in schema) and \
-                _type_list(schema.get("type")) is not None:
+        if EXCLUDE in schema:
+            values = [v for v in values if not _json_in(v, schema[EXCLUDE])]
+        rest = [k for k in schema if not _is_annotation(k) and k not in ("enum", "const", "type",
+                                                                           "$id", EXCLUDE)]
+        if not rest and _type_list(schema.get("type")) is not None:
             # only `type` beside the values (the common case): no validator needed
             types = _type_list(schema.get("type"))
             kept = [v for v in values if types is True or any(_is_type(v, t) for t in types)]
         else:
             kept = [v for v in values if self._valid(v, schema, ptr, kw)]
-        exprs = [jg.value_literal(self.g, v) for v in kept]
+        t = _type_list(schema.get("type"))
+        # typed integer: integral values are written as integers (no `1.0`)
+        integer = t not in (None, True) and "integer" in t and "number" not in t
+        exprs = [jg.value_literal(self.g, v, integer=integer) for v in kept]
         expr = ir.alt(*exprs)
         if any(isinstance(v, (list, dict)) for v in kept):
             # literal containers count as one level of nesting
             return self.g.add(self._rule_name(ptr, kw), expr, container=True)
         return expr
 
-    def _valid(self, value: Any, schema: dict, ptr: str, kw: str) -> bool:
-        """value satisfies every keyword of schema (jsonschema, resolving refs from the root)."""
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
+    def _validator_class(self):
+        import jsonschema
+        return {drafts.DRAFT4: jsonschema.Draft4Validator,
+                drafts.DRAFT6: jsonschema.Draft6Validator,
+                drafts.DRAFT7: jsonschema.Draft7Validator,
+                drafts.DRAFT2019: jsonschema.Draft201909Validator,
+                drafts.DRAFT2020: jsonschema.Draft202012Validator}[self.draft]
+
+    def _spec_valid(self, value: Any, schema: Any) -> bool:
+        """value satisfies schema, an original schema of this document (jsonschema for the
+        document's draft, refs resolved from the root, formats asserted)."""
+        if schema is True:
+            return True
+        if schema is False:
+            return False
         if self._validator is None:
+            cls = self._validator_class()
             root = self.root if isinstance(self.root, (dict, bool)) else {}
-            self._validator = Draft202012Validator(
-                root, format_checker=Draft202012Validator.FORMAT_CHECKER)
+            self._validator = cls(root, format_checker=cls.FORMAT_CHECKER)
+        return next(self._validator.descend(value, schema), None) is None
+
+    def _valid(self, value: Any, schema: dict, ptr: str, kw: str) -> bool:
+        """value satisfies every keyword of schema (the original schemas it stands for)."""
+        parts = schema.parts if isinstance(schema, Node) else [schema]
+        if parts is None:
+            raise CompileError(f"'{kw}' beside keywords that a merge rewrote is not enforced",
+                               keyword=kw, pointer=_ptr(ptr, kw))
         try:
-            return next(self._validator.descend(value, schema), None) is None
-        except (SchemaError, Exception) as e:  # unresolvable reference, malformed keyword
+            ok = all(self._spec_valid(value, p) for p in parts)
+        except Exception as e:  # unresolvable reference, malformed keyword
             raise CompileError(f"cannot evaluate '{kw}' against its sibling keywords: {e}",
                                keyword=kw, pointer=_ptr(ptr, kw)) from None
+        return ok and not _json_in(value, schema.get(EXCLUDE, [])) and \
+            all(not isinstance(value, dict) or n not in value for n in schema.get(ABSENT, []))
 
     # --- $ref ------------------------------------------------------------------------------
     def _resolve(self, ref: Any, ptr: str) -> Tuple[Any, str]:
@@ -296,7 +530,8 @@ class _Compiler:
             elif isinstance(node, list) and t.isdigit() and int(t) < len(node):
                 node = node[int(t)]
             else:
-                raise CompileError(f"reference {ref!r} points nowhere", keyword="$ref", pointer=where)
+                raise CompileError(f"reference {ref!r} points nowhere", keyword="$ref",
+                                   pointer=where)
         return node, _ptr("", *tokens)
 
     def _ref(self, ref: Any, ptr: str) -> ir.Expr:
@@ -313,101 +548,576 @@ class _Compiler:
             self.g.rules[name].expr = self.compile(schema, ptr)
         return ir.Ref(name)
 
+    # --- allOf / $ref with siblings: one merged schema -------------------------------------
+    def _conj_rule(self, schema: Node, ptr: str, kw: str) -> ir.Expr:
+        """One rule per distinct conjunction (so a conjunction that reaches itself through
+        its properties is a recursive rule, not an endless inlining)."""
+        key = json.dumps(schema)
+        name = self.conj_rules.get(key)
+        if name is None:
+            name = self._rule_name(ptr, "all")
+            self.conj_rules[key] = name
+            self.g.add(name, ir.NOTHING)
+            origin = schema.origin or (self._kw(schema, kw), _ptr(ptr, self._kw(schema, kw)))
+            merged = self._merged(schema, ptr, origin)
+            self.g.rules[name].expr = ir.NOTHING if merged is False else self.compile(merged, ptr)
+        return ir.Ref(name)
+
+    def _merged(self, schema: Any, ptr: str, origin: Tuple[str, str]):
+        """schema with its allOf and $ref folded in: one Node without either, or False.
+        origin: the (keyword, pointer) a refusal names."""
+        parts = self._flatten(schema, ptr, (), origin)
+        out: Any = Node(parts=_parts_of(schema) if isinstance(schema, dict) else None)
+        for p in parts:
+            if p is False:
+                return False
+            out = self._merge2(out, p, ptr, origin)
+            if out is False:
+                return False
+        out.parts = _parts_of(schema) if isinstance(schema, dict) else None
+        return out
+
+    def _flatten(self, schema: Any, ptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
+        """The conjuncts of schema: nodes without allOf or $ref (False: impossible)."""
+        if schema is True:
+            return []
+        if schema is False:
+            return [False]
+        if not isinstance(schema, dict):
+            raise CompileError("a schema must be an object or a boolean", pointer=ptr)
+        n = self._norm(schema, ptr)
+        # keywords without their partner do nothing, but could pair with another part's
+        idle = {k for k, partner in NEEDS_PARTNER.items() if k in n and partner not in n}
+        if "if" in n and "then" not in n and "else" not in n:
+            idle.add("if")
+        rest = Node({k: v for k, v in n.items() if k not in ("allOf", "$ref") and k not in idle},
+                    src=n.src)
+        out = [rest]
+        if "allOf" in n:
+            branches = n["allOf"]
+            if not isinstance(branches, list) or not branches:
+                raise CompileError("'allOf' must be a non-empty array", keyword="allOf",
+                                   pointer=_ptr(ptr, "allOf"))
+            for i, b in enumerate(branches):
+                out.extend(self._flatten(b, _ptr(ptr, "allOf", i), seen, origin))
+        if "$ref" in n:
+            target, tptr = self._resolve(n["$ref"], ptr)
+            if tptr in seen or len(seen) > 32:
+                raise CompileError("a reference that reaches itself through allOf / $ref "
+                                   "siblings alone is not enforced", keyword=origin[0],
+                                   pointer=origin[1])
+            out.extend(self._flatten(target, tptr, seen + (tptr,), origin))
+        return out
+
+    def _refuse_merge(self, what: str, ptr: str, origin: Tuple[str, str]):
+        raise CompileError(f"'{origin[0]}': {what} cannot be merged into one schema exactly",
+                           keyword=origin[0], pointer=origin[1])
+
+    def _merge2(self, a: Node, b: Node, ptr: str, kw: Tuple[str, str]):
+        """The schema meaning `a AND b` (both without allOf/$ref), False when nothing can
+        satisfy both, CompileError when it cannot be written exactly."""
+        out = Node(a, src=dict(a.src))
+        for k, v in b.items():
+            if k in _OBJECT_KEYS or k in _ARRAY_KEYS or _is_annotation(k) or k == "$id":
+                continue
+            if k in b.src:
+                out.src[k] = b.src[k]
+            if k not in out:
+                out[k] = v
+                continue
+            w = out[k]
+            if _same(w, v):
+                continue
+            if k == "type":
+                ta = {w} if isinstance(w, str) else set(w) if isinstance(w, list) else None
+                tb = {v} if isinstance(v, str) else set(v) if isinstance(v, list) else None
+                if ta is None or tb is None:
+                    self._refuse_merge("a malformed 'type'", ptr, kw)
+                both = _types_overlap(ta, tb)
+                if not both:
+                    return False
+                out[k] = [t for t in TYPES if t in both]
+            elif k in ("required", ABSENT, EXCLUDE) and isinstance(v, list) and isinstance(w, list):
+                out[k] = w + [x for x in v if not any(_same(x, y) for y in w)]
+            elif k in ("minLength", "minItems", "minProperties") and _is_count(v) and _is_count(w):
+                out[k] = max(w, v)
+            elif k in ("maxLength", "maxItems", "maxProperties") and _is_count(v) and _is_count(w):
+                out[k] = min(w, v)
+            elif k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum") \
+                    and _is_bound(v) and _is_bound(w):
+                tighter = jn.tighter_bound(w, v, lower=k.endswith("inimum"))
+                if tighter is None:
+                    self._refuse_merge(f"two '{k}' bounds", ptr, kw)
+                out[k] = tighter
+            elif k == "multipleOf" and _is_bound(v) and _is_bound(w) and v > 0 and w > 0:
+                fa, fb = jn._spec_value(w), jn._spec_value(v)
+                if (fa / fb).denominator == 1:
+                    out[k] = w
+                elif (fb / fa).denominator == 1:
+                    out[k] = v
+                else:
+                    self._refuse_merge("two 'multipleOf' divisors", ptr, kw)
+            elif k in ("enum", "const"):
+                continue        # intersected below
+            elif k == "uniqueItems" and isinstance(v, bool) and isinstance(w, bool):
+                out[k] = v or w
+            elif k == "dependentRequired" and isinstance(v, dict) and isinstance(w, dict):
+                out[k] = {n: list(dict.fromkeys(w.get(n, []) + v.get(n, []))) for n in {**w, **v}}
+            elif k == "dependentSchemas" and isinstance(v, dict) and isinstance(w, dict):
+                out[k] = {n: _all_of([w.get(n, True), v.get(n, True)], kw) for n in {**w, **v}}
+            elif k == "propertyNames":
+                out[k] = _all_of([w, v], kw)
+            elif k == "not":
+                out[k] = Node({"anyOf": [w, v]}, parts=None)
+            elif k in ("anyOf", "oneOf") and isinstance(v, list) and isinstance(w, list):
+                if k == "oneOf":
+                    # oneOf AND oneOf: each provably disjoint -> anyOf each, then distribute
+                    self._refuse_merge("two 'oneOf'", ptr, kw)
+                if len(v) * len(w) > MAX_VARIANTS:
+                    self._refuse_merge("two large 'anyOf'", ptr, kw)
+                out[k] = [_all_of([x, y], kw) for x in w for y in v]
+            else:
+                self._refuse_merge(f"two different '{k}'", ptr, kw)
+        values = [_values_of(a), _values_of(b)]
+        if values[0] is not None or values[1] is not None:
+            out.pop("const", None)
+            out.pop("enum", None)
+            known = [vs for vs in values if vs is not None]
+            both = [x for x in known[0] if all(_json_in(x, vs) for vs in known[1:])]
+            if known[0] is values[0] and "const" in a and values[1] is None:
+                out["const"] = a["const"]
+            elif known[0] is values[1] and "const" in b and values[0] is None:
+                out["const"] = b["const"]
+            else:
+                out["enum"] = both
+        if any(k in a or k in b for k in _OBJECT_KEYS):
+            if self._merge_objects(a, b, out, ptr, kw) is False:
+                return False
+        if any(k in a or k in b for k in _ARRAY_KEYS):
+            self._merge_arrays(a, b, out, kw)
+        return out
+
+    def _key_schemas(self, side: dict, name: str, ptr: str) -> list:
+        """What side imposes on the value of key `name` (properties, patterns, or the rest)."""
+        props = side.get("properties", {})
+        res = [props[name]] if isinstance(props, dict) and name in props else []
+        pats = side.get("patternProperties", {})
+        matched = [s for p, s in pats.items() if _name_matches(p, name, ptr)] \
+            if isinstance(pats, dict) else []
+        res += matched
+        if not res and "additionalProperties" in side:
+            res.append(side["additionalProperties"])
+        return res
+
+    def _merge_objects(self, a: Node, b: Node, out: Node, ptr: str, kw: Tuple[str, str]):
+        for k in _OBJECT_KEYS:
+            out.pop(k, None)
+        pa, pb = a.get("properties", {}), b.get("properties", {})
+        if not isinstance(pa, dict) or not isinstance(pb, dict):
+            self._refuse_merge("a malformed 'properties'", ptr, kw)
+        names = list(pa) + [n for n in pb if n not in pa]
+        if names:
+            out["properties"] = {n: _all_of(self._key_schemas(a, n, ptr) +
+                                            self._key_schemas(b, n, ptr), kw) for n in names}
+        ppa, ppb = a.get("patternProperties"), b.get("patternProperties")
+        aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
+        if ppa and ppb:
+            if not (_same(ppa, ppb) and _same(aa, ab)):
+                self._refuse_merge("two 'patternProperties'", ptr, kw)
+            out["patternProperties"], out["additionalProperties"] = ppa, aa
+            return out
+        if ppa or ppb:
+            pp, mine, other = (ppa, aa, ab) if ppa else (ppb, ab, aa)
+            if other is not True and other != {}:
+                # a name that only matches a pattern of one side meets the other side's
+                # additionalProperties: not one keyword any more
+                self._refuse_merge("'patternProperties' beside the other side's "
+                                   "'additionalProperties'", ptr, kw)
+            out["patternProperties"] = pp
+            if "additionalProperties" in a or "additionalProperties" in b:
+                out["additionalProperties"] = mine
+            return out
+        if "additionalProperties" in a or "additionalProperties" in b:
+            out["additionalProperties"] = _all_of([aa, ab], kw)
+        return out
+
+    def _merge_arrays(self, a: Node, b: Node, out: Node, kw: Tuple[str, str]) -> None:
+        for k in _ARRAY_KEYS:
+            out.pop(k, None)
+        pa, pb = a.get("prefixItems", []), b.get("prefixItems", [])
+        ia, ib = a.get("items", True), b.get("items", True)
+        if not isinstance(pa, list) or not isinstance(pb, list):
+            out["prefixItems"] = None       # malformed: refused by _array
+            return
+        n = max(len(pa), len(pb))
+        if n:
+            out["prefixItems"] = [_all_of([pa[i] if i < len(pa) else ia,
+                                           pb[i] if i < len(pb) else ib], kw) for i in range(n)]
+        if "items" in a or "items" in b:
+            out["items"] = _all_of([ia, ib], kw)
+
     # --- anyOf -----------------------------------------------------------------------------
-    def _any_of(self, schema: dict, ptr: str) -> ir.Expr:
+    def _without(self, schema: Node, *keys: str) -> Node:
+        """schema minus keys; it still stands for its original (minus the same keys) when it
+        is a draft rewrite of one original schema."""
+        parts = None
+        if schema.parts is not None and len(schema.parts) == 1 and \
+                all(self._kw(schema, k) == k for k in keys) and \
+                set(schema.parts[0]) >= set(k for k in keys if k in schema):
+            orig = schema.parts[0]
+            if all(schema.get(k) is orig.get(k) for k in schema if k in orig) and \
+                    all(k in schema or _is_annotation(k) or k in keys for k in orig
+                        if k in drafts.KEYWORDS[self.draft]):
+                parts = [{k: v for k, v in orig.items() if k not in keys}]
+        return Node({k: v for k, v in schema.items() if k not in keys}, src=schema.src, parts=parts)
+
+    def _any_of(self, schema: Node, ptr: str) -> ir.Expr:
         branches = schema["anyOf"]
         if not isinstance(branches, list) or not branches:
             raise CompileError("'anyOf' must be a non-empty array", keyword="anyOf",
                                pointer=_ptr(ptr, "anyOf"))
         if [k for k in self._validating_keys(schema) if k != "anyOf"]:
-            return self._merged(schema, "anyOf", ptr)
+            # S AND anyOf[B..] == anyOf[S AND B, ..]
+            rest = self._without(schema, "anyOf")
+            origin = ("anyOf", _ptr(ptr, "anyOf"))
+            return ir.alt(*(self.compile(_all_of([rest, b], origin), _ptr(ptr, "anyOf", i))
+                            for i, b in enumerate(branches)))
         return ir.alt(*(self.compile(b, _ptr(ptr, "anyOf", i)) for i, b in enumerate(branches)))
 
-    def _merged(self, schema: dict, kw: str, ptr: str) -> ir.Expr:
-        """Siblings AND (anyOf / $ref): distribute the siblings into each branch when the
-        merged schema means exactly the conjunction; refuse otherwise."""
-        rest = {k: v for k, v in schema.items() if k != kw and k not in ("$defs", "definitions")}
-        if kw == "$ref":
-            target, tptr = self._resolve(schema["$ref"], ptr)
-            branches = [(target, tptr)]
-        else:
-            branches = [(b, _ptr(ptr, "anyOf", i)) for i, b in enumerate(schema["anyOf"])]
-        merged = []
-        for b, bptr in branches:
-            m = self._merge(rest, b)
-            if m is None:
-                raise CompileError(f"'{kw}' beside other validating keywords is only enforced "
-                                   "when the two merge into one schema", keyword=kw,
-                                   pointer=_ptr(ptr, kw))
-            merged.append(m)
-        if kw == "$ref":
-            # one rule per (target, siblings): a target that refers to itself through
-            # another ref-with-siblings must end in a rule call, not an endless inlining
-            key = (branches[0][1], json.dumps(rest, sort_keys=True))
-            name = self.merged_rules.get(key)
-            if name is None:
-                name = self._rule_name(branches[0][1], "merged")
-                self.merged_rules[key] = name
-                self.g.add(name, ir.NOTHING)
-                m = merged[0]
-                self.g.rules[name].expr = self.compile(m, ptr) if m is not False else ir.NOTHING
-            return ir.Ref(name)
-        return ir.alt(*(self.compile(m, ptr) if m is not False else ir.NOTHING for m in merged))
-
-    def _merge(self, a: dict, b: Any):
-        """The schema meaning `a AND b`, or None when it cannot be written as one schema."""
-        if b is True:
-            return a
-        if b is False:
-            return False
-        if not isinstance(b, dict) or any(k in b for k in ("$ref", "$id", "$defs", "definitions")):
-            return None
-        ka, kb = set(self._validating_keys(a)), set(self._validating_keys(b))
-        for group in _COUPLED:
-            if (ka & group) and (kb & group):
-                return None
-        # the closed-object default of one side must not close the other side's object
-        if self.closed and (("properties" in ka) != ("properties" in kb)):
-            other = kb if "properties" in ka else ka
-            if "additionalProperties" in other:
-                return None
-        out = dict(a)
-        for k, v in b.items():
-            if k not in out or out[k] == v:
-                out[k] = v
-            elif k == "type":
-                ta = {a[k]} if isinstance(a[k], str) else set(a[k])
-                tb = {v} if isinstance(v, str) else set(v)
-                both = (ta & tb) | ({"integer"} if ("integer" in ta and "number" in tb) or
-                                    ("number" in ta and "integer" in tb) else set())
-                if not both:
-                    return False
-                out[k] = [t for t in TYPES if t in both]
-            elif k == "required" and isinstance(v, list) and isinstance(out[k], list):
-                out[k] = list(dict.fromkeys(out[k] + v))
-            elif k in ("minLength", "minItems") and _is_count(v) and _is_count(out[k]):
-                out[k] = max(out[k], v)
-            elif k in ("maxLength", "maxItems") and _is_count(v) and _is_count(out[k]):
-                out[k] = min(out[k], v)
-            elif k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum") \
-                    and _is_bound(v) and _is_bound(out[k]):
-                tighter = jn.tighter_bound(out[k], v, lower=k.endswith("inimum"))
-                if tighter is None:
-                    return None
-                out[k] = tighter
-            elif _is_annotation(k):
+    # --- oneOf: anyOf when no document can satisfy two branches ------------------------------
+    def _one_of(self, schema: Node, ptr: str) -> Node:
+        branches = schema["oneOf"]
+        where = _ptr(ptr, "oneOf")
+        if not isinstance(branches, list) or not branches:
+            raise CompileError("'oneOf' must be a non-empty array", keyword="oneOf", pointer=where)
+        rest = self._without(schema, "oneOf")
+        origin = ("oneOf", where)
+        spec = [self._facts(b, ptr, False) for b in branches]
+        out_branches = []
+        for i, b in enumerate(branches):
+            mine = self._facts(_all_of([rest, b], origin), ptr, self.closed)
+            overlap = [j for j in range(len(branches)) if j != i and
+                       not self._disjoint(mine, spec[j], branches[j], b)]
+            if not overlap:
+                out_branches.append(b)
                 continue
-            else:
-                return None
+            # B_i AND NOT B_j for each branch j it may share documents with: disjoint by
+            # construction; the branches proven disjoint must stay so for the narrower node
+            negs = [self._negate(branches[j], _ptr(where, j)) for j in overlap]
+            if any(n is None for n in negs):
+                j = overlap[negs.index(None)]
+                raise CompileError(f"'oneOf' is enforced only when its branches are provably "
+                                   f"disjoint or the overlapping ones can be negated; branches "
+                                   f"{min(i, j)} and {max(i, j)} may overlap", keyword="oneOf",
+                                   pointer=where)
+            narrowed = _all_of([b] + negs, origin)
+            mine = self._facts(_all_of([rest, narrowed], origin), ptr, self.closed)
+            for j in range(len(branches)):
+                if j != i and j not in overlap and \
+                        not self._disjoint(mine, spec[j], branches[j], b):
+                    raise CompileError(f"'oneOf': branches {min(i, j)} and {max(i, j)} may "
+                                       "overlap", keyword="oneOf", pointer=where)
+            out_branches.append(narrowed)
+        if "anyOf" in rest:
+            # an anyOf beside the oneOf stays a conjunct of its own
+            return _all_of([rest, Node({"anyOf": out_branches}, parts=None)], origin)
+        out = Node(rest, src=rest.src, parts=_parts_of(schema))
+        out["anyOf"] = out_branches
         return out
+
+    def _facts(self, schema: Any, ptr: str, closed: bool) -> Optional[_Facts]:
+        """Facts about the documents of schema (closed: objects with properties and no
+        additionalProperties allow only their properties, as the compiled grammar does);
+        None when the schema admits nothing."""
+        try:
+            m = self._merged(schema, ptr, ("oneOf", _ptr(ptr, "oneOf")))
+        except CompileError:
+            return _Facts(set(TYPES), None, set(), {}, None, set())
+        if m is False:
+            return None
+        t = _type_list(m.get("type"))
+        types = set(TYPES) if t is True or t is None else set(t)
+        if "number" in types:
+            types.add("integer")
+        values = None
+        if "const" in m:
+            values = [m["const"]]
+        elif isinstance(m.get("enum"), list):
+            values = m["enum"]
+        if values is not None:
+            types &= {x for v in values for x in TYPES if _is_type(v, x)}
+        req = m.get("required", [])
+        required = set(req) if isinstance(req, list) else set()
+        props = m.get("properties", {}) if isinstance(m.get("properties"), dict) else {}
+        absent = set(m.get(ABSENT, []))
+        if "not" in m:
+            neg = self._negate(m["not"], ptr)
+            if isinstance(neg, dict):
+                absent |= set(neg.get(ABSENT, []))
+        closed_keys = None
+        if not m.get("patternProperties"):
+            addl = m.get("additionalProperties", None)
+            # the closed default holds for the compiled object only when no later rewrite
+            # (not, if, anyOf, oneOf, dependentSchemas) can merge more properties into it
+            rewrites = any(k in m for k in ("not", "if", "anyOf", "oneOf", "dependentSchemas"))
+            if addl is False or (closed and addl is None and "properties" in m and not rewrites):
+                closed_keys = {n for n, s in props.items() if s is not False}
+        return _Facts(types, values, required, props, closed_keys, absent)
+
+    def _valid_parts(self, value: Any, schema: Any) -> Optional[bool]:
+        """value satisfies schema (an original or a rewritten node, read through the
+        originals it stands for); None when that cannot be told."""
+        parts = _parts_of(schema)
+        if parts is None:
+            return None
+        try:
+            return all(self._spec_valid(value, p) for p in parts)
+        except Exception:
+            return None
+
+    def _value_set(self, schema: Any, ptr: str) -> Optional[list]:
+        f = self._facts(schema, ptr, False)
+        return [] if f is None else f.values
+
+    def _disjoint(self, f: Optional[_Facts], g: Optional[_Facts], g_schema, f_schema) -> bool:
+        """No document of f (the compiled side) is valid under g_schema (spec side)."""
+        if f is None or g is None:
+            return True
+        common = _types_overlap(f.types, g.types)
+        if not common:
+            return True
+        if f.values is not None and not any(self._valid_parts(v, g_schema) is not False
+                                            for v in f.values):
+            return True
+        if g.values is not None and not any(self._valid_parts(v, f_schema) is not False
+                                            for v in g.values):
+            return True
+        if common != {"object"}:
+            return False
+        if f.closed is not None and g.required - f.closed:
+            return True
+        if (f.required & g.absent) or (g.required & f.absent):
+            return True
+        if g.closed is not None and f.required - g.closed:
+            return True
+        # a discriminator: a name f requires whose values g's property schema rejects
+        for name in f.required:
+            if name not in f.props:
+                continue
+            vals = self._value_set(f.props[name], "")
+            if vals is None:
+                continue
+            if g.closed is not None and name not in g.closed:
+                return True
+            if name in g.props and not any(self._valid_parts(v, g.props[name]) is not False
+                                           for v in vals):
+                return True
+        for name in g.required:
+            if name not in g.props or name not in f.props:
+                continue
+            vals = self._value_set(g.props[name], "")
+            if vals is not None and not any(self._valid_parts(v, f.props[name]) is not False
+                                            for v in vals):
+                return True
+        return False
+
+    # --- not / if-then-else: rewritten with the negation as a schema --------------------------
+    def _negate(self, x: Any, ptr: str, depth: int = 0):
+        """A schema meaning NOT x, or None when it cannot be written exactly.
+
+        x is a conjunction of its keywords, so NOT x is the disjunction of each keyword's
+        negation (coupled keywords negated together); each negation is a schema."""
+        if x is True or (isinstance(x, dict) and not [k for k in x if not _is_annotation(k)]):
+            return False
+        if x is False:
+            return True
+        if not isinstance(x, dict) or depth > 8:
+            return None
+        n = self._norm(x, ptr)
+        keys = set(self._validating_keys(n))
+        idle = {k for k, partner in NEEDS_PARTNER.items() if k in keys and partner not in keys}
+        if "if" in keys and not keys & {"then", "else"}:
+            idle.add("if")
+        keys -= idle
+        if not keys:
+            return False
+        groups: List[set] = []
+        if keys & {"enum", "const"}:
+            groups.append(keys & {"enum", "const", "type"})
+        for k in sorted(keys):
+            if not any(k in grp for grp in groups):
+                groups.append({k})
+        negs = []
+        for grp in groups:
+            neg = self._negate_keywords(n, grp, ptr, depth)
+            if neg is None:
+                return None
+            if neg is True:
+                return True
+            if neg is not False:
+                negs.append(neg)
+        if not negs:
+            return False
+        return negs[0] if len(negs) == 1 else Node({"anyOf": negs}, parts=None)
+
+    def _negate_keywords(self, n: Node, grp: set, ptr: str, depth: int):
+        """NOT (the keywords grp of node n), or None."""
+        def node(d):
+            return Node(d, parts=None)
+        if grp == {"$ref"}:
+            target, tptr = self._resolve(n["$ref"], ptr)
+            return self._negate(target, tptr, depth + 1)
+        if grp == {"type"}:
+            t = _type_list(n["type"])
+            if t is None or t is True:
+                return None
+            if "integer" in t and "number" not in t:
+                return None         # "a number with a fraction" is not a type
+            left = [y for y in TYPES if y not in t and y != "integer"]
+            return node({"type": left}) if left else False
+        if grp & {"enum", "const"}:
+            values = [n["const"]] if "const" in n else n["enum"]
+            if not isinstance(values, list):
+                return None
+            if "const" in n and "enum" in n:
+                values = [v for v in values if _json_in(v, n["enum"])]
+            t = _type_list(n.get("type"))
+            if t is None:
+                return None
+            if t is not True:
+                # type T AND enum V is the finite set of values of V that have type T
+                values = [v for v in values if any(_is_type(v, y) for y in t)]
+            return node({EXCLUDE: list(values)})
+        (kw,) = grp
+        v = n[kw]
+        if kw == "required" and isinstance(v, list) and all(isinstance(r, str) for r in v):
+            # NOT (an object having all of R) == an object without one of R
+            alts = [node({"type": "object", ABSENT: [r]}) for r in dict.fromkeys(v)]
+            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
+        if kw == "properties" and isinstance(v, dict):
+            # NOT (each k there has a value S_k) == an object having some k with a value NOT S_k
+            alts = []
+            for name, sub in v.items():
+                neg = self._negate(sub, _ptr(ptr, "properties", name), depth + 1)
+                if neg is None:
+                    return None
+                if neg is not False:
+                    alts.append(node({"type": "object", "required": [name],
+                                      "properties": {name: neg}}))
+            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
+        bounds = {"minimum": ("exclusiveMaximum", "number"),
+                  "maximum": ("exclusiveMinimum", "number"),
+                  "exclusiveMinimum": ("maximum", "number"),
+                  "exclusiveMaximum": ("minimum", "number")}
+        if kw in bounds and _is_bound(v) and self._kw(n, kw) == kw:
+            other, t = bounds[kw]
+            return node({"type": t, other: v})
+        counts = {"minLength": ("maxLength", "string"), "maxLength": ("minLength", "string"),
+                  "minItems": ("maxItems", "array"), "maxItems": ("minItems", "array"),
+                  "minProperties": ("maxProperties", "object"),
+                  "maxProperties": ("minProperties", "object")}
+        if kw in counts and _is_count(v):
+            other, t = counts[kw]
+            if kw.startswith("min"):
+                return False if v == 0 else node({"type": t, other: int(v) - 1})
+            return node({"type": t, other: int(v) + 1})
+        if kw == "anyOf" and isinstance(v, list):
+            negs = [self._negate(b, _ptr(ptr, "anyOf", i), depth + 1) for i, b in enumerate(v)]
+            if any(s is None for s in negs):
+                return None
+            out = _all_of(negs)
+            if isinstance(out, Node):
+                out.parts = None
+            return out
+        if kw == "allOf" and isinstance(v, list):
+            negs = [self._negate(b, _ptr(ptr, "allOf", i), depth + 1) for i, b in enumerate(v)]
+            if any(s is None for s in negs):
+                return None
+            negs = [s for s in negs if s is not False]
+            if any(s is True for s in negs):
+                return True
+            return False if not negs else negs[0] if len(negs) == 1 else node({"anyOf": negs})
+        if kw == "not":
+            return v
+        return None
+
+    def _apply_not(self, schema: Node, ptr: str):
+        neg = self._negate(schema["not"], _ptr(ptr, "not"))
+        if neg is None:
+            raise CompileError("'not' is enforced where the negation of each keyword can be "
+                               "written as a schema (types, enum/const, required, properties, "
+                               "bounds, lengths, anyOf, allOf, not)", keyword="not",
+                               pointer=_ptr(ptr, "not"))
+        out = _all_of([self._without(schema, "not"), neg], ("not", _ptr(ptr, "not")))
+        return out
+
+    def _apply_if(self, schema: Node, ptr: str):
+        cond = schema["if"]
+        neg = self._negate(cond, _ptr(ptr, "if"))
+        if neg is None:
+            raise CompileError("'if' is enforced when its negation can be written as a schema "
+                               "(see 'not')", keyword="if", pointer=_ptr(ptr, "if"))
+        rest = self._without(schema, "if", "then", "else")
+        origin = ("if", _ptr(ptr, "if"))
+        yes = _all_of([rest, cond, schema.get("then", True)], origin)
+        no = _all_of([rest, neg, schema.get("else", True)], origin)
+        alts = [s for s in (yes, no) if s is not False]
+        if not alts:
+            return False
+        return Node({"anyOf": alts}, parts=None)
+
+    # --- dependentRequired / dependentSchemas: variants with each key there or not -----------
+    def _dependent(self, schema: Node, ptr: str) -> ir.Expr:
+        req = schema.get("dependentRequired", {})
+        sch = schema.get("dependentSchemas", {})
+        for kw, v in (("dependentRequired", req), ("dependentSchemas", sch)):
+            lists = isinstance(v, dict) and all(
+                isinstance(x, list) and all(isinstance(n, str) for n in x) for x in v.values())
+            if not isinstance(v, dict) or (kw == "dependentRequired" and not lists):
+                raise CompileError(f"'{kw}' is malformed", keyword=self._kw(schema, kw),
+                                   pointer=_ptr(ptr, self._kw(schema, kw)))
+        names = list(dict.fromkeys(list(req) + list(sch)))
+        if 2 ** len(names) > MAX_VARIANTS:
+            kw = "dependentRequired" if req else "dependentSchemas"
+            raise LimitError(f"{len(names)} dependent names need {2 ** len(names)} variants, more "
+                             f"than the limit of {MAX_VARIANTS}", keyword=self._kw(schema, kw),
+                             pointer=_ptr(ptr, self._kw(schema, kw)))
+        base = self._without(schema, "dependentRequired", "dependentSchemas")
+        base.parts = None
+        alts = []
+        for present in itertools.product((False, True), repeat=len(names)):
+            v = Node(base, src=base.src, parts=None)
+            extra = []
+            for name, here in zip(names, present):
+                if here:
+                    v["required"] = list(dict.fromkeys(list(v.get("required", [])) + [name] +
+                                                       list(req.get(name, []))))
+                    if name in sch:
+                        extra.append(sch[name])
+                else:
+                    v[ABSENT] = list(v.get(ABSENT, [])) + [name]
+            origin = (self._kw(schema, "dependentSchemas"),
+                      _ptr(ptr, self._kw(schema, "dependentSchemas")))
+            alts.append(self.compile(_all_of([v] + extra, origin) if extra else v, ptr))
+        return ir.alt(*alts)
 
     # --- numbers ---------------------------------------------------------------------------
     def _number(self, schema: dict, ptr: str, integer: bool) -> ir.Expr:
+        if EXCLUDE in schema and any(_is_type(v, "number") for v in schema[EXCLUDE]):
+            raise CompileError("'not' of a number value is not enforced", keyword="not",
+                               pointer=ptr)
         if not jn.has_numeric_keywords(schema):
             return jg.integer(self.g) if integer else jg.number(self.g)
-        return jn.number_expr(self.g, schema, ptr, integer=integer,
-                              name=self._rule_name(ptr, "integer" if integer else "number"),
-                              cache=self.number_rules)
+        try:
+            return jn.number_expr(self.g, schema, ptr, integer=integer,
+                                  name=self._rule_name(ptr, "integer" if integer else "number"),
+                                  cache=self.number_rules)
+        except CompileError as e:
+            kw = self._kw(schema, e.keyword) if e.keyword else None
+            if kw == e.keyword:
+                raise
+            # a draft-04 boolean exclusive bound: name the keyword as written
+            raise type(e)(e.reason, keyword=kw, pointer=_ptr(ptr, kw)) from None
 
     # --- strings ---------------------------------------------------------------------------
     def _format(self, schema: dict, ptr: str) -> Optional[ir.Expr]:
@@ -426,7 +1136,13 @@ class _Compiler:
     def _string(self, schema: dict, ptr: str) -> ir.Expr:
         lo = self._count(schema, "minLength", ptr) or 0
         hi = self._count(schema, "maxLength", ptr)
+        out = [v for v in schema.get(EXCLUDE, []) if isinstance(v, str)]
         fmt = self._format(schema, ptr)
+        if out and (fmt is not None or "pattern" in schema or lo or hi is not None):
+            raise CompileError("'not' of a string value beside string keywords is not enforced",
+                               keyword="not", pointer=ptr)
+        if out:
+            return jg.string_not_in(self.g, list(dict.fromkeys(out)))
         if fmt is not None:
             if "pattern" in schema:
                 raise CompileError("'pattern' beside an enforced 'format' is not enforced",
@@ -442,18 +1158,23 @@ class _Compiler:
     # --- arrays ----------------------------------------------------------------------------
     def _array(self, schema: dict, ptr: str) -> ir.Expr:
         g = self.g
+        if EXCLUDE in schema and any(isinstance(v, list) for v in schema[EXCLUDE]):
+            raise CompileError("'not' of an array value is not enforced", keyword="not",
+                               pointer=ptr)
         prefix = schema.get("prefixItems", [])
+        pkw = self._kw(schema, "prefixItems")
         if not isinstance(prefix, list):
-            raise CompileError("'prefixItems' must be an array of schemas", keyword="prefixItems",
-                               pointer=_ptr(ptr, "prefixItems"))
+            raise CompileError("'prefixItems' must be an array of schemas", keyword=pkw,
+                               pointer=_ptr(ptr, pkw))
         items = schema.get("items", True)
+        ikw = self._kw(schema, "items")
         if not isinstance(items, (dict, bool)):
             raise CompileError("'items' must be a schema (array form is draft 2019 and older)",
-                               keyword="items", pointer=_ptr(ptr, "items"))
+                               keyword=ikw, pointer=_ptr(ptr, ikw))
         lo = self._count(schema, "minItems", ptr) or 0
         hi = self._count(schema, "maxItems", ptr)
-        elems = [self.compile(p, _ptr(ptr, "prefixItems", i)) for i, p in enumerate(prefix)]
-        rest = self.compile(items, _ptr(ptr, "items"))
+        elems = [self.compile(p, _ptr(ptr, pkw, i)) for i, p in enumerate(prefix)]
+        rest = self.compile(items, _ptr(ptr, ikw))
         # an impossible element caps the length before it
         for i, e in enumerate(elems):
             if isinstance(e, ir.Nothing):
@@ -488,8 +1209,81 @@ class _Compiler:
         return g.add(self._rule_name(ptr, "array"), expr, container=True)
 
     # --- objects ---------------------------------------------------------------------------
+    def _value_expr(self, schema: Any, ptr: str) -> ir.Expr:
+        return jg.value(self.g) if schema is True else self.compile(schema, ptr)
+
+    def _extra_keys(self, schema: dict, ptr: str, declared: List[str], addl: Any,
+                    addl_ptr: str) -> List[Tuple[ir.Expr, ir.Expr]]:
+        """(key, value) expressions of the members that are not declared properties.
+
+        A pattern that every name matches acts on every member (additionalProperties then
+        never applies). Other patterns (several only when they share one schema) split the
+        extra keys into the pattern's strings and the rest (keys.py: a DFA, complemented for
+        the rest, both minus the declared names), the rest taking additionalProperties.
+        propertyNames is the extra keys' language, exact only when no declared name
+        satisfies it (the declared names need no subtracting then), or when no extra key
+        may occur.
+        """
+        g = self.g
+        pats = schema.get("patternProperties") or {}
+        names_schema = schema.get("propertyNames", True)
+        pp_ptr = _ptr(ptr, "patternProperties")
+        if not isinstance(pats, dict):
+            raise CompileError("'patternProperties' must be an object", keyword="patternProperties",
+                               pointer=pp_ptr)
+        universal = [p for p in pats if _universal_pattern(p)]
+        narrow = [p for p in pats if p not in universal]
+        # every name matches the universal patterns: they act like additionalProperties
+        # beside the narrow ones, which then replace it (a name matching a pattern never
+        # meets additionalProperties)
+        every = [pats[p] for p in universal]
+        out: List[Tuple[Optional[ir.Expr], ir.Expr]] = []   # (key, value); key None: free
+        # names matching no pattern meet additionalProperties, unless a universal pattern
+        # matches them too (then additionalProperties never applies)
+        rest_value = _all_of(every, ("patternProperties", pp_ptr)) if universal else addl
+        if narrow:
+            if len(narrow) > 1 and not all(_same(pats[p], pats[narrow[0]]) for p in narrow):
+                raise CompileError("several 'patternProperties' patterns with different schemas "
+                                   "(a name may match more than one)", keyword="patternProperties",
+                                   pointer=pp_ptr)
+            language = ir.alt(*(js.pattern_expr(p, pp_ptr) for p in narrow))
+            matched = _all_of([pats[narrow[0]]] + every, ("patternProperties", pp_ptr))
+            for value_schema, negate, where in ((matched, False, _ptr(pp_ptr, narrow[0])),
+                                                (rest_value, True, addl_ptr)):
+                value = self._value_expr(value_schema, where)
+                if isinstance(value, ir.Nothing):
+                    continue
+                key = jk.key_expr(g, self._rule_name(where, "key"), language, declared,
+                                  negate=negate, keyword="patternProperties", pointer=pp_ptr,
+                                  alphabet=_key_alphabet(narrow))
+                if not isinstance(key, ir.Nothing):
+                    out.append((key, value))
+        else:
+            value = self._value_expr(rest_value, pp_ptr if universal else addl_ptr)
+            if not isinstance(value, ir.Nothing):
+                out.append((None, value))
+        if not out:
+            return out
+        if names_schema is not True and names_schema != {}:
+            nptr = _ptr(ptr, "propertyNames")
+            if any(self._valid_parts(n, names_schema) is not False for n in declared):
+                raise CompileError("'propertyNames' beside extra keys is enforced only when no "
+                                   "declared name satisfies it", keyword="propertyNames",
+                                   pointer=nptr)
+            if any(k is not None for k, _ in out):
+                raise CompileError("'propertyNames' beside narrow 'patternProperties' is not "
+                                   "enforced", keyword="propertyNames", pointer=nptr)
+            key = self.compile(_all_of([names_schema, {"type": "string"}],
+                                       ("propertyNames", nptr)), nptr)
+            return [(key, v) for _, v in out]
+        free = jg.string_not_in(g, declared)
+        return [(k if k is not None else free, v) for k, v in out]
+
     def _object(self, schema: dict, ptr: str) -> ir.Expr:
         g = self.g
+        if EXCLUDE in schema and any(isinstance(v, dict) for v in schema[EXCLUDE]):
+            raise CompileError("'not' of an object value is not enforced", keyword="not",
+                               pointer=ptr)
         props = schema.get("properties", {})
         if not isinstance(props, dict):
             raise CompileError("'properties' must be an object", keyword="properties",
@@ -499,21 +1293,46 @@ class _Compiler:
             raise CompileError("'required' must be an array of strings", keyword="required",
                                pointer=_ptr(ptr, "required"))
         required = list(dict.fromkeys(required))
+        absent = [n for n in schema.get(ABSENT, []) if isinstance(n, str)]
+        if set(absent) & set(required):
+            return ir.NOTHING
+        pats = schema.get("patternProperties") or {}
         if "additionalProperties" in schema:
             addl, addl_ptr = schema["additionalProperties"], _ptr(ptr, "additionalProperties")
-        elif "properties" in schema and self.closed:
-            addl, addl_ptr = False, None     # documented departure: closed by default
+        elif ("properties" in schema or (isinstance(pats, dict) and pats and
+                                         not all(_universal_pattern(p) for p in pats))) \
+                and self.closed:
+            addl, addl_ptr = False, ptr     # documented departure: closed by default
         else:
-            addl, addl_ptr = True, None
-        addl_expr = self.compile(addl, addl_ptr or ptr) if addl is not True else jg.value(g)
+            addl, addl_ptr = True, ptr
+        names_schema = schema.get("propertyNames", True)
 
-        # (name, value expression, required) in document order
-        entries: List[Tuple[str, ir.Expr, bool]] = []
+        # (name, value schema, required) in document order
+        decl: List[Tuple[str, Any, bool]] = []
         for name, sub in props.items():
-            entries.append((name, self.compile(sub, _ptr(ptr, "properties", name)), name in required))
+            if name in absent:
+                continue
+            decl.append((name, sub, name in required))
         for name in required:
             if name not in props:
-                entries.append((name, addl_expr, True))
+                decl.append((name, None, True))      # its value meets additionalProperties
+        entries: List[Tuple[str, ir.Expr, bool]] = []
+        for name, sub, req in decl:
+            where = _ptr(ptr, "properties", name) if sub is not None else addl_ptr
+            pp_ptr = _ptr(ptr, "patternProperties")
+            matching = [s for p, s in pats.items()
+                        if _universal_pattern(p) or _name_matches(p, name, pp_ptr)] \
+                if isinstance(pats, dict) else []
+            conj = [sub] + matching if sub is not None else (matching or [addl])
+            if names_schema is not True and self._valid_parts(name, names_schema) is not True:
+                if self._valid_parts(name, names_schema) is None:
+                    raise CompileError("'propertyNames' could not be checked against a declared "
+                                       "name", keyword="propertyNames",
+                                       pointer=_ptr(ptr, "propertyNames"))
+                conj = [False]
+            both = _all_of(conj, ("properties", _ptr(ptr, "properties", name)))
+            entries.append((name, self.compile(both, where) if both is not True else jg.value(g),
+                            req))
         present = []
         for name, e, req in entries:
             if isinstance(e, ir.Nothing):
@@ -521,40 +1340,84 @@ class _Compiler:
                     return ir.NOTHING        # a required property that cannot have a value
                 continue
             present.append((name, e, req))
+        declared = list(props) + [r for r in required if r not in props] + \
+            [a for a in absent if a not in props]
+        extras = self._extra_keys(schema, ptr, declared, addl, addl_ptr)
+        lo = self._count(schema, "minProperties", ptr) or 0
+        hi = self._count(schema, "maxProperties", ptr)
+        return self._object_expr(ptr, present, extras, lo, hi)
+
+    def _object_expr(self, ptr: str, present, extras, lo: int, hi: Optional[int]) -> ir.Expr:
+        """The object rule: declared members in order (required ones must come), then extra
+        members; with lo/hi, the members are counted (extra ones too: the count states
+        follow the declared chain)."""
+        g = self.g
         col = jg.colon(g)
         sep = jg.comma(g)
         kvs = [ir.seq(ir.Bytes(jg.canonical_string(n)), col, e) for n, e, _ in present]
-        extra = None
-        if not isinstance(addl_expr, ir.Nothing):
-            declared = list(props) + [r for r in required if r not in props]
-            extra = ir.seq(jg.string_not_in(g, declared), col, addl_expr)
+        extra = jg.alt(*(ir.seq(k, col, v) for k, v in extras)) if extras else None
         n = len(present)
+        n_req = sum(1 for _, _, r in present if r)
+        if hi is not None and n_req > hi:
+            return ir.NOTHING
+        if lo >= 2 and extra is not None:
+            # two equal extra keys count twice here but once in the parsed object
+            raise CompileError("'minProperties' above 1 beside extra keys is not enforced (a "
+                               "repeated key would count twice)", keyword="minProperties",
+                               pointer=_ptr(ptr, "minProperties"))
+        if lo > n + (1 if extra is not None else 0):
+            return ir.NOTHING
+        counted = lo > 1 or hi is not None
+        if counted and (n + 1) * ((hi if hi is not None else lo) + 1) > MAX_COUNT_STATES:
+            raise LimitError(f"counting {n} properties up to {hi if hi is not None else lo} "
+                             f"needs more than {MAX_COUNT_STATES} states",
+                             keyword="maxProperties" if hi is not None else "minProperties",
+                             pointer=_ptr(ptr,
+                                          "maxProperties" if hi is not None else "minProperties"))
         first_req = next((i for i, (_, _, r) in enumerate(present) if r), None)
         starts = list(range(n if first_req is None else first_req + 1))
-        inline = len(starts) * max(n, 1) <= 64
+        inline = len(starts) * max(n, 1) <= 64 and not counted
+        cache: Dict[Tuple[int, int], ir.Expr] = {}
 
-        after_cache: Dict[int, ir.Expr] = {}
+        def cap(c: int) -> int:
+            # counts past both bounds' reach behave alike: one state for them all
+            return c if hi is not None else min(c, lo)
 
-        def after(i: int) -> ir.Expr:
-            # properties i.. (and extra keys) once something has been written
-            if i in after_cache:
-                return after_cache[i]
-            if i == n:
-                e = ir.repeat(ir.seq(sep, extra), 0, None) if extra is not None else ir.EMPTY
-            else:
+        def after(i: int, c: int) -> ir.Expr:
+            # properties i.. (and extra keys) once c members have been written
+            c = cap(c)
+            if (i, c) in cache:
+                return cache[(i, c)]
+            if hi is not None and c > hi:
+                e = ir.NOTHING
+            elif i == n:
+                if extra is None:
+                    e = ir.EMPTY if c >= lo else ir.NOTHING
+                else:
+                    e = ir.repeat(ir.seq(sep, extra), max(lo - c, 0),
+                                  None if hi is None else hi - c)
+            elif not counted:
                 item = ir.seq(sep, kvs[i])
-                e = _seq_onto(item if present[i][2] else ir.opt(item), after(i + 1))
-            if not inline and i < n:
-                e = g.add(self._rule_name(ptr, f"after{i}"), e)
-            after_cache[i] = e
+                e = _seq_onto(item if present[i][2] else ir.opt(item), after(i + 1, c))
+            else:
+                take = _seq_onto(ir.seq(sep, kvs[i]), after(i + 1, c + 1))
+                e = take if present[i][2] else jg.alt(take, after(i + 1, c))
+            if not inline and i < n and not isinstance(e, ir.Nothing):
+                e = g.add(self._rule_name(ptr, f"after{i}" + (f"-{c}" if counted else "")), e)
+            cache[(i, c)] = e
             return e
 
-        firsts = [_seq_onto(kvs[j], after(j + 1)) for j in starts]
+        firsts = [_seq_onto(kvs[j], after(j + 1, 1)) for j in starts]
         if first_req is None and extra is not None:
-            firsts.append(_seq_onto(extra, after(n)))
+            firsts.append(_seq_onto(extra, after(n, 1)))
         members = jg.alt(*firsts)
-        expr = jg.container(g, "{", members, "}", nullable_members=(first_req is None))
+        empty_ok = first_req is None and lo == 0
+        expr = jg.container(g, "{", members, "}", nullable_members=empty_ok)
         return g.add(self._rule_name(ptr, "object"), expr, container=True)
+
+
+_OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties")
+_ARRAY_KEYS = ("prefixItems", "items")
 
 
 def _matches(expr: ir.Expr, s: str) -> bool:
@@ -619,13 +1482,19 @@ def _productive(g: ir.GrammarIR) -> Set[str]:
     return done
 
 
-def add_schema(g: ir.GrammarIR, schema: Any, *, prefix: str, closed_objects: bool = True) -> ir.Expr:
+def add_schema(g: ir.GrammarIR, schema: Any, *, prefix: str,
+               closed_objects: bool = True) -> ir.Expr:
     """Add the rules of `schema` to g (names start with prefix) and return the expression
     matching one instance. `True` / `{}` is any JSON value; local $refs resolve against schema."""
     c = _Compiler(g, schema, prefix, closed_objects)
     if isinstance(schema, bool):
         return c.compile(schema, "")
-    return c.rule_for(schema, "")
+    expr = c.rule_for(schema, "")
+    # keywords the schema's draft does not define (annotations), once each, in schema order
+    seen = set(g.ignored_keywords)
+    g.ignored_keywords = tuple(g.ignored_keywords) + tuple(
+        k for k in dict.fromkeys(c.ignored) if k not in seen)
+    return expr
 
 
 def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget: Optional[int] = 64,

@@ -173,7 +173,8 @@ def _char_in(ranges: ir.Ranges) -> ir.Expr:
 
 def _literal_in(ranges: ir.Ranges) -> ir.Expr:
     """The characters of `ranges` that may stand in a string as themselves."""
-    return ir.charset(_minus(_intersect(ranges, 0x20, ir.MAX_UNICODE), ((0x22, 0x22), (0x5C, 0x5C))))
+    quote_backslash = ((0x22, 0x22), (0x5C, 0x5C))
+    return ir.charset(_minus(_intersect(ranges, 0x20, ir.MAX_UNICODE), quote_backslash))
 
 
 def _escaped_in(ranges: ir.Ranges) -> ir.Expr:
@@ -245,7 +246,8 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
 
 
 def _int_part() -> ir.Expr:
-    return ir.seq(ir.opt(ir.lit("-")), ir.alt(ir.lit("0"), ir.seq(_DIGIT19, ir.repeat(_DIGIT, 0, None))))
+    nonzero = ir.seq(_DIGIT19, ir.repeat(_DIGIT, 0, None))
+    return ir.seq(ir.opt(ir.lit("-")), ir.alt(ir.lit("0"), nonzero))
 
 
 def number(g: ir.GrammarIR) -> ir.Ref:
@@ -258,10 +260,9 @@ def number(g: ir.GrammarIR) -> ir.Ref:
 
 
 def integer(g: ir.GrammarIR) -> ir.Ref:
-    """An integer: JSON integer digits, optionally with an all-zero fraction (`1.0`, which JSON
-    Schema counts as an integer). Exponents are not produced (see docs/json-schema.md)."""
-    return _ensure(g, INTEGER, lambda: ir.seq(
-        _int_part(), ir.opt(ir.seq(ir.lit("."), ir.repeat(ir.lit("0"), 1, None)))))
+    """An integer written as one: `-?(0|[1-9][0-9]*)`. `1.0` (an integer for JSON Schema) and
+    exponents are not produced, a documented narrowing (docs/json-schema.md)."""
+    return _ensure(g, INTEGER, _int_part)
 
 
 def boolean(g: ir.GrammarIR) -> ir.Ref:
@@ -310,15 +311,16 @@ def canonical_string(s: str) -> bytes:
         return json.dumps(s, ensure_ascii=True).encode("ascii")
 
 
-def number_literal(v) -> ir.Expr:
+def number_literal(v, *, fraction: bool = True) -> ir.Expr:
     """A number equal to v: integral values as digits with an optional all-zero fraction
-    (1, 1.0, 1.00), others in Python's shortest repr with optional trailing fraction zeros."""
+    (1, 1.0, 1.00; fraction=False: digits only, for values typed integer), others in Python's
+    shortest repr with optional trailing fraction zeros."""
     if isinstance(v, float):
         if not math.isfinite(v):
             return ir.NOTHING       # not representable in JSON
         if v.is_integer():
             v = int(v)
-    zeros = ir.opt(ir.seq(ir.lit("."), ir.repeat(ir.lit("0"), 1, None)))
+    zeros = ir.opt(ir.seq(ir.lit("."), ir.repeat(ir.lit("0"), 1, None))) if fraction else ir.EMPTY
     if isinstance(v, int):
         if v == 0:
             return ir.seq(ir.opt(ir.lit("-")), ir.lit("0"), zeros)
@@ -329,9 +331,10 @@ def number_literal(v) -> ir.Expr:
     return ir.seq(ir.lit(r), ir.repeat(ir.lit("0"), 0, None))
 
 
-def value_literal(g: ir.GrammarIR, v) -> ir.Expr:
+def value_literal(g: ir.GrammarIR, v, *, integer: bool = False) -> ir.Expr:
     """Exactly the JSON value v (enum/const): objects keep the key order of v, whitespace may
-    stand between tokens, strings use the canonical spelling."""
+    stand between tokens, strings use the canonical spelling. integer=True: the value is
+    typed integer, so an integral number is written as digits only."""
     if v is None:
         return ir.lit("null")
     if v is True:
@@ -339,7 +342,7 @@ def value_literal(g: ir.GrammarIR, v) -> ir.Expr:
     if v is False:
         return ir.lit("false")
     if isinstance(v, (int, float)):
-        return number_literal(v)
+        return number_literal(v, fraction=not integer)
     if isinstance(v, str):
         return ir.Bytes(canonical_string(v))
     if isinstance(v, list):

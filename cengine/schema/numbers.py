@@ -42,10 +42,6 @@ MAX_NUMBER_STATES = 4096
 # digits of a multipleOf divisor's numerator p (the remainder automaton has p states)
 MAX_MODULUS = 1000
 
-# a double written with a fraction is exact only up to 2**53: beyond, an integer's "n.0"
-# spelling could be read as a different integer, so bounded integers' "n.0" stop there
-_EXACT_INT = 2 ** 53
-
 _DBL_MAX = sys.float_info.max
 _INF_VALUE = Fraction(2) ** 1024     # where rounding overflows to infinity: the "double" past max
 
@@ -206,7 +202,7 @@ _SYMBOLS = "-.0123456789"
 
 
 class _NumberDfa:
-    """Spellings -?(0|[1-9][0-9]*)(.[0-9]+)? (integers: fraction digits all 0) whose value
+    """Spellings -?(0|[1-9][0-9]*)(.[0-9]+)? (integers: no fraction) whose value
     passes the bounds (one set for spellings without '.', one for spellings with '.') and
     whose digits, shifted K places, are a multiple of p."""
 
@@ -224,9 +220,8 @@ class _NumberDfa:
         if ch == "-":
             return ("-", True, ic, fc, r, fd) if phase == "S" else None
         if ch == ".":
-            if phase not in ("Z", "I") or self.k == 0:
-                # an integral divisor: integer spellings only (a remainder automaton times
-                # the +-2**53 limit of exact doubles would be large; see _EXACT_INT)
+            if phase not in ("Z", "I") or self.k == 0 or self.integer:
+                # integers, and numbers under an integral divisor: integer spellings only
                 return None
             return (".", neg, (), tuple(b.dot(s) for b, s in zip(self.fb, fc)), r, 0)
         # a digit
@@ -382,7 +377,8 @@ def _emit(g: ir.GrammarIR, name: str, trans, accepting) -> ir.Expr:
             by_target.setdefault(t, []).append(ord(ch))
         alts = [ir.EMPTY] if accepting[i] else []
         for t, bs in sorted(by_target.items()):
-            alts.append(ir.seq(ir.ByteSet(ir.normalize_ranges((b, b) for b in bs)), ir.Ref(names[t])))
+            alts.append(ir.seq(ir.ByteSet(ir.normalize_ranges((b, b) for b in bs)),
+                               ir.Ref(names[t])))
         g.rules[names[i]].expr = ir.alt(*alts)
     return ir.Ref(names[0])
 
@@ -412,7 +408,8 @@ def _divisor(schema: dict, ptr: str, integer: bool) -> Tuple[int, Optional[int]]
     where = _ptr(ptr, "multipleOf")
     v = _read_number(schema, "multipleOf", ptr)
     if v <= 0:
-        raise CompileError("'multipleOf' must be greater than 0", keyword="multipleOf", pointer=where)
+        raise CompileError("'multipleOf' must be greater than 0", keyword="multipleOf",
+                           pointer=where)
     r = _spec_value(v)
     if integer:
         # n = t * p/q with gcd(p, q) = 1 exactly when p divides n
@@ -465,9 +462,7 @@ def number_expr(g: ir.GrammarIR, schema: dict, ptr: str, *, integer: bool, name:
     int_lo, int_hi = _tighter_lower(spec_lo, js_int_lo), _tighter_upper(spec_hi, js_int_hi)
     frac_lo, frac_hi = _tighter_lower(spec_lo, js_frac_lo), _tighter_upper(spec_hi, js_frac_hi)
     if integer:
-        # fraction spellings of large values would be read as another number (see above)
-        frac_lo = _tighter_lower(frac_lo, (Fraction(-_EXACT_INT), True))
-        frac_hi = _tighter_upper(frac_hi, (Fraction(_EXACT_INT), True))
+        frac_lo = frac_hi = None        # integers are written without a fraction
     key = (integer, int_lo, int_hi, frac_lo, frac_hi, p, k)
     if cache is not None and key in cache:
         return cache[key]

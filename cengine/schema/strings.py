@@ -84,9 +84,11 @@ def pattern_expr(pattern, ptr: str) -> ir.Expr:
     try:
         return regex_to_expr(pattern, anchored=False)
     except LimitError as e:
-        raise LimitError(f"pattern {pattern!r}: {e.reason}", keyword="pattern", pointer=where) from None
+        raise LimitError(f"pattern {pattern!r}: {e.reason}", keyword="pattern",
+                         pointer=where) from None
     except CompileError as e:
-        raise CompileError(f"pattern {pattern!r}: {e.reason}", keyword="pattern", pointer=where) from None
+        raise CompileError(f"pattern {pattern!r}: {e.reason}", keyword="pattern",
+                           pointer=where) from None
 
 
 def constrained_string(language: ir.Expr, lo: int, hi: Optional[int], ptr: str,
