@@ -216,7 +216,7 @@ class Model:
             yield from stream.release_all()
             closer = matcher.completion() if matcher is not None else b""
             if closer:
-                yield TokenEvent(-1, closer, None, None, True)
+                yield TokenEvent(-1, closer, None, None, True, closer=True)
             yield finish(reason, closer=closer)
 
         while True:
