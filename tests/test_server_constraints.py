@@ -283,7 +283,36 @@ def test_document_ends_the_turn_every_shape(live, client, seed):
 def test_any_json_has_no_surrounding_whitespace(live, seed):
     # any JSON value may run to the budget (a number never has to end), but no whitespace
     # stands before or after it
-    o = live.ollama().generate(model=live.model_name, prompt="JSON", format="json",
-                               options={"num_predict": 40, "seed": seed})
+    o = live.ollama().generate(model=live.model_name, prompt="JSON",
+                               options={"num_predict": 40, "seed": seed, "llamay_format": "json"})
     assert o.response == o.response.strip(), repr(o.response)
     json.loads(o.response)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ollama_json_mode_is_an_object(live, seed):
+    o = live.ollama().chat(model=live.model_name, messages=MSGS, format="json",
+                           options={"num_predict": 120, "seed": seed})
+    _is_object(o.message.content)
+
+
+# --- Ollama tool_choice on the real decode loop ---------------------------------------------
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+
+@pytest.mark.parametrize("budget", [1, 2, 5, 16])
+def test_ollama_tool_choice_required_gives_a_call(live, budget):
+    # without tool_choice the small model answers prose under a small budget; required makes
+    # the output a call from the first token (closed by the closer when the budget is short)
+    r = httpx.post(live.base + "/api/chat", json={
+        "model": live.model_name, "messages": [{"role": "user", "content": "Weather in Oslo?"}],
+        "tools": [{"type": "function", "function": {"name": "get_weather",
+                                                    "parameters": WEATHER}}],
+        "tool_choice": "required", "stream": False,
+        "options": {"num_predict": budget, "seed": 1}}, timeout=60)
+    assert r.status_code == 200, r.text
+    calls = r.json()["message"].get("tool_calls") or []
+    assert calls and all(c["function"]["name"] == "get_weather" for c in calls)
+    for c in calls:
+        jsonschema.validate(c["function"]["arguments"], WEATHER)

@@ -118,7 +118,8 @@ def ollama_format(fmt: Any) -> List[Candidate]:
     if fmt is None or fmt == "":
         return []
     if fmt == "json":
-        return [("format", "json", "json")]
+        # Ollama's JSON mode grammar has an object at its root, as OpenAI's json_object
+        return [("format", "object", None)]
     if isinstance(fmt, dict):
         return [("format", "schema", fmt)]
     raise InvalidRequest("'format' must be \"json\" or a JSON Schema object", param="format")
