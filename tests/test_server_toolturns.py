@@ -169,6 +169,17 @@ def test_openai_chat_stream_never_sends_the_dropped_call(oa, live, budget, calls
     assert finishes == [finish] and flags == [dropped]
 
 
+def test_cut_after_a_separator_drops_the_call_it_began(oa, live, model):
+    # the newline between calls is released as text, but what follows it must be a call:
+    # the closer would invent one, so it is dropped too
+    model.script = CALL_1 + ["\n", "<tool_call>"] + CALL_2[1:]
+    r = oa.chat.completions.create(model="scripted", messages=MSGS, tools=OA_TOOLS,
+                                   tool_choice="required", max_tokens=6)
+    assert _calls(r.choices[0].message) == [FIRST]
+    assert r.choices[0].finish_reason == "tool_calls"
+    assert r.choices[0].model_extra["llamay_dropped_call"] is True
+
+
 def test_openai_stream_helper_accepts_one_call(oa, live):
     # chat.completions.stream raises LengthFinishReasonError on finish_reason length: the
     # dropped extra call must not cost the complete one

@@ -175,8 +175,10 @@ class TurnReader:
                     out.append(Delta("text", text=v))
             self.finish = ev
             out.append(Delta("finish", finish=ev))
-        elif ev.closer and self.calls and self.calls_stream is not None \
-                and self.calls_stream.discard():
+        elif ev.closer and self.calls and self.calls_stream is not None:
+            # whatever the closer would finish after a complete call is a further call (held
+            # back, or not begun past a separator): drop it rather than close it
+            self.calls_stream.discard()
             self.decoder.reset()
             self.dropped_call = True
         else:
