@@ -62,29 +62,38 @@ def mask_words(vocab_size: int) -> int:
 
 
 def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool = True,
-                        whitespace_budget: Optional[int] = 64, max_depth: int = 64) -> Grammar:
-    """Compile a JSON Schema (dict, bool or JSON text). Unenforceable keywords raise
-    CompileError."""
+                        whitespace_budget: Optional[int] = 64, max_depth: int = 64,
+                        surrounding_whitespace: bool = True) -> Grammar:
+    """Compile a JSON Schema (dict, bool or JSON text). Unenforceable keywords raise CompileError.
+
+    surrounding_whitespace=True accepts whitespace before and after the root value (validating
+    text as written); False is the form for generating: once the root value closes, only the
+    end of the output may follow, so a finished document ends the generation."""
     if isinstance(schema, (str, bytes)):
         try:
             schema = _json.loads(schema)
         except ValueError as e:
             raise CompileError(f"schema is not valid JSON: {e}", pointer="") from None
+    surrounding_whitespace = bool(surrounding_whitespace)
     # keyed on the schema as written: declared property order is part of the grammar
     key = ("schema", _json.dumps(schema, separators=(",", ":")),
-           closed_objects, whitespace_budget, max_depth)
+           closed_objects, whitespace_budget, max_depth, surrounding_whitespace)
 
     def build():
         from .schema import schema_to_ir
         g = schema_to_ir(schema, closed_objects=closed_objects,
-                         whitespace_budget=whitespace_budget, max_depth=max_depth)
+                         whitespace_budget=whitespace_budget, max_depth=max_depth,
+                         surrounding_whitespace=surrounding_whitespace)
         return Grammar.from_ir(g, "json_schema", schema)
     return CACHE.get_or_compile(key, build)
 
 
-def compile_any_json(*, whitespace_budget: Optional[int] = 64, max_depth: int = 64) -> Grammar:
-    """Any valid JSON value (the `json_object` / `format: "json"` modes)."""
-    return compile_json_schema(True, whitespace_budget=whitespace_budget, max_depth=max_depth)
+def compile_any_json(*, whitespace_budget: Optional[int] = 64, max_depth: int = 64,
+                     surrounding_whitespace: bool = True) -> Grammar:
+    """Any valid JSON value (the `format: "json"` modes; OpenAI's `json_object` is the schema
+    {"type": "object"}). surrounding_whitespace as for compile_json_schema."""
+    return compile_json_schema(True, whitespace_budget=whitespace_budget, max_depth=max_depth,
+                               surrounding_whitespace=surrounding_whitespace)
 
 
 def compile_gbnf(text: str, root: str = "root") -> Grammar:

@@ -42,6 +42,22 @@ def test_json_schema_output_validates(tmp_path, fixture_model_path):
     assert "finish_reason" not in r.stdout
 
 
+@pytest.mark.parametrize("seed", ["0", "1", "2"])
+def test_finished_document_ends_the_run(tmp_path, fixture_model_path, seed):
+    # the fixture model writes whitespace wherever the grammar lets it: after the root value
+    # none is allowed, so the run stops there instead of spending the budget
+    schema_file = tmp_path / "s.json"
+    schema_file.write_text(json.dumps({"type": "object", "properties": {"ok": {"type": "boolean"}},
+                                       "required": ["ok"]}))
+    r = invoke("run", "-m", str(fixture_model_path), "--json", str(schema_file),
+               "--max-tokens", "120", "--seed", seed, "Give me JSON")
+    assert r.exit_code == 0, r.stderr
+    doc = r.stdout[:-1]                       # the run ends its output with one newline
+    assert doc == doc.strip(), repr(r.stdout)
+    json.loads(doc)
+    assert finish_reason(r.stderr) == "stop"
+
+
 @pytest.mark.parametrize("max_tokens", ["1", "3"])
 def test_short_budget_closes_the_document(tmp_path, fixture_model_path, max_tokens):
     schema_file = tmp_path / "s.json"

@@ -1498,12 +1498,13 @@ def add_schema(g: ir.GrammarIR, schema: Any, *, prefix: str,
 
 
 def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget: Optional[int] = 64,
-                 max_depth: int = 64) -> ir.GrammarIR:
-    """The whole document: optional whitespace, one instance of schema, optional whitespace."""
+                 max_depth: int = 64, surrounding_whitespace: bool = True) -> ir.GrammarIR:
+    """The whole document: optional whitespace, one instance of schema, optional whitespace
+    (without surrounding_whitespace: the instance alone, so generation ends with its root)."""
     g = ir.GrammarIR()
-    w = jg.ws(g)
+    w = jg.ws(g) if surrounding_whitespace else None
     body = add_schema(g, schema, prefix="s-", closed_objects=closed_objects)
-    g.add("root", ir.seq(w, body, w))
+    g.add("root", ir.seq(w, body, w) if w is not None else body)
     g.root = "root"
     g.whitespace_budget = whitespace_budget
     g.max_depth = max_depth

@@ -19,6 +19,14 @@ from .runner import Turn, TurnReader
 from .state import state_of
 
 API = "anthropic"
+# fields whose names look like constraints and that this route understands
+CONSTRAINT_FIELDS = {"tool_choice", "output_config", "output_format", "llamay_choice_logprobs",
+                     *structured.EXTENSIONS}
+
+
+def _dropped(reader: TurnReader) -> dict:
+    """The llamay extension on a turn whose budget ended an extra call, which was dropped."""
+    return {"llamay_dropped_call": True} if reader.dropped_call else {}
 
 
 def _text_blocks(content: Any, where: str) -> str:
@@ -109,12 +117,13 @@ async def messages(request: Request):
     if max_tokens is None:
         raise InvalidRequest("missing required field 'max_tokens'")
     msgs = chat_messages(body, f)
+    structured.refuse_unknown(body, CONSTRAINT_FIELDS)
     tools = parse_tools(body.get("tools"), API)
     tc = f.dict("tool_choice")
     mode, tool_name = tool_choice_mode(tc, tools, API)
     parallel = not bool((tc or {}).get("disable_parallel_tool_use", False))
     choice = f.bool("llamay_choice_logprobs", False)
-    constraint = structured.build(structured.extension_candidates(body), choice_logprobs=choice)
+    constraint = structured.build(structured.anthropic_candidates(body), choice_logprobs=choice)
     params = SamplingParams(
         max_tokens=max_tokens,
         temperature=f.float("temperature", 1.0, lo=0.0, hi=1.0),
@@ -141,6 +150,7 @@ async def messages(request: Request):
                "stop_sequence": reader.finish.stop_sequence if reader.finish else None,
                "usage": {"input_tokens": p, "output_tokens": c}}
         reader.add_choice_logprobs(out)
+        out.update(_dropped(reader))
         return JSONResponse(out)
     events = await first_then_rest(job)
 
@@ -188,6 +198,7 @@ async def messages(request: Request):
         delta = {"stop_reason": _stop_reason(reader.finish_kind()),
                  "stop_sequence": reader.finish.stop_sequence if reader.finish else None}
         extra = reader.add_choice_logprobs({})
+        extra.update(_dropped(reader))
         yield ev("message_delta", delta=delta, usage={"input_tokens": p, "output_tokens": c},
                  **extra)
         yield ev("message_stop")

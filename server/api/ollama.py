@@ -46,7 +46,20 @@ def _params(st: ServerState, opts: Fields) -> SamplingParams:
     )
 
 
-def _constraint(body: dict, opts_body: dict):
+# fields whose names look like constraints and that these routes understand (tool_choice and
+# parallel_tool_calls: llamay extensions on /api/chat, in the OpenAI forms)
+CONSTRAINT_FIELDS = {"format", "tool_choice"}
+OPTION_CONSTRAINT_FIELDS = {"llamay_choice_logprobs", *structured.EXTENSIONS}
+
+
+def _dropped(reader: TurnReader) -> dict:
+    """The llamay extension on a turn whose budget ended an extra call, which was dropped."""
+    return {"llamay_dropped_call": True} if reader.dropped_call else {}
+
+
+def _constraint(body: dict, opts_body: dict, chat: bool):
+    structured.refuse_unknown(body, CONSTRAINT_FIELDS if chat else {"format"})
+    structured.refuse_unknown(opts_body, OPTION_CONSTRAINT_FIELDS, prefix="options.")
     cands = structured.ollama_format(body.get("format"))
     cands += structured.extension_candidates(opts_body, prefix="options.")
     choice = opts_body.get("llamay_choice_logprobs", False)
@@ -112,7 +125,7 @@ async def _serve(request: Request, chat: bool):
     opts_body = f.dict("options") or {}
     opts = Fields(opts_body, prefix="options.")
     params = _params(st, opts)
-    constraint, choice = _constraint(body, opts_body)
+    constraint, choice = _constraint(body, opts_body, chat)
     stream = f.bool("stream", True)
     tools, mode, tool_name = [], "none", None
     if chat:
@@ -122,8 +135,10 @@ async def _serve(request: Request, chat: bool):
                                  "message": {"role": "assistant", "content": ""},
                                  "done": True, "done_reason": "load"})
         tools = parse_tools(body.get("tools"), API)
-        mode, tool_name = tool_choice_mode(None, tools, API)
+        # Ollama has no tool_choice; llamay takes OpenAI's forms as an extension
+        mode, tool_name = tool_choice_mode(body.get("tool_choice"), tools, "openai")
         turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode,
+                    tool_name=tool_name, parallel_tool_calls=f.bool("parallel_tool_calls", True),
                     constraint=constraint, choice_logprobs=choice)
     else:
         prompt = f.str("prompt", "")
@@ -153,6 +168,7 @@ async def _serve(request: Request, chat: bool):
         out.update({"done": True, "done_reason": _done_reason(reader.finish_kind()),
                     **_timings(reader, t0)})
         reader.add_choice_logprobs(out)
+        out.update(_dropped(reader))
         return JSONResponse(out)
     events = await first_then_rest(job)
 
@@ -184,6 +200,7 @@ async def _serve(request: Request, chat: bool):
         last.update({"done": True, "done_reason": _done_reason(reader.finish_kind()),
                      **_timings(reader, t0)})
         reader.add_choice_logprobs(last)
+        last.update(_dropped(reader))
         yield ndjson(last)
     return stream_response(lines(), API, "application/x-ndjson", ndjson)
 

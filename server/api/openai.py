@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -116,10 +116,21 @@ def chat_messages(messages: Any) -> List[dict]:
     return out
 
 
-def _constraint(body: dict, f: Fields, candidates_extra: list):
-    cands = candidates_extra + structured.extension_candidates(body)
+# fields of the chat and completion routes whose names look like constraints and that they
+# understand; other such names are refused (structured.refuse_unknown)
+CHAT_CONSTRAINT_FIELDS = structured.OPENAI_CONSTRAINT_FIELDS | {"response_format", "tool_choice"}
+RESPONSES_CONSTRAINT_FIELDS = structured.OPENAI_CONSTRAINT_FIELDS | {"tool_choice"}
+
+
+def _constraint(body: dict, f: Fields, rf_param: Optional[str], front: Sequence = ()):
+    cands = list(front) + structured.openai_candidates(body, rf_param)
     choice = f.bool("llamay_choice_logprobs", False)
     return structured.build(cands, choice_logprobs=choice), choice
+
+
+def _dropped(reader: TurnReader) -> dict:
+    """The llamay extension on a turn whose budget ended an extra call, which was dropped."""
+    return {"llamay_dropped_call": True} if reader.dropped_call else {}
 
 
 def _tools(body: dict, f: Fields, api_shape: str):
@@ -161,9 +172,9 @@ async def chat_completions(request: Request):
     model_name = st.check_model(f.str("model"))
     _check_n(f)
     messages = chat_messages(body.get("messages"))
+    structured.refuse_unknown(body, CHAT_CONSTRAINT_FIELDS)
     tools, mode, tool_name, parallel = _tools(body, f, "openai")
-    constraint, choice = _constraint(
-        body, f, structured.openai_response_format(body.get("response_format"), "response_format"))
+    constraint, choice = _constraint(body, f, "response_format")
     want_lp = f.bool("logprobs", False)
     top_k = f.int("top_logprobs", 0, lo=0, hi=20)
     params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
@@ -190,7 +201,8 @@ async def chat_completions(request: Request):
                             "logprobs": {"content": [_lp_entry(lp, top_k)
                                                      for lp in reader.logprobs],
                                          "refusal": None} if want_lp else None,
-                            "finish_reason": _finish_reason(reader.finish_kind())}],
+                            "finish_reason": _finish_reason(reader.finish_kind()),
+                            **_dropped(reader)}],
                "usage": _usage(reader)}
         reader.add_choice_logprobs(out)
         return JSONResponse(out)
@@ -200,7 +212,7 @@ async def chat_completions(request: Request):
         c = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model_name,
              "system_fingerprint": "llamay",
              "choices": [{"index": 0, "delta": delta, "logprobs": logprobs,
-                          "finish_reason": finish}]}
+                          "finish_reason": finish, **(_dropped(reader) if finish else {})}]}
         if include_usage:
             c["usage"] = None
         c.update(extra)
@@ -256,8 +268,8 @@ async def completions(request: Request):
     if body.get("suffix"):
         raise InvalidRequest("'suffix' is not supported", param="suffix")
     echo = f.bool("echo", False)
-    constraint, choice = _constraint(
-        body, f, structured.openai_response_format(body.get("response_format"), "response_format"))
+    structured.refuse_unknown(body, CHAT_CONSTRAINT_FIELDS - {"tool_choice"})
+    constraint, choice = _constraint(body, f, "response_format")
     k = f.int("logprobs", None, lo=0, hi=20)
     params = sampling(f, max_tokens=_budget(f, 16, "max_tokens"), logprobs=k)
     stream = f.bool("stream", False)
@@ -377,10 +389,12 @@ async def responses(request: Request):
     f = Fields(body)
     model_name = st.check_model(f.str("model"))
     messages = responses_messages(body, f)
+    structured.refuse_unknown(body, RESPONSES_CONSTRAINT_FIELDS)
     tools, mode, tool_name, parallel = _tools(body, f, "responses")
     text_cfg = f.dict("text") or {}
+    structured.refuse_unknown(text_cfg, {"format"}, prefix="text.")
     constraint, choice = _constraint(
-        body, f, structured.openai_response_format(text_cfg.get("format"), "text.format"))
+        body, f, None, structured.openai_response_format(text_cfg.get("format"), "text.format"))
     params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
                                             "max_output_tokens"), logprobs=None)
     stream = f.bool("stream", False)
@@ -421,6 +435,7 @@ async def responses(request: Request):
                        "output_tokens_details": {"reasoning_tokens": 0}} if kind else None,
              **echo}
         reader.add_choice_logprobs(r)
+        r.update(_dropped(reader))
         return r
 
     def final_status() -> str:

@@ -36,15 +36,16 @@ class Turn:
     dialect: ToolDialect = DEFAULT_DIALECT
 
     def __post_init__(self):
-        # the call grammar would replace the constraint: refuse rather than drop it silently
-        if self.constraint.grammar is not None and self.tool_mode != "none":
-            raise InvalidRequest(f"'{self.constraint.param}' cannot be combined with tool calls; "
-                                 f"send tool_choice none or leave out the tools",
-                                 param=self.constraint.param)
+        # auto under a constraint is one grammar: a document of the constraint or the calls;
+        # a constraint no composition part expresses cannot stand beside the calls
+        c = self.constraint
+        if c.grammar is not None and self.tool_mode == "auto" and c.part is None:
+            raise InvalidRequest(f"'{c.param}' cannot be combined with tool_choice auto; send "
+                                 f"tool_choice none, required or a named tool", param=c.param)
         if self.choice_logprobs and self.choice_scope() is None:
             raise InvalidRequest("llamay_choice_logprobs needs a choice among alternatives: JSON "
-                                 "output (a schema or JSON mode), tools, or llamay_lexicon",
-                                 param="llamay_choice_logprobs")
+                                 "output (a schema or JSON mode), tools, a choice list or "
+                                 "llamay_lexicon", param="llamay_choice_logprobs")
 
     def offered_tools(self) -> List[ToolSpec]:
         if self.tool_mode == "named":
@@ -59,9 +60,9 @@ class Turn:
         if self.tool_mode != "none":
             name, arguments = self.dialect.CALL_POINTERS
             return ChoiceScope("calls", name_pointer=name, arguments_pointer=arguments)
-        if self.constraint.kind in ("schema", "json"):
+        if self.constraint.kind in ("schema", "json", "object"):
             return ChoiceScope("json")
-        if self.constraint.kind == "lexicon":
+        if self.constraint.kind in ("lexicon", "choice"):
             return ChoiceScope("words", words=list(self.constraint.alternatives or ()))
         return None
 
@@ -74,10 +75,15 @@ class Turn:
         def run(model: GenerationModel, cancel: threading.Event):
             grammar, lazy = turn.constraint.grammar, None
             tools = turn.offered_tools()
+            parallel = turn.parallel_tool_calls
             if turn.tool_mode in ("required", "named"):
-                grammar = turn.dialect.call_grammar(tools, parallel=turn.parallel_tool_calls)
+                # the output is the call: the constraint is for a later answer in text
+                grammar = turn.dialect.call_grammar(tools, parallel=parallel)
+            elif turn.tool_mode == "auto" and grammar is not None:
+                grammar = turn.dialect.answer_or_call_grammar(turn.constraint.part, tools,
+                                                              parallel=parallel)
             elif turn.tool_mode == "auto":
-                lazy = turn.dialect.lazy_call_grammar(tools, parallel=turn.parallel_tool_calls)
+                lazy = turn.dialect.lazy_call_grammar(tools, parallel=parallel)
             if turn.messages is not None:
                 prompt = model.render_chat(
                     turn.messages, tools=[t.openai_shape() for t in tools] or None,
@@ -109,7 +115,12 @@ class Delta:
 
 
 class TurnReader:
-    """Raw events -> Deltas: UTF-8 assembled across tokens, tool calls held back until whole."""
+    """Raw events -> Deltas: UTF-8 assembled across tokens, tool calls held back until whole.
+
+    When the budget ends inside a call that follows a complete one, the closer's bytes are not
+    read: the unfinished call (held back, so never streamed) is dropped, the turn keeps its
+    complete calls and `dropped_call` says so. A call cut with nothing complete before it is
+    finished by the closer as before."""
 
     def __init__(self, turn: Turn, correct: Optional[Callable[[dict], dict]] = None):
         self.turn = turn
@@ -122,6 +133,7 @@ class TurnReader:
         self.logprobs: List[TokenLogprob] = []
         self.finish: Optional[FinishEvent] = None
         self.decisions: Optional[DecisionsEvent] = None
+        self.dropped_call = False
         self.created = int(time.time())
 
     def _split(self, s: str) -> List[Delta]:
@@ -145,6 +157,12 @@ class TurnReader:
                     out.append(Delta("text", text=v))
             self.finish = ev
             out.append(Delta("finish", finish=ev))
+        elif ev.closer and self.calls and self.calls_stream is not None:
+            # whatever the closer would finish after a complete call is a further call (held
+            # back, or not begun past a separator): drop it rather than close it
+            self.calls_stream.discard()
+            self.decoder.reset()
+            self.dropped_call = True
         else:
             lp = None
             if self.turn.params.logprobs is not None:
@@ -175,7 +193,7 @@ class TurnReader:
     def finish_kind(self) -> str:
         """stop | length | tool_calls | stop_sequence | cancelled (API-neutral)."""
         reason = self.finish.reason if self.finish is not None else "cancelled"
-        if reason == "length":
+        if reason == "length" and not self.dropped_call:
             return "length"
         if self.calls:
             return "tool_calls"
@@ -186,6 +204,10 @@ class TurnReader:
         stream event, when the turn asked for it; the same list in every API shape."""
         if self.turn.choice_logprobs and (self.decisions is not None or self.finish is not None):
             decisions = self.decisions.decisions if self.decisions is not None else []
+            if self.dropped_call:
+                # the call the budget cut was dropped: so are the decisions made inside it
+                kept = len(self.calls)
+                decisions = [d for d in decisions if d.call is None or d.call < kept]
             listed = [d.as_dict() for d in decisions]
             if self.correct is not None:
                 listed = [self.correct(d) for d in listed]

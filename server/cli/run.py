@@ -23,7 +23,8 @@ def _load_grammar(json_schema: Optional[str], grammar: Optional[str], regex: Opt
                 text = Path(json_schema).read_text(encoding="utf-8")
             except OSError as e:
                 raise click.BadParameter(str(e), param_hint="--json") from None
-            return cengine.compile_json_schema(text)
+            # the generation form: a finished document ends the output
+            return cengine.compile_json_schema(text, surrounding_whitespace=False)
         if grammar is not None:
             try:
                 text = Path(grammar).read_text(encoding="utf-8")

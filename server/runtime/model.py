@@ -245,7 +245,7 @@ class Model:
             if closer and recorder is not None:
                 recorder.closer(closer)
             if closer:
-                yield TokenEvent(-1, closer, None, None, True)
+                yield TokenEvent(-1, closer, None, None, True, closer=True)
             yield finish(reason, closer=closer)
 
         while True:

@@ -36,6 +36,7 @@ class TokenEvent:
     logprob: Optional[float]
     top_logprobs: Optional[List[Tuple[bytes, float]]]
     forced: bool             # appended without sampling (fast-forward) or by the closer
+    closer: bool = False     # these are the closer's bytes (the budget or context ran out)
 
 
 @dataclass

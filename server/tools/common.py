@@ -59,6 +59,10 @@ class CallReader(Protocol):
 
     def finish(self) -> List[StreamEvent]: ...
 
+    def discard(self) -> bool:
+        """Drop the held-back unfinished call (the budget ended it after a complete call)."""
+        ...
+
 
 class ToolDialect(Protocol):
     """One way of writing tool calls (a module of this package)."""
@@ -73,6 +77,9 @@ class ToolDialect(Protocol):
 
     def lazy_call_grammar(self, tools: Sequence[ToolSpec], *, parallel: bool = True
                           ) -> cengine.TriggeredGrammar: ...
+
+    def answer_or_call_grammar(self, answer: cengine.Part, tools: Sequence[ToolSpec], *,
+                               parallel: bool = True) -> cengine.Grammar: ...
 
     def call_reader(self, tools: Sequence[ToolSpec]) -> CallReader: ...
 

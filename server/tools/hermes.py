@@ -5,9 +5,11 @@ for that form, earlier assistant calls are written in it and tool results become
 `<tool_response>` user turns. Grammar side: under tool_choice required / named the whole
 output is ("<tool_call>" call "</tool_call>")+ from the first token; under auto the text is
 free until the model writes the trigger `<tool_call>`, and from there the lazy grammar
-constrains the rest. In both, `call` is the union over the offered tools of {"name": <that
-tool's name>, "arguments": <that tool's parameter schema>}, so a function nobody offered
-cannot be produced and arguments always fit their schema. The grammar is composed with
+constrains the rest; under auto with an output constraint (response_format and tools) the
+whole output is either one document of the constraint or the call blocks. In all, `call` is
+the union over the offered tools of {"name": <that tool's name>, "arguments": <that tool's
+parameter schema>}, so a function nobody offered cannot be produced and arguments always fit
+their schema. The grammar is composed with
 cengine's public composition API (a TriggeredRegion). Parser side: `CallStream` reads calls
 back, incrementally.
 """
@@ -104,6 +106,17 @@ def call_grammar(tools: Sequence[ToolSpec], *, parallel: bool = True) -> cengine
                                       whitespace_budget=WHITESPACE_BUDGET, max_depth=MAX_DEPTH)
 
 
+def answer_or_call_grammar(answer: cengine.Part, tools: Sequence[ToolSpec], *,
+                           parallel: bool = True) -> cengine.Grammar:
+    """tool_choice auto under an output constraint: from the first byte, either one document
+    of `answer` (and nothing after it) or the call blocks of call_grammar."""
+    if not tools:
+        raise ToolFormatError("tool_choice auto with a constraint needs at least one tool",
+                              param="tools")
+    return cengine.compile_structural(cengine.OneOf(answer, calls_region(tools, parallel=parallel)),
+                                      whitespace_budget=WHITESPACE_BUDGET, max_depth=MAX_DEPTH)
+
+
 def lazy_call_grammar(tools: Sequence[ToolSpec], *, parallel: bool = True
                       ) -> cengine.TriggeredGrammar:
     """(trigger, grammar of what follows the trigger) for tool_choice auto."""
@@ -176,6 +189,13 @@ class CallStream:
         rest = (OPEN if self.in_call else "") + self.buf
         self.buf, self.in_call = "", False
         return [("text", rest)] if rest else []
+
+    def discard(self) -> bool:
+        """Drop what is held back (an unfinished call, or a possible start of one); True if
+        anything was held. Calls already released are not touched."""
+        held = self.in_call or bool(self.buf)
+        self.buf, self.in_call = "", False
+        return held
 
 
 def call_reader(tools: Sequence[ToolSpec]) -> CallStream:
