@@ -11,7 +11,6 @@ text) are checked before the handler sees it.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Iterator, Optional, Tuple
 
 import numpy as np
@@ -50,23 +49,26 @@ async def read_body(request: Request, limits: Limits) -> bytes:
     return b"".join(parts)
 
 
-# JSON string literals, escapes included (possessive: linear, no backtracking); brackets
-# inside them are not structure
-_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.S)
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_QUOTE, _OPENS, _CLOSES = ord('"'), (ord("["), ord("{")), (ord("]"), ord("}"))
 
 
 def json_depth(raw: bytes) -> int:
-    """The deepest nesting of arrays and objects in JSON text, without parsing it: strings
-    are cut out, the brackets left are summed (+1 open, -1 close) and the running maximum
-    taken (numpy: a 4 MiB body scans in milliseconds). Unbalanced or invalid text gives some
-    number; json.loads reports the syntax error afterwards."""
-    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
-    if not brackets:
+    """The deepest nesting of arrays and objects in JSON text, without parsing it (and without
+    recursion): escapes are dropped (in valid JSON a backslash stands only inside strings, so
+    once escaped backslashes and quotes are gone every quote opens or closes a string), a
+    bracket after an even number of quotes is structure, and the running sum of +1 (open) and
+    -1 (close) peaks at the depth. Vectorised with numpy: a 4 MiB body scans in milliseconds.
+    Invalid text gives some number; json.loads reports the syntax error afterwards."""
+    text = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    a = np.frombuffer(text, dtype=np.uint8)
+    outside = (np.cumsum(a == _QUOTE, dtype=np.int32) & 1) == 0
+    opens = ((a == _OPENS[0]) | (a == _OPENS[1])) & outside
+    closes = ((a == _CLOSES[0]) | (a == _CLOSES[1])) & outside
+    at = np.flatnonzero(opens | closes)
+    if not at.size:
         return 0
-    b = np.frombuffer(brackets, dtype=np.uint8)
-    steps = np.where((b == ord("[")) | (b == ord("{")), 1, -1).astype(np.int32)
-    return int(np.cumsum(steps).max())
+    steps = np.where(opens[at], 1, -1).astype(np.int32)
+    return max(0, int(np.cumsum(steps).max()))
 
 
 def loads_bounded(raw: bytes, limits: Limits, what: str = "request body",
