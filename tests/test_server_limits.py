@@ -317,3 +317,26 @@ def test_no_free_compile_thread_is_a_503_with_retry_after(slow_regex):
         assert "compile_timeout_seconds" in message_of("ollama", second)
     finally:
         s.stop()
+
+
+def test_engine_compile_on_a_thread_lets_other_threads_run():
+    """The subset construction (Cython, holding the GIL) hands the GIL over every 50,000 work
+    units: while a costly compile runs on a thread, this thread keeps waking up. (Without the
+    hand-over it cannot run at all until the compile returns.)"""
+    done = threading.Event()
+
+    def costly():
+        try:
+            cengine.compile_regex("(a|b)*a(a|b){20}")     # runs into the compile-work cap
+        except cengine.CompileError:
+            pass
+        finally:
+            done.set()
+    t = threading.Thread(target=costly)
+    wakeups = 0
+    t.start()
+    while not done.is_set():
+        threading.Event().wait(0.002)
+        wakeups += 1
+    t.join()
+    assert wakeups >= 20
