@@ -6,8 +6,8 @@ endpoint (no 5xx), the server healthy and its memory flat afterwards.
 
 Without -m the tiny fixture model of the tests serves (the limits act before the model).
 Prints markdown tables: per bomb the status, the time to the answer (median of 3), the worst
-GET /health latency while it was handled (a separate run), and the limit its message names; per endpoint the
-fuzz's status counts; RSS before and after.
+GET /health latency while it was handled (a separate run), and the limit its message
+names; per endpoint the fuzz's status counts; RSS before and after.
 """
 from __future__ import annotations
 

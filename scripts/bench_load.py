@@ -142,7 +142,8 @@ def scenario_disconnect(srv):
         after.append(small_request_latency(srv))
     print("| client leaves mid-stream | |")
     print("|---|---|")
-    print(f"| next request on an idle server, median of 5 | {1000 * statistics.median(idle):.0f} ms |")
+    print(f"| next request on an idle server, median of 5 | "
+          f"{1000 * statistics.median(idle):.0f} ms |")
     print(f"| next request right after a client left a 600-token stream, median of 5 | "
           f"{1000 * statistics.median(after):.0f} ms |")
 

@@ -71,7 +71,8 @@ def test_refused_without_the_right_key(live, api, method, path, body, case, head
 @pytest.mark.parametrize("api, method, path, body", ROUTES, ids=[r[2] for r in ROUTES])
 @pytest.mark.parametrize("header", ["authorization", "x-api-key"])
 def test_served_with_the_right_key(live, api, method, path, body, header):
-    headers = {"Authorization": f"Bearer {KEY}"} if header == "authorization" else {"x-api-key": KEY}
+    headers = ({"Authorization": f"Bearer {KEY}"} if header == "authorization"
+               else {"x-api-key": KEY})
     if body is not None and "model" in body:
         body = {**body, "model": live.model_name}
     r = httpx.request(method, live.base + path, json=body, headers=headers, timeout=60)

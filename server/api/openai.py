@@ -177,7 +177,8 @@ async def chat_completions(request: Request):
     messages = chat_messages(body.get("messages"))
     tools, mode, tool_name, parallel = _tools(body, f, "openai")
     constraint, choice = await _constraint(
-        request, body, f, structured.openai_response_format(body.get("response_format"), "response_format"))
+        request, body, f,
+        structured.openai_response_format(body.get("response_format"), "response_format"))
     want_lp = f.bool("logprobs", False)
     top_k = f.int("top_logprobs", 0, lo=0, hi=20)
     params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
@@ -273,7 +274,8 @@ async def completions(request: Request):
         raise InvalidRequest("'suffix' is not supported", param="suffix")
     echo = f.bool("echo", False)
     constraint, choice = await _constraint(
-        request, body, f, structured.openai_response_format(body.get("response_format"), "response_format"))
+        request, body, f,
+        structured.openai_response_format(body.get("response_format"), "response_format"))
     k = f.int("logprobs", None, lo=0, hi=20)
     params = sampling(f, max_tokens=_budget(f, 16, "max_tokens"), logprobs=k)
     stream = f.bool("stream", False)
