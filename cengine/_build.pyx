@@ -35,6 +35,11 @@ FLAG_FINAL = _a.FLAG_FINAL
 FLAG_WS = _a.FLAG_WS
 FLAG_CONTAINER = _a.FLAG_CONTAINER
 INF = _a.INF
+
+# compile-work units between two moments the subset construction lets other threads run
+# (about a millisecond): it holds the GIL, and a server compiling on a thread must keep
+# answering other requests meanwhile (docs/reliability.md)
+cdef int64_t GIL_YIELD_UNITS = 50_000
 cdef int MAX_CHAIN_DEPTH = 256
 
 
@@ -630,6 +635,10 @@ cdef inline int _one_state(vector[int]& targets) noexcept:
     return t0
 
 
+cdef inline void _no_op() noexcept nogil:
+    pass
+
+
 cdef class Builder:
     # positions of all rules, numbered rule after rule (CSR edges)
     cdef vector[int] finals, pos_rule, starts
@@ -639,6 +648,7 @@ cdef class Builder:
     cdef vector[int] short_kind, short_byte, short_rule, short_to
     cdef public int64_t used
     cdef int64_t limit
+    cdef int64_t next_yield
     cdef int max_positions
     # the NFA of the rule being determinized
     cdef vector[int] n_eoff, n_eto, n_boff, n_blo, n_bhi, n_bto, n_bws, n_coff, n_crule, n_cto
@@ -647,6 +657,7 @@ cdef class Builder:
 
     def __init__(self, int64_t limit, int max_positions):
         self.used = 0
+        self.next_yield = GIL_YIELD_UNITS
         self.limit = limit
         self.max_positions = max_positions
         self.e_off.push_back(0)
@@ -662,6 +673,10 @@ cdef class Builder:
         if self.used > self.limit:
             raise LimitError(f"grammar too costly to compile: more than {self.limit:,} units "
                              "of automaton construction work (MAX_COMPILE_WORK)")
+        if self.used >= self.next_yield:
+            self.next_yield = self.used + GIL_YIELD_UNITS
+            with nogil:         # a thread waiting for the GIL takes it here
+                _no_op()
         return 0
 
     cdef int closure(self, vector[int]& init) except -1:

@@ -12,6 +12,7 @@ from starlette.routing import Route
 from ..runtime.types import SamplingParams
 from ..tools import parse_tools, tool_choice_mode
 from . import structured
+from .compiling import compile_off_loop
 from .endpoint import endpoint
 from .errors import InvalidRequest
 from .httpio import Fields, first_then_rest, read_json_object, run_to_end, sse, stream_response
@@ -123,7 +124,9 @@ async def messages(request: Request):
     mode, tool_name = tool_choice_mode(tc, tools, API)
     parallel = not bool((tc or {}).get("disable_parallel_tool_use", False))
     choice = f.bool("llamay_choice_logprobs", False)
-    constraint = structured.build(structured.anthropic_candidates(body), choice_logprobs=choice)
+    constraint = await compile_off_loop(request, structured.build,
+                                        structured.anthropic_candidates(body),
+                                        choice_logprobs=choice)
     params = SamplingParams(
         max_tokens=max_tokens,
         temperature=f.float("temperature", 1.0, lo=0.0, hi=1.0),

@@ -5,14 +5,18 @@ from __future__ import annotations
 import contextlib
 from typing import Optional
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from ..runtime.types import GenerationModel
 from . import anthropic, ollama, openai
-from .errors import InvalidRequest, NotFound, error_response
+from .auth import APIKeyMiddleware
+from .compiling import CompilePool
+from .errors import InvalidRequest, NotFound, api_of, error_response
 from .scheduler import Scheduler
 from .settings import Settings
 from .state import ServerState, state_of
@@ -22,30 +26,23 @@ async def health(request: Request) -> JSONResponse:
     st = state_of(request)
     return JSONResponse({"status": "ok", "model": st.model_name,
                          "queued": st.scheduler.queued(),
-                         "busy": st.scheduler.running is not None})
-
-
-def _api_of(path: str) -> str:
-    if path.startswith("/api/"):
-        return "ollama"
-    if path.startswith("/v1/messages"):
-        return "anthropic"
-    return "openai"
+                         "busy": st.scheduler.running is not None,
+                         "queue_wait": st.scheduler.wait_percentiles()})
 
 
 async def _not_found(request: Request, exc: Exception) -> JSONResponse:
     return error_response(NotFound(f"no route {request.method} {request.url.path}"),
-                          _api_of(request.url.path))
+                          api_of(request.url.path))
 
 
 async def _method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
     err = InvalidRequest(f"method {request.method} not allowed on {request.url.path}",
                          status=405)
-    return error_response(err, _api_of(request.url.path))
+    return error_response(err, api_of(request.url.path))
 
 
 async def _any_error(request: Request, exc: Exception) -> JSONResponse:
-    return error_response(exc, _api_of(request.url.path))
+    return error_response(exc, api_of(request.url.path))
 
 
 def load_model(settings: Settings) -> GenerationModel:
@@ -65,13 +62,39 @@ def create_app(settings: Optional[Settings] = None) -> Starlette:
     routes = [Route("/health", health, methods=["GET"])]
     routes += openai.routes() + anthropic.routes() + ollama.routes()
 
+    compiles = CompilePool(settings.limits.compile_threads, settings.limits.compile_timeout_seconds)
+
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
         scheduler.close()
+        compiles.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan,
+    middleware = ([Middleware(APIKeyMiddleware, api_key=settings.api_key)]
+                  if settings.api_key else [])
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                     exception_handlers={404: _not_found, 405: _method_not_allowed,
                                         Exception: _any_error})
-    app.state.llamay = ServerState(settings, model, scheduler)
+    app.state.llamay = ServerState(settings, model, scheduler, compiles=compiles)
     return app
+
+
+class _DrainingServer(uvicorn.Server):
+    """uvicorn, which on SIGTERM / SIGINT stops accepting and waits for open connections;
+    first the queue is drained, so waiting requests get a clean 503 instead of running."""
+
+    def __init__(self, config: uvicorn.Config, scheduler: Scheduler):
+        super().__init__(config)
+        self.scheduler = scheduler
+
+    def handle_exit(self, sig, frame) -> None:
+        self.scheduler.begin_shutdown()
+        super().handle_exit(sig, frame)
+
+
+def serve_app(app: Starlette, host: str, port: int, shutdown_timeout: Optional[float]) -> None:
+    """Run the app until SIGTERM / SIGINT; in-flight requests get up to `shutdown_timeout`
+    seconds to finish (None: as long as they take), then are cancelled."""
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                            timeout_graceful_shutdown=shutdown_timeout)
+    _DrainingServer(config, app.state.llamay.scheduler).run()

@@ -78,10 +78,49 @@ class QueueFull(APIError):
         return 503 if api == "ollama" else 429
 
 
+class ShuttingDown(QueueFull):
+    """The server received SIGTERM: requests still waiting are answered 503 with Retry-After
+    (the running one finishes); new ones are refused the same way."""
+    status = 503
+    openai_type = "server_error"
+    anthropic_type = "overloaded_error"
+
+    def __init__(self, retry_after: int = 1):
+        super().__init__(retry_after)
+        self.message = "the server is shutting down; retry on another instance or later"
+        self.args = (self.message,)
+        self.code = "shutting_down"
+
+    def status_for(self, api: str) -> int:
+        return 503
+
+
+class Unauthorized(APIError):
+    """No or a wrong API key (`llamay serve --api-key`)."""
+    status = 401
+    openai_type = "invalid_request_error"
+    anthropic_type = "authentication_error"
+
+    def __init__(self, message: str):
+        super().__init__(message, code="invalid_api_key")
+
+    def headers(self, api: str) -> Dict[str, str]:
+        return {"WWW-Authenticate": "Bearer"}
+
+
 class ServerError(APIError):
     status = 500
     openai_type = "server_error"
     anthropic_type = "api_error"
+
+
+def api_of(path: str) -> str:
+    """The API shape a path belongs to, for errors raised outside a route's handler."""
+    if path.startswith("/api/"):
+        return "ollama"
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    return "openai"
 
 
 def to_api_error(exc: BaseException) -> APIError:

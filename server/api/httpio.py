@@ -10,19 +10,25 @@ from typing import Any, AsyncIterator, Callable, List, Optional
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from .errors import InvalidRequest, error_payload
+from . import limits
+from .errors import InvalidRequest, api_of, error_payload
 from .scheduler import Job
+from .state import state_of
 
 _MISSING = object()
 
 
 async def read_json_object(request: Request) -> dict:
-    raw = await request.body()
+    """The body as a JSON object, within the server's limits (server/api/limits.py): size
+    while reading, nesting before parsing, counts and constraint sizes after."""
+    lim = state_of(request).settings.limits
+    raw = await limits.read_body(request, lim)
     if not raw.strip():
         raise InvalidRequest("request body is empty; expected a JSON object")
-    body = json.loads(raw.decode("utf-8"))   # JSONDecodeError / UnicodeDecodeError map to 400
+    body = limits.loads_bounded(raw, lim)
     if not isinstance(body, dict):
         raise InvalidRequest("request body must be a JSON object")
+    limits.check_body(body, api_of(request.url.path), lim)
     return body
 
 

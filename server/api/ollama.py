@@ -17,6 +17,7 @@ from starlette.routing import Route
 from ..runtime.types import SamplingParams
 from ..tools import parse_tools, tool_choice_mode
 from . import structured
+from .compiling import compile_off_loop
 from .endpoint import endpoint
 from .errors import InvalidRequest, ModelNotFound, NotFound
 from .httpio import Fields, first_then_rest, ndjson, read_json_object, run_to_end, stream_response
@@ -57,7 +58,7 @@ def _dropped(reader: TurnReader) -> dict:
     return {"llamay_dropped_call": True} if reader.dropped_call else {}
 
 
-def _constraint(body: dict, opts_body: dict, chat: bool):
+async def _constraint(request: Request, body: dict, opts_body: dict, chat: bool):
     structured.refuse_unknown(body, CONSTRAINT_FIELDS if chat else {"format"})
     structured.refuse_unknown(opts_body, OPTION_CONSTRAINT_FIELDS, prefix="options.")
     cands = structured.ollama_format(body.get("format"))
@@ -65,7 +66,8 @@ def _constraint(body: dict, opts_body: dict, chat: bool):
     choice = opts_body.get("llamay_choice_logprobs", False)
     if not isinstance(choice, bool):
         raise InvalidRequest("'options.llamay_choice_logprobs' must be a boolean")
-    return structured.build(cands, choice_logprobs=choice), choice
+    return await compile_off_loop(request, structured.build, cands,
+                                  choice_logprobs=choice), choice
 
 
 def chat_messages(msgs: Any) -> List[dict]:
@@ -77,7 +79,8 @@ def chat_messages(msgs: Any) -> List[dict]:
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
             raise InvalidRequest(f"{where} must be an object with role system, user, assistant "
                                  f"or tool")
-        content = m.get("content") or ""
+        content = m.get("content")
+        content = "" if content is None else content    # Ollama accepts a message without one
         if not isinstance(content, str):
             raise InvalidRequest(f"{where}.content must be a string")
         if m.get("images"):
@@ -125,7 +128,7 @@ async def _serve(request: Request, chat: bool):
     opts_body = f.dict("options") or {}
     opts = Fields(opts_body, prefix="options.")
     params = _params(st, opts)
-    constraint, choice = _constraint(body, opts_body, chat)
+    constraint, choice = await _constraint(request, body, opts_body, chat)
     stream = f.bool("stream", True)
     tools, mode, tool_name = [], "none", None
     if chat:

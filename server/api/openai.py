@@ -13,6 +13,7 @@ from starlette.routing import Route
 from ..runtime.types import SamplingParams
 from ..tools import parse_tools, tool_choice_mode
 from . import structured
+from .compiling import compile_off_loop
 from .endpoint import endpoint
 from .errors import InvalidRequest
 from .httpio import Fields, first_then_rest, read_json_object, run_to_end, sse, stream_response
@@ -78,6 +79,17 @@ def _text_of(content: Any, where: str) -> str:
     raise InvalidRequest(f"{where} must be a string or a list of text parts", param="messages")
 
 
+def _check_message_shape(m: dict, role: str, where: str) -> None:
+    """What OpenAI itself requires of a message: content (an assistant message may have
+    tool_calls instead), and a tool message's tool_call_id."""
+    if m.get("content") is None and not (role == "assistant" and m.get("tool_calls")):
+        raise InvalidRequest(f"missing required field '{where}.content' (role {role})",
+                             param="messages")
+    if role == "tool" and not isinstance(m.get("tool_call_id"), str):
+        raise InvalidRequest(f"missing required field '{where}.tool_call_id' (a string)",
+                             param="messages")
+
+
 def chat_messages(messages: Any) -> List[dict]:
     """Validate OpenAI chat messages into the shape Model.render_chat takes."""
     if not isinstance(messages, list) or not messages:
@@ -93,6 +105,7 @@ def chat_messages(messages: Any) -> List[dict]:
         if role not in ("system", "user", "assistant", "tool"):
             raise InvalidRequest(f"{where}.role must be system, developer, user, assistant or "
                                  f"tool, not {role!r}", param="messages")
+        _check_message_shape(m, role, where)
         msg = {"role": role, "content": _text_of(m.get("content"), f"{where}.content")}
         if role == "assistant" and m.get("tool_calls"):
             calls = m["tool_calls"]
@@ -122,10 +135,12 @@ CHAT_CONSTRAINT_FIELDS = structured.OPENAI_CONSTRAINT_FIELDS | {"response_format
 RESPONSES_CONSTRAINT_FIELDS = structured.OPENAI_CONSTRAINT_FIELDS | {"tool_choice"}
 
 
-def _constraint(body: dict, f: Fields, rf_param: Optional[str], front: Sequence = ()):
+async def _constraint(request: Request, body: dict, f: Fields, rf_param: Optional[str],
+                      front: Sequence = ()):
     cands = list(front) + structured.openai_candidates(body, rf_param)
     choice = f.bool("llamay_choice_logprobs", False)
-    return structured.build(cands, choice_logprobs=choice), choice
+    return await compile_off_loop(request, structured.build, cands,
+                                  choice_logprobs=choice), choice
 
 
 def _dropped(reader: TurnReader) -> dict:
@@ -174,7 +189,7 @@ async def chat_completions(request: Request):
     messages = chat_messages(body.get("messages"))
     structured.refuse_unknown(body, CHAT_CONSTRAINT_FIELDS)
     tools, mode, tool_name, parallel = _tools(body, f, "openai")
-    constraint, choice = _constraint(body, f, "response_format")
+    constraint, choice = await _constraint(request, body, f, "response_format")
     want_lp = f.bool("logprobs", False)
     top_k = f.int("top_logprobs", 0, lo=0, hi=20)
     params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
@@ -269,7 +284,7 @@ async def completions(request: Request):
         raise InvalidRequest("'suffix' is not supported", param="suffix")
     echo = f.bool("echo", False)
     structured.refuse_unknown(body, CHAT_CONSTRAINT_FIELDS - {"tool_choice"})
-    constraint, choice = _constraint(body, f, "response_format")
+    constraint, choice = await _constraint(request, body, f, "response_format")
     k = f.int("logprobs", None, lo=0, hi=20)
     params = sampling(f, max_tokens=_budget(f, 16, "max_tokens"), logprobs=k)
     stream = f.bool("stream", False)
@@ -358,6 +373,8 @@ def responses_messages(body: dict, f: Fields) -> List[dict]:
             if role not in ("system", "user", "assistant"):
                 raise InvalidRequest(f"{where}.role must be system, developer, user or assistant",
                                      param="input")
+            if item.get("content") is None:
+                raise InvalidRequest(f"missing required field '{where}.content'", param="input")
             msgs.append({"role": role,
                          "content": _text_of(item.get("content"), f"{where}.content")})
         elif kind == "function_call":
@@ -393,8 +410,8 @@ async def responses(request: Request):
     tools, mode, tool_name, parallel = _tools(body, f, "responses")
     text_cfg = f.dict("text") or {}
     structured.refuse_unknown(text_cfg, {"format"}, prefix="text.")
-    constraint, choice = _constraint(
-        body, f, None, structured.openai_response_format(text_cfg.get("format"), "text.format"))
+    constraint, choice = await _constraint(
+        request, body, f, None, structured.openai_response_format(text_cfg.get("format"), "text.format"))
     params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
                                             "max_output_tokens"), logprobs=None)
     stream = f.bool("stream", False)

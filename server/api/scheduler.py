@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import threading
+import time
 from typing import Any, AsyncIterator, Callable, Iterable, Optional
 
 from ..runtime.types import GenerationModel
-from .errors import QueueFull
+from .errors import QueueFull, ShuttingDown
 
 # job body: (model, cancel event) -> iterable of events
 JobFn = Callable[[GenerationModel, threading.Event], Iterable[Any]]
@@ -35,6 +36,7 @@ class Job:
         self.cancel = threading.Event()
         self._events: asyncio.Queue = asyncio.Queue()
         self.started = threading.Event()
+        self.submitted = time.monotonic()
 
     # worker side ---------------------------------------------------------------------
     def _post(self, item) -> bool:
@@ -92,6 +94,9 @@ class Scheduler:
         self._pending: "collections.deque[Job]" = collections.deque()
         self._cv = threading.Condition()
         self._closed = False
+        self._draining = False
+        # seconds each of the last jobs waited in the queue before the worker took it
+        self.waits: "collections.deque[float]" = collections.deque(maxlen=1000)
         self.running: Optional[Job] = None
         self._thread = threading.Thread(target=self._worker, name="llamay-generation", daemon=True)
         self._thread.start()
@@ -99,6 +104,8 @@ class Scheduler:
     def submit(self, fn: JobFn, loop: Optional[asyncio.AbstractEventLoop] = None) -> Job:
         job = Job(fn, loop or asyncio.get_running_loop())
         with self._cv:
+            if self._draining:
+                raise ShuttingDown(self.retry_after)
             if self._closed:
                 raise QueueFull(self.retry_after)
             # cancelled jobs still waiting do not hold a place
@@ -123,11 +130,32 @@ class Scheduler:
                     return
                 job = self._pending.popleft()
                 self.running = job
+                self.waits.append(time.monotonic() - job.submitted)
             try:
                 job._run(self.model)
             finally:
                 with self._cv:
                     self.running = None
+
+    def wait_percentiles(self) -> dict:
+        """Queue wait of the last (up to 1,000) jobs, in milliseconds."""
+        with self._cv:
+            w = sorted(self.waits)
+        if not w:
+            return {"n": 0, "p50_ms": None, "p99_ms": None}
+        pick = lambda q: round(1000 * w[min(len(w) - 1, int(q * len(w)))], 1)  # noqa: E731
+        return {"n": len(w), "p50_ms": pick(0.50), "p99_ms": pick(0.99)}
+
+    def begin_shutdown(self) -> None:
+        """SIGTERM: the running job finishes; waiting ones get ShuttingDown (a 503 with
+        Retry-After, in their API's shape), and so does every later submit."""
+        with self._cv:
+            self._draining = True
+            for j in self._pending:
+                j.cancel.set()
+                j._post(_Failure(ShuttingDown(self.retry_after)))
+                j._post(_DONE)
+            self._pending.clear()
 
     def close(self) -> None:
         with self._cv:

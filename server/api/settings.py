@@ -1,7 +1,7 @@
-"""Configuration of `llamay serve` (one model, one queue)."""
+"""Configuration of `llamay serve` (one model, one queue, the request limits, the API key)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Callable, Optional
 
 from ..runtime.default_model import default_model_path
@@ -9,6 +9,57 @@ from ..runtime.types import GenerationModel
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 11435
+
+
+@dataclass
+class Limits:
+    """What one request may ask of the server, checked before any work starts (server/api/
+    limits.py); exceeding one is a 4xx naming it. `llamay serve --limit NAME=VALUE` sets any of
+    them. The defaults leave room above what real clients send (the 2,200 schemas of the
+    maskbench corpus: at most 3,996 values, nesting 25, enums of 1,554) and keep the worst
+    case of each small (docs/reliability.md has the measurements)."""
+    # bytes of one request body; more is a 413 (read stops at the limit, nothing is parsed)
+    max_body_bytes: int = 4 * 1024 * 1024
+    # nesting of arrays and objects in a body (and in a schema sent as JSON text), scanned
+    # without recursion before the body is parsed
+    max_json_depth: int = 128
+    # chat messages (OpenAI / Anthropic / Ollama messages, Responses input items)
+    max_messages: int = 1024
+    # tools offered in one request
+    max_tools: int = 128
+    # JSON values in one schema (response_format, llamay_schema, format, each tool's
+    # parameters), and how deeply it nests
+    max_schema_nodes: int = 20_000
+    max_schema_depth: int = 64
+    # values of one enum, and words of a llamay_lexicon
+    max_enum_values: int = 4096
+    # characters of GBNF text (llamay_grammar) and of a regex (llamay_regex, schema `pattern`)
+    max_grammar_chars: int = 65_536
+    max_regex_chars: int = 4096
+    # a request's token budget (max_tokens, max_completion_tokens, max_output_tokens,
+    # options.num_predict) may not ask for more
+    max_tokens_limit: int = 8192
+    # seconds a constraint may take to compile (off the event loop); past it the request gets
+    # a 400 naming compile_timeout_seconds (a 503 when no compile thread became free in time)
+    compile_timeout_seconds: float = 5.0
+    # threads compiling constraints at once (a compile past its budget keeps its thread until
+    # the engine returns: this bounds how many such threads can pile up)
+    compile_threads: int = 2
+
+    @classmethod
+    def names(cls) -> list:
+        return [f.name for f in fields(cls)]
+
+    def with_value(self, name: str, text: str) -> "Limits":
+        """A copy with one limit set from its text form (the CLI's NAME=VALUE)."""
+        kinds = {f.name: f.type for f in fields(self)}
+        if name not in kinds:
+            raise ValueError(f"unknown limit '{name}'; known: {', '.join(self.names())}")
+        kind = float if kinds[name] in (float, "float") else int
+        value = kind(text)
+        if value <= 0:
+            raise ValueError(f"limit '{name}' must be positive")
+        return Limits(**{**self.__dict__, name: value})
 
 
 @dataclass
@@ -31,6 +82,9 @@ class Settings:
     # passes calibrate.apply_calibration bound to the loaded CALIBRATION.json; the decision's
     # raw logprobs stay beside the corrected posterior
     decision_correction: Optional[Callable[[dict], dict]] = None
+    # when set, every route but GET /health needs it (server/api/auth.py)
+    api_key: Optional[str] = None
+    limits: Limits = field(default_factory=Limits)
 
     def resolved_model_path(self) -> str:
         if self.model_path:

@@ -19,6 +19,7 @@ class ServerState:
     model: GenerationModel
     scheduler: Scheduler
     started: float = field(default_factory=time.time)
+    compiles: Any = None            # compiling.CompilePool (constraints off the event loop)
 
     @property
     def model_name(self) -> str:

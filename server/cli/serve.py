@@ -5,7 +5,7 @@ import gc
 
 import click
 
-from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
+from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Limits, Settings
 
 
 @click.command("serve")
@@ -26,16 +26,32 @@ from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
               type=click.Path(dir_okay=False),
               help="Correct every llamay_choice_logprobs posterior with this fitted calibration "
                    "(llamay calibrate fit); the raw logprobs stay beside it.")
+@click.option("--api-key", default=None, envvar="LLAMAY_API_KEY", metavar="KEY",
+              help="Require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on every route but "
+                   "GET /health (env LLAMAY_API_KEY).")
+@click.option("--limit", "limit_items", multiple=True, metavar="NAME=VALUE",
+              help="Set one request limit (repeatable): " + ", ".join(Limits.names())
+                   + ". Defaults and meaning: docs/reliability.md.")
+@click.option("--shutdown-timeout", default=60.0, show_default=True, type=float,
+              help="Seconds in-flight requests get to finish after SIGTERM.")
 def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_tokens, model_alias,
-          calibration_path):
+          calibration_path, api_key, limit_items, shutdown_timeout):
     """Serve one model over HTTP (OpenAI, Anthropic and Ollama APIs)."""
-    import uvicorn
-
-    from ..api.app import create_app
+    from ..api.app import create_app, serve_app
+    limits = Limits()
+    for item in limit_items:
+        name, eq, value = item.partition("=")
+        try:
+            if not eq:
+                raise ValueError(f"expected NAME=VALUE, got '{item}'")
+            limits = limits.with_value(name.strip(), value.strip())
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--limit") from None
     settings = Settings(model_path=model_path, host=host, port=port, n_ctx=n_ctx,
                         n_threads=n_threads, max_queue=max_queue,
                         default_max_tokens=default_max_tokens, model_alias=model_alias,
-                        decision_correction=decision_correction(calibration_path))
+                        decision_correction=decision_correction(calibration_path),
+                        api_key=api_key or None, limits=limits)
     try:
         app = create_app(settings)
     except FileNotFoundError as exc:
@@ -45,8 +61,10 @@ def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_token
     # longer walks it (one such collection cost a 27 ms mask in the benchmark)
     gc.collect()
     gc.freeze()
-    click.echo(f"llamay: serving {app.state.llamay.model_name} on http://{host}:{port}", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    key_note = " (API key required)" if settings.api_key else ""
+    click.echo(f"llamay: serving {app.state.llamay.model_name} on http://{host}:{port}{key_note}",
+               err=True)
+    serve_app(app, host, port, shutdown_timeout)
 
 
 def decision_correction(path):
