@@ -411,7 +411,8 @@ async def responses(request: Request):
     text_cfg = f.dict("text") or {}
     structured.refuse_unknown(text_cfg, {"format"}, prefix="text.")
     constraint, choice = await _constraint(
-        request, body, f, None, structured.openai_response_format(text_cfg.get("format"), "text.format"))
+        request, body, f, None,
+        structured.openai_response_format(text_cfg.get("format"), "text.format"))
     params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
                                             "max_output_tokens"), logprobs=None)
     stream = f.bool("stream", False)
