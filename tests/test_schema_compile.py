@@ -101,7 +101,8 @@ def test_string_lengths_count_code_points(kw, good, bad):
 
 def test_free_strings_share_one_body_rule():
     g = schema_to_ir({"type": "object", "properties": {
-        "a": {"type": "string"}, "b": {"type": "string"}, "c": {"type": "array", "items": {"type": "string"}},
+        "a": {"type": "string"}, "b": {"type": "string"},
+        "c": {"type": "array", "items": {"type": "string"}},
         "d": {"type": "string", "minLength": 1}}})
     body_rules = [n for n in g.rules if "body" in n]
     assert body_rules == [jg.STRING_BODY]
@@ -120,11 +121,14 @@ OBJECT_CASES = [
      ['{}', '{"age":1}', '{"age":1,"name":"a"}', '{"name":"a","x":1}', '{"name":1}',
       '{"name":"a","name":"b"}', '{"n\\u0061me":"a"}', '{"name":"a",}']),
     (PERSON, {"closed_objects": False},
-     ['{"name":"a","x":1}', '{"name":"a","age":1,"x":[1],"y":{}}', '{"name":"a","nam":1,"namex":2}'],
+     ['{"name":"a","x":1}', '{"name":"a","age":1,"x":[1],"y":{}}',
+      '{"name":"a","nam":1,"namex":2}'],
      ['{"name":"a","name":"b"}', '{"name":"a","n\\u0061me":"b"}', '{"name":"a","age":"x"}',
       '{"x":1,"name":"a"}']),
-    ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
-     {}, ['{"a":1,"b":"x"}', '{"b":"x","c":"y"}', '{}'], ['{"b":1}', '{"a":"x"}', '{"\\u0061":"s"}']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}},
+      "additionalProperties": {"type": "string"}},
+     {}, ['{"a":1,"b":"x"}', '{"b":"x","c":"y"}', '{}'],
+     ['{"b":1}', '{"a":"x"}', '{"\\u0061":"s"}']),
     ({"type": "object", "additionalProperties": False}, {}, ["{}"], ['{"a":1}']),
     ({"type": "object", "properties": {}}, {}, ["{}"], ['{"a":1}']),
     ({"type": "object", "properties": {}}, {"closed_objects": False}, ["{}", '{"a":1}'], []),
@@ -198,7 +202,8 @@ ENUM_CASES = [
     ({"enum": [0]}, ["0", "-0", "0.0"], ["false", "1"]),
     ({"enum": [False]}, ["false"], ["0", "null"]),
     ({"enum": [1.5, -2.25]}, ["1.5", "1.50", "-2.25"], ["1.51", "2.25"]),
-    ({"const": {"a": [1, {"b": None}]}}, ['{"a":[1,{"b":null}]}', '{ "a" : [ 1 , { "b" : null } ] }'],
+    ({"const": {"a": [1, {"b": None}]}},
+     ['{"a":[1,{"b":null}]}', '{ "a" : [ 1 , { "b" : null } ] }'],
      ['{"a":[1,{"b":null},2]}', '{"a":[1]}']),
     ({"const": []}, ["[]", "[ ]"], ["[1]"]),
     ({"const": "é\n\"x"}, ['"é\\n\\"x"'], ['"\\u00e9\\n\\"x"', '"é\n\\"x"']),
@@ -227,15 +232,18 @@ TREE = {"$defs": {"node": {"type": "object", "properties": {
 REF_CASES = [
     (TREE, ['{"value":1}', '{"value":1,"children":[{"value":2,"children":[{"value":3}]}]}'],
      ['{"value":1,"children":[{}]}', '{"children":[]}']),
-    ({"definitions": {"s": {"type": "string"}}, "type": "array", "items": {"$ref": "#/definitions/s"}},
+    ({"definitions": {"s": {"type": "string"}}, "type": "array",
+      "items": {"$ref": "#/definitions/s"}},
      ['["a"]'], ["[1]"]),
     ({"type": "object", "properties": {"self": {"$ref": "#"}, "n": {"type": "null"}}},
      ['{}', '{"self":{"self":{"n":null}}}'], ['{"self":1}']),
     ({"$defs": {"a/b": {"type": "integer"}, "c%d": {"type": "null"}, "t~": {"type": "boolean"}},
-      "prefixItems": [{"$ref": "#/$defs/a~1b"}, {"$ref": "#/$defs/c%25d"}, {"$ref": "#/$defs/t~0"}]},
+      "prefixItems": [{"$ref": "#/$defs/a~1b"}, {"$ref": "#/$defs/c%25d"},
+                      {"$ref": "#/$defs/t~0"}]},
      ["[1,null,true]"], ['["x"]', "[1,1]", "[1,null,1]"]),
-    ({"$defs": {"l": {"anyOf": [{"type": "null"}, {"type": "array", "prefixItems": [{"$ref": "#/$defs/l"}],
-                                                   "items": False, "minItems": 1}]}},
+    ({"$defs": {"l": {"anyOf": [{"type": "null"},
+                                {"type": "array", "prefixItems": [{"$ref": "#/$defs/l"}],
+                                 "items": False, "minItems": 1}]}},
       "$ref": "#/$defs/l"}, ["null", "[null]", "[[[null]]]"], ["[]", "[[]]", "[null,null]"]),
     ({"$defs": {"int": {"type": "integer"}}, "$ref": "#/$defs/int", "description": "annotation"},
      ["1"], ["1.5"]),
@@ -251,14 +259,17 @@ def test_refs(schema, good, bad):
 
 def test_required_endless_recursion_is_refused():
     with pytest.raises(CompileError):
-        schema_to_ir({"type": "object", "properties": {"next": {"$ref": "#"}}, "required": ["next"]})
+        schema_to_ir({"type": "object", "properties": {"next": {"$ref": "#"}},
+                      "required": ["next"]})
     with pytest.raises(CompileError):
-        schema_to_ir({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})
+        schema_to_ir({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+                      "$ref": "#/$defs/a"})
 
 
 # --- anyOf / boolean schemas ----------------------------------------------------------------
 ANYOF_CASES = [
-    ({"anyOf": [{"type": "string", "maxLength": 1}, {"type": "integer"}]}, ['"a"', "5"], ['"ab"', "1.5"]),
+    ({"anyOf": [{"type": "string", "maxLength": 1}, {"type": "integer"}]}, ['"a"', "5"],
+     ['"ab"', "1.5"]),
     ({"anyOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
                 {"type": "object", "properties": {"b": {"type": "string"}}, "required": ["b"]}]},
      ['{"a":1}', '{"b":"x"}'], ['{"a":"x"}', "{}", '{"a":1,"b":"x"}']),
@@ -283,7 +294,8 @@ def test_any_of(schema, good, bad):
 REFUSED = [
     ({"type": "string", "pattern": "^(?=a)"}, "pattern", "/pattern"),
     ({"type": "string", "format": 3}, "format", "/format"),
-    ({"properties": {"age": {"type": "integer", "minimum": "0"}}}, "minimum", "/properties/age/minimum"),
+    ({"properties": {"age": {"type": "integer", "minimum": "0"}}}, "minimum",
+     "/properties/age/minimum"),
     ({"maximum": None}, "maximum", "/maximum"),
     ({"exclusiveMinimum": True}, "exclusiveMinimum", "/exclusiveMinimum"),
     ({"type": "number", "multipleOf": 0}, "multipleOf", "/multipleOf"),
@@ -310,7 +322,8 @@ REFUSED = [
     ({"type": "strin"}, "type", "/type"),
     ({"minLength": -1}, "minLength", "/minLength"),
     ({"properties": {"a~b/c": {"pattern": "(x)\\1"}}}, "pattern", "/properties/a~0b~1c/pattern"),
-    ({"anyOf": [{"type": "integer"}, {"type": "string", "format": ["email"]}]}, "format", "/anyOf/1/format"),
+    ({"anyOf": [{"type": "integer"}, {"type": "string", "format": ["email"]}]}, "format",
+     "/anyOf/1/format"),
     ({"type": "object", "properties": {"a": {}}, "anyOf": [{"pattern": "x"}, {"pattern": "y"}],
       "pattern": "z"}, "anyOf", "/anyOf"),                                # cannot merge exactly
 ]
@@ -329,8 +342,8 @@ def test_refused_keywords_name_keyword_and_pointer(schema, keyword, pointer):
 NOOPS = [{"uniqueItems": False}, {"minProperties": 0}, {"then": {"minLength": 3}},
          {"maxContains": 1}, {"if": {"type": "string"}}, {"propertyNames": True},
          {"title": "t", "description": "d", "examples": [1], "default": 2, "$comment": "c",
-          "deprecated": True, "readOnly": True, "writeOnly": False, "contentMediaType": "text/plain",
-          "x-vendor": {"minimum": 3}}]
+          "deprecated": True, "readOnly": True, "writeOnly": False,
+          "contentMediaType": "text/plain", "x-vendor": {"minimum": 3}}]
 
 
 @pytest.mark.parametrize("schema", NOOPS)
@@ -421,7 +434,8 @@ def _open_object_schema():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.sampled_from(OPEN_NAMES), st.text(alphabet="nameä\"\t\U0001F600x\\/é", max_size=6)),
+@given(st.one_of(st.sampled_from(OPEN_NAMES),
+                 st.text(alphabet="nameä\"\t\U0001F600x\\/é", max_size=6)),
        st.booleans(), st.sampled_from(['1', '"s"']))
 def test_open_object_keys_sound_and_canonical_complete(key, ascii_only, value):
     g = cengine.compile_json_schema(_open_object_schema(), closed_objects=False)
