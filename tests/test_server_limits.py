@@ -339,4 +339,7 @@ def test_engine_compile_on_a_thread_lets_other_threads_run():
         threading.Event().wait(0.002)
         wakeups += 1
     t.join()
-    assert wakeups >= 20
+    # without the hand-over this thread waits out the whole Cython call: at most the wake-up
+    # before the compile took the GIL and the one after it returned. Several wake-ups prove the
+    # hand-over without betting on how fast this machine compiles (the count under load: 16)
+    assert wakeups >= 5
