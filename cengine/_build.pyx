@@ -73,6 +73,7 @@ cdef object _Alt = _ir.Alt
 cdef object _Repeat = _ir.Repeat
 cdef object _Ref = _ir.Ref
 cdef object _Nothing = _ir.Nothing
+cdef object _Dfa = _ir.Dfa
 
 # expressions deeper than this were refused by the Python passes before (recursion limit);
 # the guard only keeps the C stack safe
@@ -152,6 +153,8 @@ cdef object _max_match(e, rule_max, ws_type, int depth):
         return rule_max(e.name)
     if k is ws_type:
         return _max_match(e.item, rule_max, ws_type, depth + 1)
+    if k is _Dfa:
+        return _ir.dfa_max_match(e)
     return 0
 
 
@@ -236,6 +239,8 @@ cdef long long _size(e, dict known, ws_type, int depth) except -1:
         return _size(e.item, known, ws_type, depth + 1)
     if k is _Bytes:
         return max(1, len(e.data))
+    if k is _Dfa:
+        return _ir.dfa_size(e)
     return 1
 
 
@@ -416,7 +421,7 @@ cdef class RuleNfa:
         return s, t
 
     cdef int emit(self, e, int s, int t, int depth) except -1:
-        cdef int i, m, cur, nxt, a, b, saved, lo, hi
+        cdef int i, m, cur, nxt, a, b, saved, lo, hi, base
         cdef const unsigned char[:] data
         if depth > MAX_EXPR_DEPTH:
             raise LimitError("grammar expressions nest too deeply")
@@ -506,6 +511,18 @@ cdef class RuleNfa:
             self.ws = 1
             self.emit(e.item, s, t, depth + 1)
             self.ws = saved
+        elif k is _Dfa:
+            # one NFA state per DFA state, byte edges only: the subset construction keeps
+            # them one for one
+            base = self.n
+            for i in range(len(e.accepting)):
+                self.new()
+            self._eps(s, base)
+            for i in range(len(e.accepting)):
+                for lo, hi, nxt in e.edges[i]:
+                    self._byte(base + i, lo, hi, base + nxt)
+                if e.accepting[i]:
+                    self._eps(base + i, t)
         elif k is _Nothing:
             pass
         else:  # a front end produced something unknown

@@ -310,7 +310,7 @@ def _productive(g: ir.GrammarIR) -> set:
     done: set = set()
 
     def prod(e) -> bool:
-        if isinstance(e, (ir.Bytes, ir.ByteSet, ir.CharSet)):
+        if isinstance(e, (ir.Bytes, ir.ByteSet, ir.CharSet, ir.Dfa)):
             return True
         if isinstance(e, ir.Ref):
             return e.name in done

@@ -81,11 +81,21 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class Dfa:
+    """A ready deterministic automaton over bytes, matched within its rule's own frame: state
+    0 starts; edges[q] holds (lo, hi, target) byte ranges, sorted and disjoint; accepting[q]
+    says whether the match may end at q. The builder turns its states into positions one for
+    one (a bounded number's DFA of a thousand states is one rule, not a thousand)."""
+    edges: Tuple[Tuple[Tuple[int, int, int], ...], ...]
+    accepting: Tuple[bool, ...]
+
+
+@dataclass(frozen=True)
 class Nothing:
     """Matches no string at all (false schema, empty enum)."""
 
 
-Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Nothing]
+Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Dfa, Nothing]
 
 EMPTY = Bytes(b"")
 NOTHING = Nothing()
@@ -221,3 +231,36 @@ class GrammarIR:
         while f"{base}-{i}" in self.rules:
             i += 1
         return f"{base}-{i}"
+
+
+def dfa_max_match(d: Dfa) -> float:
+    """Longest string a Dfa matches: the longest path from state 0 to an accepting state
+    (inf when a cycle is reachable; the states are live, every one reaches acceptance)."""
+    n = len(d.accepting)
+    longest = [0.0] * n          # longest path from q to acceptance, filled in post-order
+    colour = [0] * n             # 0 new, 1 on the path, 2 done
+    colour[0] = 1
+    stack = [(0, iter(d.edges[0]))]
+    while stack:
+        q, it = stack[-1]
+        nxt = next(it, None)
+        if nxt is None:
+            stack.pop()
+            colour[q] = 2
+            best = 0.0 if d.accepting[q] else float("-inf")
+            for _, _, t in d.edges[q]:
+                best = max(best, longest[t] + 1)
+            longest[q] = best
+            continue
+        t = nxt[2]
+        if colour[t] == 1:
+            return float("inf")
+        if colour[t] == 0:
+            colour[t] = 1
+            stack.append((t, iter(d.edges[t])))
+    return longest[0]
+
+
+def dfa_size(d: Dfa) -> int:
+    """Node count of a Dfa for the inlining budget: its states and edges."""
+    return len(d.accepting) + sum(len(e) for e in d.edges)

@@ -1460,7 +1460,7 @@ def _productive(g: ir.GrammarIR) -> Set[str]:
     done: Set[str] = set()
 
     def prod(e) -> bool:
-        if isinstance(e, ir.Bytes) or isinstance(e, (ir.ByteSet, ir.CharSet)):
+        if isinstance(e, ir.Bytes) or isinstance(e, (ir.ByteSet, ir.CharSet, ir.Dfa)):
             return True
         if isinstance(e, ir.Seq):
             return all(prod(x) for x in e.items)

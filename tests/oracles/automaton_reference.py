@@ -134,6 +134,14 @@ class _RuleCompiler:
                     self._emit(e.item, cur, nxt)
                     cur = nxt
                 nfa.eps[cur].append(t)
+        elif isinstance(e, ir.Dfa):
+            states = [nfa.new() for _ in e.accepting]
+            nfa.eps[s].append(states[0])
+            for q, row in enumerate(e.edges):
+                for lo, hi, nxt in row:
+                    nfa.bytes_[states[q]].append((lo, hi, states[nxt], self.ws))
+                if e.accepting[q]:
+                    nfa.eps[states[q]].append(t)
         elif isinstance(e, ir.Ref):
             idx = self.rule_index.get(e.name)
             if idx is None:
@@ -309,6 +317,8 @@ def _expr_size(e) -> int:
         return _expr_size(e.item)
     if isinstance(e, ir.Bytes):
         return max(1, len(e.data))
+    if isinstance(e, ir.Dfa):
+        return ir.dfa_size(e)
     return 1
 
 
@@ -338,6 +348,8 @@ def _max_match(e, rule_max) -> float:
         return rule_max(e.name)
     if isinstance(e, _Whitespace):
         return _max_match(e.item, rule_max)
+    if isinstance(e, ir.Dfa):
+        return ir.dfa_max_match(e)
     return 0
 
 
