@@ -287,7 +287,7 @@ class _Builder:
 
     def finish(self, root: ir.Expr, what: str) -> ir.GrammarIR:
         self.g.add(ROOT, root)
-        if ROOT not in _productive(self.g):
+        if ROOT not in ir.productive_rules(self.g):
             raise CompileError(f"the composed {what} accepts no document (an alternative-free "
                                f"union, a false schema, or an impossible part)")
         return self.g
@@ -303,33 +303,6 @@ def _renamed(e: ir.Expr, names: dict) -> ir.Expr:
     if isinstance(e, ir.Repeat):
         return ir.Repeat(_renamed(e.item, names), e.lo, e.hi)
     return e
-
-
-def _productive(g: ir.GrammarIR) -> set:
-    """Rules that derive at least one finite string."""
-    done: set = set()
-
-    def prod(e) -> bool:
-        if isinstance(e, (ir.Bytes, ir.ByteSet, ir.CharSet, ir.Dfa)):
-            return True
-        if isinstance(e, ir.Ref):
-            return e.name in done
-        if isinstance(e, ir.Seq):
-            return all(prod(x) for x in e.items)
-        if isinstance(e, ir.Alt):
-            return any(prod(x) for x in e.items)
-        if isinstance(e, ir.Repeat):
-            return e.lo == 0 or prod(e.item)
-        return False
-
-    changed = True
-    while changed:
-        changed = False
-        for name, rule in g.rules.items():
-            if name not in done and prod(rule.expr):
-                done.add(name)
-                changed = True
-    return done
 
 
 def _options(whitespace_budget: Optional[int], max_depth: int) -> Tuple[Optional[int], int]:

@@ -264,3 +264,31 @@ def dfa_max_match(d: Dfa) -> float:
 def dfa_size(d: Dfa) -> int:
     """Node count of a Dfa for the inlining budget: its states and edges."""
     return len(d.accepting) + sum(len(e) for e in d.edges)
+
+
+def productive_rules(g: GrammarIR) -> set:
+    """Names of the rules that derive at least one finite string (least fixpoint). A front end
+    whose root is not among them accepts nothing and refuses the grammar."""
+    done: set = set()
+
+    def prod(e) -> bool:
+        if isinstance(e, (Bytes, ByteSet, CharSet, Dfa)):
+            return True
+        if isinstance(e, Ref):
+            return e.name in done
+        if isinstance(e, Seq):
+            return all(prod(x) for x in e.items)
+        if isinstance(e, Alt):
+            return any(prod(x) for x in e.items)
+        if isinstance(e, Repeat):
+            return e.lo == 0 or prod(e.item)
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for name, rule in g.rules.items():
+            if name not in done and prod(rule.expr):
+                done.add(name)
+                changed = True
+    return done

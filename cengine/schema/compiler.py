@@ -1455,33 +1455,6 @@ def _seq_onto(x: ir.Expr, rest: ir.Expr) -> ir.Expr:
     return ir.Seq(items)
 
 
-def _productive(g: ir.GrammarIR) -> Set[str]:
-    """Rules that match at least one finite string (least fixpoint)."""
-    done: Set[str] = set()
-
-    def prod(e) -> bool:
-        if isinstance(e, ir.Bytes) or isinstance(e, (ir.ByteSet, ir.CharSet, ir.Dfa)):
-            return True
-        if isinstance(e, ir.Seq):
-            return all(prod(x) for x in e.items)
-        if isinstance(e, ir.Alt):
-            return any(prod(x) for x in e.items)
-        if isinstance(e, ir.Repeat):
-            return e.lo == 0 or prod(e.item)
-        if isinstance(e, ir.Ref):
-            return e.name in done
-        return False
-
-    changed = True
-    while changed:
-        changed = False
-        for name, rule in g.rules.items():
-            if name not in done and prod(rule.expr):
-                done.add(name)
-                changed = True
-    return done
-
-
 def add_schema(g: ir.GrammarIR, schema: Any, *, prefix: str,
                closed_objects: bool = True) -> ir.Expr:
     """Add the rules of `schema` to g (names start with prefix) and return the expression
@@ -1508,7 +1481,7 @@ def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget:
     g.root = "root"
     g.whitespace_budget = whitespace_budget
     g.max_depth = max_depth
-    if "root" not in _productive(g):
+    if "root" not in ir.productive_rules(g):
         raise CompileError("the schema accepts no finite JSON document (false schema, an "
                            "impossible constraint, or a required endless recursion)", pointer="")
     return g
