@@ -316,3 +316,19 @@ def test_ollama_tool_choice_required_gives_a_call(live, budget):
     assert calls and all(c["function"]["name"] == "get_weather" for c in calls)
     for c in calls:
         jsonschema.validate(c["function"]["arguments"], WEATHER)
+
+
+def test_ignored_schema_keywords_are_logged(caplog):
+    """Keywords the schema's draft does not define change nothing; the server says so."""
+    import logging
+
+    from server.api import structured
+    schema = {"type": "object", "properties": {"a": {"type": "string", "javaType": "String"}},
+              "propertyOrder": ["a"]}
+    with caplog.at_level(logging.WARNING, logger="llamay"):
+        c = structured.build([("response_format", "schema", schema)])
+    assert {(k.keyword, k.pointer) for k in c.grammar.ignored_keywords} == \
+        {("javaType", "/properties/a/javaType"), ("propertyOrder", "/propertyOrder")}
+    text = caplog.text
+    assert "response_format" in text and "javaType at /properties/a/javaType" in text
+    assert "propertyOrder at /propertyOrder" in text

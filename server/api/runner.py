@@ -18,7 +18,7 @@ from ..runtime.types import (ChoiceScope, DecisionsEvent, FinishEvent, Generatio
                              SamplingParams, TokenEvent)
 from ..tools import DEFAULT_DIALECT, ToolCall, ToolDialect, ToolSpec
 from .errors import InvalidRequest
-from .structured import Constraint
+from .structured import Constraint, report_ignored
 
 
 @dataclass
@@ -84,6 +84,8 @@ class Turn:
                                                               parallel=parallel)
             elif turn.tool_mode == "auto":
                 lazy = turn.dialect.lazy_call_grammar(tools, parallel=parallel)
+            if turn.tool_mode != "none":
+                report_ignored(lazy[1] if lazy is not None else grammar, "tools")
             if turn.messages is not None:
                 prompt = model.render_chat(
                     turn.messages, tools=[t.openai_shape() for t in tools] or None,

@@ -19,6 +19,7 @@ the root value closes only the end of the output may follow, so the turn ends th
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Optional, Tuple
@@ -26,6 +27,8 @@ from typing import Any, Iterable, List, Optional, Tuple
 import cengine
 
 from .errors import InvalidRequest
+
+log = logging.getLogger("llamay")
 
 EXTENSIONS = ("llamay_schema", "llamay_format", "llamay_grammar", "llamay_regex", "llamay_lexicon")
 
@@ -293,4 +296,17 @@ def build(candidates: List[Candidate], *, choice_logprobs: bool = False) -> Cons
         raise InvalidRequest(f"llamay_choice_logprobs needs a choice among alternatives: JSON "
                              f"output, tools, a choice list or llamay_lexicon, not '{c.param}'",
                              param="llamay_choice_logprobs")
+    report_ignored(c.grammar, c.param)
     return c
+
+
+def report_ignored(grammar: Optional["cengine.Grammar"], source: Optional[str]) -> None:
+    """Log the schema keywords the engine read as annotations (unknown to the schema's draft,
+    or siblings of $ref that drafts 04-07 ignore): they change nothing, and a user should see
+    that they did not (docs/server.md)."""
+    ignored = getattr(grammar, "ignored_keywords", ()) if grammar is not None else ()
+    if ignored:
+        listed = ", ".join(f"{k.keyword} at {k.pointer or '/'} ({k.why})" for k in ignored[:20])
+        more = f" and {len(ignored) - 20} more" if len(ignored) > 20 else ""
+        log.warning("llamay: %s: schema keywords ignored as annotations: %s%s",
+                    source or "schema", listed, more)
