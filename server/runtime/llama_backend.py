@@ -127,6 +127,9 @@ class LlamaRuntime:
 
     # --- text <-> tokens -----------------------------------------------------------------
     def tokenize(self, data: bytes, *, add_special: bool, parse_special: bool) -> List[int]:
+        """llama.cpp's tokenisation of UTF-8 text. Invalid UTF-8 is refused with ValueError:
+        on some invalid sequences llama.cpp throws a C++ exception that aborts the process."""
+        data.decode("utf-8")        # UnicodeDecodeError is a ValueError
         cap = len(data) + 8
         while True:
             arr = (L.llama_token * cap)()

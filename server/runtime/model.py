@@ -146,7 +146,8 @@ class Model:
         pos = 0
         if limit is not None and limit <= 0:
             return ids, 0
-        for t in self.runtime.tokenize(data, add_special=False, parse_special=False):
+        for t in self.runtime.tokenize(_valid_utf8_prefix(data), add_special=False,
+                                       parse_special=False):
             b = self.vocab.tokens[t] if t < self.vocab.size else b""
             if not b or data[pos:pos + len(b)] != b or t in self.stop_ids:
                 break
@@ -401,3 +402,14 @@ class Model:
     def close(self) -> None:
         self.runtime.close()
 
+
+def _valid_utf8_prefix(data: bytes) -> bytes:
+    """The longest prefix of data that is valid UTF-8. llama.cpp's tokenizer aborts the whole
+    process (an uncaught C++ `invalid codepoint`) on some invalid sequences, e.g. a 4-byte
+    form above U+10FFFF (f4 90 80 80); forced bytes can be any bytes, so the rest is spelled
+    by greedy longest matches instead."""
+    try:
+        data.decode("utf-8")
+        return data
+    except UnicodeDecodeError as e:
+        return data[:e.start]
