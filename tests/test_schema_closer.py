@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import cengine
+from walks import walk_random
 
 TOOL_CALL = {"type": "object", "properties": {
     "name": {"const": "search"},
@@ -172,18 +173,8 @@ def test_random_walks_over_allowed_bytes_close_to_valid_documents(name):
     @settings(max_examples=40, deadline=None)
     @given(st.integers(0, 2**32 - 1), st.integers(1, 60))
     def run(seed, steps):
-        rng = random.Random(seed)
         m = grammar.matcher()
-        prefix = b""
-        for _ in range(steps):
-            allowed = m.allowed_bytes()
-            if not allowed:
-                break
-            # favour ASCII so walks reach structure rather than long UTF-8 runs
-            ascii_ = [b for b in allowed if b < 0x80]
-            b = rng.choice(ascii_ if ascii_ and rng.random() < 0.9 else allowed)
-            assert m.accept_bytes(bytes([b]))
-            prefix += bytes([b])
+        prefix = walk_random(m, random.Random(seed), steps)
         # the walk may stop inside a multi-byte character: the closer finishes it
         _assert_closes(m, prefix, validator)
     run()

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import cengine
 from cengine import CompileError
+from walks import walk_random
 
 OBJ = {"type": "object"}
 
@@ -275,17 +276,8 @@ def test_random_walks_close_to_valid_documents(name, schema, good, bad):
     @settings(max_examples=30, deadline=None)
     @given(st.integers(0, 2**32 - 1), st.integers(1, 40))
     def run(seed, steps):
-        rng = random.Random(seed)
         m = g.matcher()
-        prefix = b""
-        for _ in range(steps):
-            allowed = m.allowed_bytes()
-            if not allowed:
-                break
-            ascii_ = [b for b in allowed if b < 0x80]
-            b = rng.choice(ascii_ if ascii_ and rng.random() < 0.9 else allowed)
-            assert m.accept_bytes(bytes([b]))
-            prefix += bytes([b])
+        prefix = walk_random(m, random.Random(seed), steps)
         _assert_closes(m, prefix, v)
     run()
 

@@ -12,9 +12,9 @@ import pytest
 import cengine
 from server.api.limits import json_depth
 from server.api.settings import Limits
+from fuzz_bodies import MSGS, base_body
 from server_harness import LiveServer
 
-MSGS = [{"role": "user", "content": "hi"}]
 
 ENDPOINTS = [("openai", "/v1/chat/completions"), ("openai", "/v1/completions"),
              ("openai", "/v1/responses"), ("anthropic", "/v1/messages"),
@@ -40,17 +40,6 @@ def message_of(api, r):
         return body["error"]["message"]
     assert set(body) == {"error"} and isinstance(body["error"], str)
     return body["error"]
-
-
-def base_body(path, model):
-    return {"/v1/chat/completions": {"model": model, "messages": MSGS, "max_tokens": 2},
-            "/v1/completions": {"model": model, "prompt": "hi", "max_tokens": 2},
-            "/v1/responses": {"model": model, "input": "hi", "max_output_tokens": 2},
-            "/v1/messages": {"model": model, "messages": MSGS, "max_tokens": 2},
-            "/api/chat": {"model": model, "messages": MSGS, "stream": False,
-                          "options": {"num_predict": 2}},
-            "/api/generate": {"model": model, "prompt": "hi", "stream": False,
-                              "options": {"num_predict": 2}}}[path]
 
 
 def with_constraint(api, path, model, field, value):

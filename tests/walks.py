@@ -13,3 +13,19 @@ def walk_allowed(matcher, choices) -> bytes:
         assert matcher.accept_bytes(bytes([b]))
         walked.append(b)
     return bytes(walked)
+
+
+def walk_random(matcher, rng, steps: int) -> bytes:
+    """Feed `matcher` up to `steps` allowed bytes drawn by `rng` (a random.Random), nine times
+    in ten an ASCII one when there is one, so walks reach structure rather than long UTF-8
+    runs; return the bytes fed. `matcher` is advanced (it may stop inside a character)."""
+    walked = bytearray()
+    for _ in range(steps):
+        allowed = matcher.allowed_bytes()
+        if not allowed:
+            break
+        ascii_ = [b for b in allowed if b < 0x80]
+        b = rng.choice(ascii_ if ascii_ and rng.random() < 0.9 else allowed)
+        assert matcher.accept_bytes(bytes([b]))
+        walked.append(b)
+    return bytes(walked)
