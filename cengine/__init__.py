@@ -9,6 +9,7 @@ import json as _json
 from typing import Iterable, Optional, Union
 
 from .alternatives import Alternative, value_alternatives, value_key
+from .automaton import CompileBudget, budget_scope
 from .errors import CompileError, LimitError
 from .grammar import CACHE, Grammar, GrammarCache
 # grammar composition (docs/composition.md)
@@ -16,7 +17,7 @@ from .compose import (Concat, Gbnf, JsonSchema, OneOf, Part, Regex, Repeat, Tagg
                       TriggeredGrammar, TriggeredRegion, compile_structural, compile_triggered)
 
 __all__ = [
-    "CompileError", "LimitError", "Grammar", "GrammarCache", "Vocabulary", "Matcher",
+    "CompileError", "LimitError", "CompileBudget", "budget_scope", "Grammar", "GrammarCache", "Vocabulary", "Matcher",
     "compile_json_schema", "compile_gbnf", "compile_regex", "compile_lexicon", "compile_any_json",
     "apply_mask", "mask_words", "prepare",
     "Part", "Text", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat", "Tagged",
@@ -63,12 +64,17 @@ def mask_words(vocab_size: int) -> int:
 
 def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool = True,
                         whitespace_budget: Optional[int] = 64, max_depth: int = 64,
-                        surrounding_whitespace: bool = True) -> Grammar:
+                        surrounding_whitespace: bool = True,
+                        budget: Optional[CompileBudget] = None) -> Grammar:
     """Compile a JSON Schema (dict, bool or JSON text). Unenforceable keywords raise CompileError.
 
     surrounding_whitespace=True accepts whitespace before and after the root value (validating
     text as written); False is the form for generating: once the root value closes, only the
-    end of the output may follow, so a finished document ends the generation."""
+    end of the output may follow, so a finished document ends the generation.
+
+    budget (every compile function takes it) bounds the automaton construction; None: the
+    engine's defaults (docs/limits.md). It is not part of the cache key: a grammar already
+    compiled is returned whatever the budget."""
     if isinstance(schema, (str, bytes)):
         try:
             schema = _json.loads(schema)
@@ -81,38 +87,44 @@ def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool 
 
     def build():
         from .schema import schema_to_ir
-        g = schema_to_ir(schema, closed_objects=closed_objects,
-                         whitespace_budget=whitespace_budget, max_depth=max_depth,
-                         surrounding_whitespace=surrounding_whitespace)
-        return Grammar.from_ir(g, "json_schema", schema)
+        with budget_scope(budget):
+            g = schema_to_ir(schema, closed_objects=closed_objects,
+                             whitespace_budget=whitespace_budget, max_depth=max_depth,
+                             surrounding_whitespace=surrounding_whitespace)
+            return Grammar.from_ir(g, "json_schema", schema)
     return CACHE.get_or_compile(key, build)
 
 
 def compile_any_json(*, whitespace_budget: Optional[int] = 64, max_depth: int = 64,
-                     surrounding_whitespace: bool = True) -> Grammar:
+                     surrounding_whitespace: bool = True,
+                     budget: Optional[CompileBudget] = None) -> Grammar:
     """Any valid JSON value (the `format: "json"` modes; OpenAI's `json_object` is the schema
     {"type": "object"}). surrounding_whitespace as for compile_json_schema."""
     return compile_json_schema(True, whitespace_budget=whitespace_budget, max_depth=max_depth,
-                               surrounding_whitespace=surrounding_whitespace)
+                               surrounding_whitespace=surrounding_whitespace, budget=budget)
 
 
-def compile_gbnf(text: str, root: str = "root") -> Grammar:
+def compile_gbnf(text: str, root: str = "root", *,
+                 budget: Optional[CompileBudget] = None) -> Grammar:
     """Compile llama.cpp GBNF text. Errors carry .rule, .line and .column."""
     def build():
         from .gbnf import parse_gbnf
-        return Grammar.from_ir(parse_gbnf(text, root=root), "gbnf", text)
+        with budget_scope(budget):
+            return Grammar.from_ir(parse_gbnf(text, root=root), "gbnf", text)
     return CACHE.get_or_compile(("gbnf", text, root), build)
 
 
-def compile_regex(pattern: str) -> Grammar:
+def compile_regex(pattern: str, *, budget: Optional[CompileBudget] = None) -> Grammar:
     """The whole output must match `pattern` (ECMA-262 syntax as JSON Schema uses it)."""
     def build():
         from .regex import regex_to_ir
-        return Grammar.from_ir(regex_to_ir(pattern), "regex", pattern)
+        with budget_scope(budget):
+            return Grammar.from_ir(regex_to_ir(pattern), "regex", pattern)
     return CACHE.get_or_compile(("regex", pattern), build)
 
 
-def compile_lexicon(words: Iterable[str]) -> Grammar:
+def compile_lexicon(words: Iterable[str], *,
+                    budget: Optional[CompileBudget] = None) -> Grammar:
     """Output made only of these words; see docs/lexicon.md for what may stand between them."""
     if isinstance(words, (str, bytes)):
         raise CompileError("a lexicon is a list of words, not a single string")
@@ -120,5 +132,6 @@ def compile_lexicon(words: Iterable[str]) -> Grammar:
 
     def build():
         from .lexicon import lexicon_to_ir
-        return Grammar.from_ir(lexicon_to_ir(words), "lexicon", words)
+        with budget_scope(budget):
+            return Grammar.from_ir(lexicon_to_ir(words), "lexicon", words)
     return CACHE.get_or_compile(("lexicon", words), build)

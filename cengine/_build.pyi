@@ -8,6 +8,7 @@ FLAG_WS: int
 FLAG_CONTAINER: int
 INF: int
 UNROLL_INLINE_MAX: int
+DFA_GROWTH_SLACK: int           # DFA states a rule may always have under a growth limit
 
 def expr_refs(e: Any, out: Set[str], ws_type: type) -> None: ...
 def max_match(e: Any, rule_max: Any, ws_type: type) -> float: ...
@@ -32,7 +33,10 @@ class RuleNfa:
 class Builder:
     """Subset construction and the per-position passes of the automaton builder."""
     used: int                   # compile work spent so far (units of MAX_COMPILE_WORK)
-    def __init__(self, limit: int, max_positions: int) -> None: ...
+    # max_growth: DFA states a rule may have per NFA state (plus DFA_GROWTH_SLACK), 0: any;
+    # limit_name: how the work limit is named in its error
+    def __init__(self, limit: int, max_positions: int, max_growth: int = 0,
+                 limit_name: str = "MAX_COMPILE_WORK") -> None: ...
     @property
     def n_positions(self) -> int: ...
     def add_rule(self, rule: int, nfa: RuleNfa, start: int, accept: int) -> None: ...

@@ -40,6 +40,10 @@ INF = _a.INF
 # (about a millisecond): it holds the GIL, and a server compiling on a thread must keep
 # answering other requests meanwhile (docs/reliability.md)
 cdef int64_t GIL_YIELD_UNITS = 50_000
+# DFA states a rule may always have, whatever its NFA size, under a growth limit (the limit
+# is max_dfa_growth x NFA states + this); cengine.automaton documents both
+cdef int64_t GROWTH_SLACK = 4096
+DFA_GROWTH_SLACK = GROWTH_SLACK
 cdef int MAX_CHAIN_DEPTH = 256
 
 
@@ -667,16 +671,21 @@ cdef class Builder:
     cdef int64_t limit
     cdef int64_t next_yield
     cdef int max_positions
+    cdef int64_t max_growth     # DFA states per NFA state of a rule (0: unlimited)
+    cdef str limit_name         # how the work limit is named in its error
     # the NFA of the rule being determinized
     cdef vector[int] n_eoff, n_eto, n_boff, n_blo, n_bhi, n_bto, n_bws, n_coff, n_crule, n_cto
     cdef vector[int] mark, buf
     cdef int stamp
 
-    def __init__(self, int64_t limit, int max_positions):
+    def __init__(self, int64_t limit, int max_positions, int64_t max_growth=0,
+                 str limit_name="MAX_COMPILE_WORK"):
         self.used = 0
         self.next_yield = GIL_YIELD_UNITS
         self.limit = limit
         self.max_positions = max_positions
+        self.max_growth = max_growth
+        self.limit_name = limit_name
         self.e_off.push_back(0)
         self.c_off.push_back(0)
         self.stamp = 0
@@ -689,11 +698,23 @@ cdef class Builder:
         self.used += k
         if self.used > self.limit:
             raise LimitError(f"grammar too costly to compile: more than {self.limit:,} units "
-                             "of automaton construction work (MAX_COMPILE_WORK)")
+                             f"of automaton construction work ({self.limit_name})",
+                             limit="max_compile_work")
         if self.used >= self.next_yield:
             self.next_yield = self.used + GIL_YIELD_UNITS
             with nogil:         # a thread waiting for the GIL takes it here
                 _no_op()
+        return 0
+
+    cdef int check_growth(self, int nsets, int n, int64_t max_states) except -1:
+        """Refuse a rule whose DFA outgrows its NFA: subset construction that explodes
+        (`(a|b)*a(a|b){20}`: 2**21 states from 111) is stopped after a few thousand states,
+        long before the work limit, while real rules stay near one DFA state per NFA state."""
+        if nsets > max_states:
+            raise LimitError(f"grammar too costly to compile: making a rule deterministic needs "
+                             f"more than {max_states:,} states for its {n:,} NFA states (limit "
+                             f"max_dfa_growth={self.max_growth}: {self.max_growth} per NFA state "
+                             f"plus {GROWTH_SLACK:,})", limit="max_dfa_growth")
         return 0
 
     cdef int closure(self, vector[int]& init) except -1:
@@ -771,6 +792,8 @@ cdef class Builder:
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
         cdef int out_start, fin
+        cdef int64_t max_states = (self.max_growth * n + GROWTH_SLACK if self.max_growth > 0
+                                   else <int64_t>1 << 62)
 
         # start state
         cur.push_back(start)
@@ -847,6 +870,7 @@ cdef class Builder:
                             nsets += 1
                             if nsets > self.max_positions:
                                 raise LimitError(f"grammar needs more than {self.max_positions} positions")
+                            self.check_growth(nsets, n, max_states)
                         if one >= 0:
                             single[one] = j
                         else:
@@ -897,6 +921,7 @@ cdef class Builder:
                     if j < 0:
                         j = sets.add(self.buf, nsets)
                         nsets += 1
+                        self.check_growth(nsets, n, max_states)
                     if one >= 0:
                         single[one] = j
                     else:

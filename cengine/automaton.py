@@ -20,15 +20,18 @@ Left recursion (direct, indirect, behind nullable prefixes) is refused here, nam
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, field, fields
-from typing import Dict, Tuple
+from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
 from . import ir
 from .errors import CompileError
 from ._build import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF  # noqa: F401  (defined in _automaton.pxd)
-from ._build import Builder, RuleNfa, inline_small_rules
+from ._build import DFA_GROWTH_SLACK, Builder, RuleNfa, inline_small_rules
+from .errors import LimitError
 
 # documented limits
 MAX_NFA_STATES = 400_000
@@ -49,6 +52,63 @@ class _RuleCompiler:
 # Deterministic cap on compile work (DFA construction), so no request can tie up a core for
 # seconds: the count is of NFA states touched, independent of machine speed (spent in _build).
 MAX_COMPILE_WORK = 30_000_000
+# A rule's DFA may have at most this many states per state of its NFA (plus DFA_GROWTH_SLACK,
+# 4,096): determinisation that explodes is refused after a few thousand states, in
+# milliseconds, where the work cap takes about a second. Real grammars stay far below it: over
+# the 44,000 rules of the maskbench corpus, the llama.cpp grammars and the JSON-Schema-Test-
+# Suite the largest ratio is 2 (docs/limits.md).
+MAX_DFA_GROWTH = 8
+
+
+@dataclass(frozen=True)
+class CompileBudget:
+    """What one automaton build may spend in its subset construction; None takes the
+    module's default at build time (MAX_COMPILE_WORK, MAX_DFA_GROWTH).
+
+    max_work: work units (NFA states touched), for the whole grammar.
+    max_dfa_growth: DFA states a rule may have per state of its NFA (plus DFA_GROWTH_SLACK);
+    0 turns the check off.
+    Exceeding either raises LimitError whose .limit is "max_compile_work" or "max_dfa_growth"."""
+    max_work: Optional[int] = None
+    max_dfa_growth: Optional[int] = None
+
+    def __post_init__(self):
+        for name, v, least in (("max_work", self.max_work, 1),
+                               ("max_dfa_growth", self.max_dfa_growth, 0)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
+                raise ValueError(f"CompileBudget.{name} must be None or an integer >= {least}, "
+                                 f"not {v!r}")
+
+
+# the budget of the compile running in this context: a compile function sets it around its
+# build, so the builds it makes on the way (a schema's pattern checks) spend under it too
+_BUDGET: contextvars.ContextVar[Optional[CompileBudget]] = contextvars.ContextVar(
+    "cengine_compile_budget", default=None)
+
+
+@contextlib.contextmanager
+def budget_scope(budget: Optional[CompileBudget]) -> Iterator[None]:
+    """Builds inside the block use `budget` (None: the surrounding one, else the defaults)."""
+    if budget is None:
+        yield
+        return
+    if not isinstance(budget, CompileBudget):
+        raise TypeError(f"budget must be a cengine.CompileBudget, not {type(budget).__name__}")
+    token = _BUDGET.set(budget)
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def _builder() -> Builder:
+    budget = _BUDGET.get() or CompileBudget()
+    if budget.max_work is None:
+        work, name = MAX_COMPILE_WORK, "MAX_COMPILE_WORK"
+    else:
+        work, name = budget.max_work, f"max_work={budget.max_work:,}"
+    growth = MAX_DFA_GROWTH if budget.max_dfa_growth is None else budget.max_dfa_growth
+    return Builder(work, MAX_POSITIONS, growth, name)
 
 
 def _table(dtype, kernel: bool):
@@ -176,7 +236,7 @@ def build(grammar: ir.GrammarIR) -> Automaton:
     origins = {n: r.origin for n, r in grammar.rules.items() if r.origin}
 
     # per rule DFA (C++ subset construction), concatenated into one position space
-    builder = Builder(MAX_COMPILE_WORK, MAX_POSITIONS)
+    builder = _builder()
     for ri, name in enumerate(names):
         # Thompson construction of the rule's expression over bytes and calls (C++)
         rc = _RuleCompiler(rule_index, name, whitespace=grammar.rules[name].whitespace)
@@ -187,7 +247,14 @@ def build(grammar: ir.GrammarIR) -> Automaton:
                 line, col = origins.get(name) or (None, None)
                 raise type(e)(e.reason, rule=name, line=line, column=col) from None
             raise
-        builder.add_rule(ri, rc.nfa, s, t)
+        try:
+            builder.add_rule(ri, rc.nfa, s, t)
+        except LimitError as e:
+            if e.limit != "max_dfa_growth":
+                raise
+            line, col = origins.get(name) or (None, None)
+            raise LimitError(e.reason, limit=e.limit, rule=name, line=line,
+                             column=col) from None
 
     nullable = builder.nullable()
     _check_left_recursion(names, builder.left_callees(nullable), origins)

@@ -29,6 +29,7 @@ import json
 from typing import Any, NamedTuple, Optional, Tuple, Union
 
 from . import ir
+from .automaton import CompileBudget, budget_scope
 from .errors import CompileError
 from .grammar import CACHE, Grammar
 
@@ -317,20 +318,22 @@ def _options(whitespace_budget: Optional[int], max_depth: int) -> Tuple[Optional
 
 
 def compile_structural(part: PartLike, *, whitespace_budget: Optional[int] = 64,
-                       max_depth: int = 64) -> Grammar:
-    """The whole output is `part`, from the first byte. whitespace_budget and max_depth are
-    compile_json_schema's limits, for the whole output."""
+                       max_depth: int = 64, budget: Optional[CompileBudget] = None) -> Grammar:
+    """The whole output is `part`, from the first byte. whitespace_budget, max_depth and budget
+    are compile_json_schema's limits, for the whole output."""
     part = _part(part, "the structure")
     opts = _options(whitespace_budget, max_depth)
 
     def build():
         b = _Builder(*opts)
-        return Grammar.from_ir(b.finish(b.expr(part), "structure"), "structural", part)
+        with budget_scope(budget):
+            return Grammar.from_ir(b.finish(b.expr(part), "structure"), "structural", part)
     return CACHE.get_or_compile(("structural", part.key) + opts, build)
 
 
 def compile_triggered(region: TriggeredRegion, *, whitespace_budget: Optional[int] = 64,
-                      max_depth: int = 64) -> TriggeredGrammar:
+                      max_depth: int = 64,
+                      budget: Optional[CompileBudget] = None) -> TriggeredGrammar:
     """The lazy form: free text until `region.trigger`, then the grammar of what follows it."""
     if not isinstance(region, TriggeredRegion):
         raise TypeError(f"compile_triggered takes a TriggeredRegion, not {type(region).__name__}")
@@ -338,7 +341,9 @@ def compile_triggered(region: TriggeredRegion, *, whitespace_budget: Optional[in
 
     def build():
         b = _Builder(*opts)
-        return Grammar.from_ir(b.finish(region._after_trigger(b), "region"), "triggered", region)
+        with budget_scope(budget):
+            return Grammar.from_ir(b.finish(region._after_trigger(b), "region"), "triggered",
+                                   region)
     return TriggeredGrammar(region.trigger,
                             CACHE.get_or_compile(("triggered", region.key) + opts, build))
 

@@ -33,4 +33,12 @@ class CompileError(ValueError):
 
 
 class LimitError(CompileError):
-    """A documented limit (states, depth, repetition, schema size) was exceeded."""
+    """A documented limit (states, depth, repetition, schema size) was exceeded.
+
+    .limit names the compile-budget option that was exceeded (`max_compile_work`,
+    `max_dfa_growth`: cengine.CompileBudget) so a caller that set it can say so; None for the
+    other limits."""
+
+    def __init__(self, message: str, *, limit: Optional[str] = None, **where):
+        super().__init__(message, **where)
+        self.limit = limit

@@ -1,4 +1,5 @@
-"""The automaton builder: compile-work budget, inlining keeps the language, refusals."""
+"""The automaton builder: compile-work budget, DFA growth limit, inlining keeps the language,
+refusals."""
 import pytest
 
 import cengine
@@ -14,6 +15,71 @@ def test_automaton_work_budget_refuses_blowup(monkeypatch):
         cengine.compile_regex("(a|b)*a(a|b){16}")      # 2^16 DFA states
     cengine.CACHE.clear()
     assert cengine.compile_regex("(a|b)*a(a|b){3}").matcher().accept_bytes(b"abaab")
+
+
+# the same determinisation blowup written in each front end: (a|b)*a(a|b){20} needs 2**21 DFA
+# states from about a hundred NFA states
+BLOWUPS = [
+    ("regex", lambda budget: cengine.compile_regex("(a|b)*a(a|b){20}", budget=budget)),
+    ("gbnf", lambda budget: cengine.compile_gbnf('root ::= ("a" | "b")* "a" ("a" | "b"){20}',
+                                                 budget=budget)),
+    ("schema pattern", lambda budget: cengine.compile_json_schema(
+        {"type": "string", "pattern": "(a|b)*a(a|b){20}"}, budget=budget)),
+    ("schema anchored pattern", lambda budget: cengine.compile_json_schema(
+        {"type": "object", "properties": {"k": {"type": "string",
+                                                "pattern": "^(a|b)*a(a|b){20}$"}}},
+        budget=budget)),
+    ("composed", lambda budget: cengine.compile_structural(
+        cengine.Concat("x=", cengine.Regex("(a|b)*a(a|b){20}")), budget=budget)),
+]
+
+
+@pytest.mark.parametrize("name, compile_", BLOWUPS, ids=[b[0] for b in BLOWUPS])
+def test_automaton_dfa_growth_refuses_blowup_before_the_work_cap(name, compile_):
+    cengine.CACHE.clear()
+    with pytest.raises(cengine.LimitError) as e:
+        compile_(None)
+    assert e.value.limit == "max_dfa_growth" and e.value.rule is not None
+    assert "max_dfa_growth=8" in str(e.value)
+    # with the growth check off it runs on into the work cap (a smaller one, to be quick)
+    cengine.CACHE.clear()
+    with pytest.raises(cengine.LimitError) as e:
+        compile_(cengine.CompileBudget(max_work=2_000_000, max_dfa_growth=0))
+    assert e.value.limit == "max_compile_work" and "max_work=2,000,000" in str(e.value)
+
+
+@pytest.mark.parametrize("growth, ok", [(1, False), (8, False), (64, True), (0, True)])
+def test_automaton_dfa_growth_is_the_callers(growth, ok):
+    # 2**13 + 1 DFA states from 71 NFA states: over 8 x 71 + 4,096, under 64 x 71 + 4,096
+    cengine.CACHE.clear()
+    budget = cengine.CompileBudget(max_dfa_growth=growth)
+    if ok:
+        g = cengine.compile_regex("(a|b)*a(a|b){12}", budget=budget)
+        assert g.matcher().accept_bytes(b"ba" + b"ab" * 6)
+    else:
+        with pytest.raises(cengine.LimitError, match="max_dfa_growth"):
+            cengine.compile_regex("(a|b)*a(a|b){12}", budget=budget)
+
+
+def test_automaton_budget_scope_and_cache():
+    cengine.CACHE.clear()
+    tight = cengine.CompileBudget(max_work=50)
+    with pytest.raises(cengine.LimitError, match="max_work=50"):
+        cengine.compile_gbnf('root ::= [a-z]+ "@" [a-z]+', budget=tight)
+    # a scope applies to compiles that take no budget of their own
+    with cengine.budget_scope(tight):
+        with pytest.raises(cengine.LimitError, match="max_work=50"):
+            cengine.compile_gbnf('root ::= [a-z]+ "@" [a-z]+')
+    # the budget bounds building, not the cache: compiled once, it is returned to any budget
+    g = cengine.compile_gbnf('root ::= [a-z]+ "@" [a-z]+')
+    assert cengine.compile_gbnf('root ::= [a-z]+ "@" [a-z]+', budget=tight) is g
+
+
+@pytest.mark.parametrize("kwargs", [{"max_work": 0}, {"max_work": 1.5}, {"max_dfa_growth": -1},
+                                    {"max_dfa_growth": True}])
+def test_automaton_compile_budget_refuses_bad_values(kwargs):
+    with pytest.raises(ValueError, match="CompileBudget"):
+        cengine.CompileBudget(**kwargs)
 
 
 def _char_loop_grammar(inline: bool) -> ir.GrammarIR:
