@@ -12,7 +12,7 @@ from starlette.routing import Route
 from ..runtime.types import SamplingParams
 from ..tools import parse_tools, tool_choice_mode
 from . import structured
-from .compiling import compile_off_loop
+from .compiling import compile_constraint, compile_turn
 from .endpoint import endpoint
 from .errors import InvalidRequest
 from .httpio import Fields, first_then_rest, read_json_object, run_to_end, sse, stream_response
@@ -124,9 +124,8 @@ async def messages(request: Request):
     mode, tool_name = tool_choice_mode(tc, tools, API)
     parallel = not bool((tc or {}).get("disable_parallel_tool_use", False))
     choice = f.bool("llamay_choice_logprobs", False)
-    constraint = await compile_off_loop(request, structured.build,
-                                        structured.anthropic_candidates(body),
-                                        choice_logprobs=choice)
+    constraint = await compile_constraint(request, structured.anthropic_candidates(body),
+                                          choice_logprobs=choice)
     params = SamplingParams(
         max_tokens=max_tokens,
         temperature=f.float("temperature", 1.0, lo=0.0, hi=1.0),
@@ -139,6 +138,7 @@ async def messages(request: Request):
     turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode, tool_name=tool_name,
                 parallel_tool_calls=parallel, constraint=constraint, choice_logprobs=choice)
     reader = TurnReader(turn, correct=st.settings.decision_correction)
+    await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())
     mid = "msg_" + uuid.uuid4().hex[:24]
     if not stream:

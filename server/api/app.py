@@ -62,7 +62,8 @@ def create_app(settings: Optional[Settings] = None) -> Starlette:
     routes = [Route("/health", health, methods=["GET"])]
     routes += openai.routes() + anthropic.routes() + ollama.routes()
 
-    compiles = CompilePool(settings.limits.compile_threads, settings.limits.compile_timeout_seconds)
+    compiles = CompilePool(settings.limits.compile_threads,
+                           settings.limits.compile_timeout_seconds, settings.limits)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

@@ -1,14 +1,17 @@
 """Constraints compile off the event loop, within a time budget.
 
-A compile (schema, GBNF, regex, lexicon) runs on one of `compile_threads` threads; the
-request waits at most `compile_timeout_seconds` for it. Past that the request is answered
-(400 `compile_timeout`, or 503 `compile_busy` when no compile thread became free in time)
-while the compile, which cannot be interrupted inside the engine, runs on to its end and is
-dropped. The size limits (limits.py) bound how long that can be; the engine's own compile
-work cap (docs/limits.md) bounds the rest.
+Every compile of a request (its output constraint: schema, GBNF, regex, lexicon; its tool-call
+grammar) runs on one of `compile_threads` threads under the engine budget the server's limits
+set (`max_compile_work`, `max_dfa_growth`: cengine.CompileBudget, applied with
+cengine.budget_scope around the call); the request waits at most `compile_timeout_seconds`
+for it. Past that the request is answered (400 `compile_timeout`, or 503 `compile_busy` when
+no compile thread became free in time) while the compile, which cannot be interrupted inside
+the engine, runs on to its end and is dropped. The size limits (limits.py) and the engine
+budget bound how long that can be. A compile over the engine budget is a 400 naming the
+server's limit (`limit_exceeded`).
 
-One caveat measured in docs/reliability.md: the engine's subset construction holds the GIL,
-so a compile that spends long there delays the event loop for that long even on a thread.
+The engine's subset construction holds the GIL but hands it over every few thousand work
+units (docs/reliability.md), so other requests are served meanwhile.
 """
 from __future__ import annotations
 
@@ -17,9 +20,14 @@ import concurrent.futures
 import contextvars
 import functools
 import threading
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
+import cengine
+
+from . import structured
 from .errors import APIError, InvalidRequest
+from .limits import LimitExceeded
+from .settings import Limits
 
 
 class CompileTimeout(InvalidRequest):
@@ -44,15 +52,37 @@ class CompileBusy(APIError):
         return {"Retry-After": str(self.retry_after)}
 
 
+def _over_budget(exc: cengine.LimitError, limits: Limits) -> Optional[LimitExceeded]:
+    """The engine refused a compile over the budget the server set: name the server's limit."""
+    if exc.limit not in ("max_compile_work", "max_dfa_growth"):
+        return None
+    return LimitExceeded(exc.limit, getattr(limits, exc.limit),
+                         f"cannot enforce the requested output format: {exc}",
+                         param=exc.keyword or exc.rule or exc.pointer)
+
+
 class CompilePool:
-    def __init__(self, threads: int, timeout: float):
+    def __init__(self, threads: int, timeout: float, limits: Optional[Limits] = None):
         self.timeout = timeout
+        self.limits = limits or Limits()
+        self.budget = self.limits.compile_budget()
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=threads, thread_name_prefix="llamay-compile")
 
+    def _budgeted(self, fn: Callable[..., Any], *args, **kwargs) -> Any:
+        try:
+            with cengine.budget_scope(self.budget):
+                return fn(*args, **kwargs)
+        except cengine.LimitError as e:
+            over = _over_budget(e, self.limits)
+            if over is None:
+                raise
+            raise over from None
+
     async def run(self, fn: Callable[..., Any], *args, **kwargs) -> Any:
         started = threading.Event()
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        call = functools.partial(contextvars.copy_context().run, self._budgeted, fn,
+                                 *args, **kwargs)
 
         def work():
             started.set()
@@ -72,5 +102,21 @@ class CompilePool:
 
 
 async def compile_off_loop(request, fn: Callable[..., Any], *args, **kwargs) -> Any:
-    """Run `fn(*args, **kwargs)` (a compile: structured.build) on the app's compile pool."""
+    """Run `fn(*args, **kwargs)` (a compile: structured.build, Turn.compile_grammars) on the
+    app's compile pool, under its budget."""
     return await request.app.state.llamay.compiles.run(fn, *args, **kwargs)
+
+
+async def compile_constraint(request, candidates: list, **options) -> structured.Constraint:
+    """structured.build of a request's constraint candidates on the compile pool; a request
+    with none has nothing to compile and does not wait for a thread."""
+    if not candidates:
+        return structured.build(candidates, **options)
+    return await compile_off_loop(request, structured.build, candidates, **options)
+
+
+async def compile_turn(request, turn) -> None:
+    """A turn's tool-call grammar (runner.Turn.compile_grammars) on the compile pool, like a
+    constraint; a turn without tools has nothing to compile and does not wait for a thread."""
+    if turn.tool_mode != "none":
+        await compile_off_loop(request, turn.compile_grammars)

@@ -17,7 +17,7 @@ from starlette.routing import Route
 from ..runtime.types import SamplingParams
 from ..tools import parse_tools, tool_choice_mode
 from . import structured
-from .compiling import compile_off_loop
+from .compiling import compile_constraint, compile_turn
 from .endpoint import endpoint
 from .errors import InvalidRequest, ModelNotFound, NotFound
 from .httpio import Fields, first_then_rest, ndjson, read_json_object, run_to_end, stream_response
@@ -66,8 +66,7 @@ async def _constraint(request: Request, body: dict, opts_body: dict, chat: bool)
     choice = opts_body.get("llamay_choice_logprobs", False)
     if not isinstance(choice, bool):
         raise InvalidRequest("'options.llamay_choice_logprobs' must be a boolean")
-    return await compile_off_loop(request, structured.build, cands,
-                                  choice_logprobs=choice), choice
+    return await compile_constraint(request, cands, choice_logprobs=choice), choice
 
 
 def chat_messages(msgs: Any) -> List[dict]:
@@ -157,6 +156,7 @@ async def _serve(request: Request, chat: bool):
             turn = Turn(params=params, messages=msgs, constraint=constraint,
                         choice_logprobs=choice)
     reader = TurnReader(turn, correct=st.settings.decision_correction)
+    await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())
     if not stream:
         await run_to_end(request, job, reader.feed)

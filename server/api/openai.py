@@ -13,7 +13,7 @@ from starlette.routing import Route
 from ..runtime.types import SamplingParams
 from ..tools import parse_tools, tool_choice_mode
 from . import structured
-from .compiling import compile_off_loop
+from .compiling import compile_constraint, compile_turn
 from .endpoint import endpoint
 from .errors import InvalidRequest
 from .httpio import Fields, first_then_rest, read_json_object, run_to_end, sse, stream_response
@@ -139,8 +139,8 @@ async def _constraint(request: Request, body: dict, f: Fields, rf_param: Optiona
                       front: Sequence = ()):
     cands = list(front) + structured.openai_candidates(body, rf_param)
     choice = f.bool("llamay_choice_logprobs", False)
-    return await compile_off_loop(request, structured.build, cands,
-                                  choice_logprobs=choice), choice
+    return await compile_constraint(request, cands, choice_logprobs=choice,
+                                    compact=structured.compact_param(body)), choice
 
 
 def _dropped(reader: TurnReader) -> dict:
@@ -202,6 +202,7 @@ async def chat_completions(request: Request):
                 tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
                 choice_logprobs=choice)
     reader = TurnReader(turn, correct=st.settings.decision_correction)
+    await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())
     cid, created = _id("chatcmpl"), int(time.time())
     if not stream:
@@ -291,6 +292,7 @@ async def completions(request: Request):
     include_usage = bool((f.dict("stream_options") or {}).get("include_usage", False))
     turn = Turn(params=params, prompt=prompt, constraint=constraint, choice_logprobs=choice)
     reader = TurnReader(turn, correct=st.settings.decision_correction)
+    await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())
     cid, created = _id("cmpl"), int(time.time())
     prefix = prompt if (echo and isinstance(prompt, str)) else ""
@@ -420,6 +422,7 @@ async def responses(request: Request):
                 tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
                 choice_logprobs=choice)
     reader = TurnReader(turn, correct=st.settings.decision_correction)
+    await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())
     rid, created = "resp_" + uuid.uuid4().hex[:24], int(time.time())
     msg_id = "msg_" + uuid.uuid4().hex[:24]

@@ -34,6 +34,8 @@ class Turn:
     constraint: Constraint = field(default_factory=Constraint)
     choice_logprobs: bool = False
     dialect: ToolDialect = DEFAULT_DIALECT
+    # (grammar, lazy grammar) of the output, set by compile_grammars
+    _grammars: Optional[tuple] = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
         # auto under a constraint is one grammar: a document of the constraint or the calls;
@@ -66,6 +68,29 @@ class Turn:
             return ChoiceScope("words", words=list(self.constraint.alternatives or ()))
         return None
 
+    def compile_grammars(self) -> None:
+        """Compile the grammars the output runs under (the constraint's, or with tools the call
+        grammar, the answer-or-call grammar or the lazy call grammar). Routes run this on the
+        compile pool (compiling.compile_off_loop: its time and engine budget, as for the
+        constraint) before the job is submitted, so the model's worker never compiles."""
+        if self._grammars is not None:
+            return
+        grammar, lazy = self.constraint.grammar, None
+        tools = self.offered_tools()
+        parallel = self.parallel_tool_calls
+        if self.tool_mode in ("required", "named"):
+            # the output is the call: the constraint is for a later answer in text
+            grammar = self.dialect.call_grammar(tools, parallel=parallel)
+        elif self.tool_mode == "auto" and grammar is not None:
+            grammar = self.dialect.answer_or_call_grammar(self.constraint.part, tools,
+                                                          parallel=parallel,
+                                                          compact=self.constraint.compact)
+        elif self.tool_mode == "auto":
+            lazy = self.dialect.lazy_call_grammar(tools, parallel=parallel)
+        if self.tool_mode != "none":
+            report_ignored(lazy[1] if lazy is not None else grammar, "tools")
+        self._grammars = (grammar, lazy)
+
     def job(self):
         """Job body for the scheduler: renders the prompt on the worker thread (the model's
         tokenizer is not thread-safe) and generates; with choice_logprobs the model reports
@@ -73,19 +98,9 @@ class Turn:
         turn = self
 
         def run(model: GenerationModel, cancel: threading.Event):
-            grammar, lazy = turn.constraint.grammar, None
+            turn.compile_grammars()     # done already when the route compiled it off the loop
+            grammar, lazy = turn._grammars
             tools = turn.offered_tools()
-            parallel = turn.parallel_tool_calls
-            if turn.tool_mode in ("required", "named"):
-                # the output is the call: the constraint is for a later answer in text
-                grammar = turn.dialect.call_grammar(tools, parallel=parallel)
-            elif turn.tool_mode == "auto" and grammar is not None:
-                grammar = turn.dialect.answer_or_call_grammar(turn.constraint.part, tools,
-                                                              parallel=parallel)
-            elif turn.tool_mode == "auto":
-                lazy = turn.dialect.lazy_call_grammar(tools, parallel=parallel)
-            if turn.tool_mode != "none":
-                report_ignored(lazy[1] if lazy is not None else grammar, "tools")
             if turn.messages is not None:
                 prompt = model.render_chat(
                     turn.messages, tools=[t.openai_shape() for t in tools] or None,

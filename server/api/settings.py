@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Callable, Optional
 
+import cengine
+
 from ..runtime.default_model import default_model_path
 from ..runtime.types import GenerationModel
 
@@ -45,6 +47,16 @@ class Limits:
     # threads compiling constraints at once (a compile past its budget keeps its thread until
     # the engine returns: this bounds how many such threads can pile up)
     compile_threads: int = 2
+    # the engine's compile budget for every constraint and tool-call grammar (cengine.
+    # CompileBudget, docs/limits.md): units of automaton construction work, and DFA states a
+    # rule may have per state of its NFA (plus 4,096), which refuses determinisation blowups
+    # such as (a|b)*a(a|b){20} in milliseconds; the defaults are the engine's
+    max_compile_work: int = 30_000_000
+    max_dfa_growth: int = 8
+
+    def compile_budget(self) -> cengine.CompileBudget:
+        return cengine.CompileBudget(max_work=self.max_compile_work,
+                                     max_dfa_growth=self.max_dfa_growth)
 
     @classmethod
     def names(cls) -> list:

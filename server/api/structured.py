@@ -45,6 +45,8 @@ class Constraint:
     # the same constraint as a composition part, so it can be one alternative beside tool
     # calls (tool_choice auto); None where no part expresses it (a lexicon)
     part: Optional[cengine.Part] = None
+    # JSON without any whitespace outside strings (vLLM's disable_any_whitespace)
+    compact: bool = False
 
 
 # a candidate: (request field, kind, value)
@@ -136,6 +138,13 @@ STRUCTURED_OUTPUTS = {"json": "schema", "regex": "regex", "choice": "choice",
 # structured_outputs keys that select vLLM's backend or its fallback: the engine here is the
 # only backend and never falls back, so they cannot change the output
 STRUCTURED_OUTPUTS_IGNORED = {"disable_fallback", "disable_additional_properties", "backend"}
+# vLLM's backend options, written after the backend's name in guided_decoding_backend
+# ("xgrammar:disable-any-whitespace,no-fallback"): the first is honoured, the others cannot
+# change the output here (one backend, no fallback, objects closed already)
+BACKEND_OPTION_COMPACT = "disable-any-whitespace"
+BACKEND_OPTIONS_IGNORED = {"no-fallback", "disable-additional-properties"}
+# the constraint kinds whose output is JSON: the only ones disable_any_whitespace applies to
+JSON_KINDS = ("schema", "object", "json")
 LLAMA_SERVER = {"json_schema": "schema", "grammar": "grammar"}
 # understood by every OpenAI-shaped route, beside the route's own fields
 OPENAI_CONSTRAINT_FIELDS = (set(VLLM_GUIDED) | set(LLAMA_SERVER)
@@ -161,14 +170,42 @@ def vllm_candidates(body: dict) -> List[Candidate]:
                 if key == "json_object" and value is not True:
                     raise InvalidRequest(f"'{param}' must be a boolean", param=param)
                 out.append((param, STRUCTURED_OUTPUTS[key], value))
-            elif key in STRUCTURED_OUTPUTS_IGNORED:
-                continue
-            elif key == "disable_any_whitespace" and not value:
-                continue
+            elif key in STRUCTURED_OUTPUTS_IGNORED or key == "disable_any_whitespace":
+                continue        # the flag is read by compact_param
             else:
                 raise InvalidRequest(f"'{param}' is not supported; it is refused rather than "
                                      f"ignored", param=param)
     return out
+
+
+def compact_param(body: dict) -> Optional[str]:
+    """The field asking for JSON without whitespace outside strings, if any: vLLM's
+    `structured_outputs.disable_any_whitespace: true`, or its older spelling as a backend
+    option, `guided_decoding_backend: "xgrammar:disable-any-whitespace"`. Other backend
+    options are refused by name unless they cannot change the output."""
+    found = None
+    so = body.get("structured_outputs")
+    if isinstance(so, dict) and so.get("disable_any_whitespace") is not None:
+        flag = so["disable_any_whitespace"]
+        if not isinstance(flag, bool):
+            raise InvalidRequest("'structured_outputs.disable_any_whitespace' must be a boolean",
+                                 param="structured_outputs.disable_any_whitespace")
+        if flag:
+            found = "structured_outputs.disable_any_whitespace"
+    backend = body.get("guided_decoding_backend")
+    if backend is not None:
+        if not isinstance(backend, str):
+            raise InvalidRequest("'guided_decoding_backend' must be a string",
+                                 param="guided_decoding_backend")
+        _, _, options = backend.partition(":")
+        for option in filter(None, (o.strip() for o in options.split(","))):
+            if option == BACKEND_OPTION_COMPACT:
+                found = found or "guided_decoding_backend"
+            elif option not in BACKEND_OPTIONS_IGNORED:
+                raise InvalidRequest(f"'guided_decoding_backend' option '{option}' is not "
+                                     f"supported; it is refused rather than ignored",
+                                     param="guided_decoding_backend")
+    return found
 
 
 def llama_server_candidates(body: dict) -> List[Candidate]:
@@ -236,14 +273,16 @@ def _schema_value(param: str, value: Any) -> Any:
 
 def _compile(c: Constraint, value: Any) -> None:
     param, kind = c.param, c.kind
+    # compact JSON: a whitespace budget of 0 (strings keep their contents)
+    ws = {"whitespace_budget": 0} if c.compact else {}
     if kind == "json":
         if value != "json":
             raise InvalidRequest(f"'{param}' must be \"json\"", param=param)
-        c.grammar = cengine.compile_any_json(surrounding_whitespace=False)
+        c.grammar = cengine.compile_any_json(surrounding_whitespace=False, **ws)
         c.part = cengine.JsonSchema(True)
     elif kind in ("schema", "object"):
         value = OBJECT_SCHEMA if kind == "object" else _schema_value(param, value)
-        c.grammar = cengine.compile_json_schema(value, surrounding_whitespace=False)
+        c.grammar = cengine.compile_json_schema(value, surrounding_whitespace=False, **ws)
         c.part = cengine.JsonSchema(value)
     elif kind == "grammar":
         if not isinstance(value, str):
@@ -278,17 +317,25 @@ def _compile(c: Constraint, value: Any) -> None:
         raise InvalidRequest(f"unknown constraint '{param}'", param=param)
 
 
-def build(candidates: List[Candidate], *, choice_logprobs: bool = False) -> Constraint:
-    """Compile the one constraint a request asks for. CompileError propagates (-> 400)."""
+def build(candidates: List[Candidate], *, choice_logprobs: bool = False,
+          compact: Optional[str] = None) -> Constraint:
+    """Compile the one constraint a request asks for. CompileError propagates (-> 400).
+    compact: the field that asked for JSON without whitespace (compact_param); it needs a
+    JSON constraint, and is refused by name beside any other."""
     if len(candidates) > 1:
         names = " and ".join(c[0] for c in candidates)
         raise InvalidRequest(f"give at most one output constraint; this request has {names}",
                              param=candidates[1][0])
+    if compact is not None and (not candidates or candidates[0][1] not in JSON_KINDS):
+        beside = f"'{candidates[0][0]}' is not JSON" if candidates else "there is none"
+        raise InvalidRequest(f"'{compact}' removes the whitespace of JSON output and needs a "
+                             f"JSON constraint (a schema, json_object, JSON mode); {beside}",
+                             param=compact)
     if not candidates:
         c = Constraint()
     else:
         param, kind, value = candidates[0]
-        c = Constraint(param=param, kind=kind)
+        c = Constraint(param=param, kind=kind, compact=compact is not None)
         _compile(c, value)
     if choice_logprobs and c.kind in ("grammar", "regex"):
         # decisions are located by JSON pointer (or are a choice list's or lexicon's words): a

@@ -107,14 +107,17 @@ def call_grammar(tools: Sequence[ToolSpec], *, parallel: bool = True) -> cengine
 
 
 def answer_or_call_grammar(answer: cengine.Part, tools: Sequence[ToolSpec], *,
-                           parallel: bool = True) -> cengine.Grammar:
+                           parallel: bool = True, compact: bool = False) -> cengine.Grammar:
     """tool_choice auto under an output constraint: from the first byte, either one document
-    of `answer` (and nothing after it) or the call blocks of call_grammar."""
+    of `answer` (and nothing after it) or the call blocks of call_grammar. compact: no JSON
+    whitespace anywhere in the output (the constraint asked for it: vLLM's
+    disable_any_whitespace), call arguments included; the call's own framing stays."""
     if not tools:
         raise ToolFormatError("tool_choice auto with a constraint needs at least one tool",
                               param="tools")
     return cengine.compile_structural(cengine.OneOf(answer, calls_region(tools, parallel=parallel)),
-                                      whitespace_budget=WHITESPACE_BUDGET, max_depth=MAX_DEPTH)
+                                      whitespace_budget=0 if compact else WHITESPACE_BUDGET,
+                                      max_depth=MAX_DEPTH)
 
 
 def lazy_call_grammar(tools: Sequence[ToolSpec], *, parallel: bool = True
