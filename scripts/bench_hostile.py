@@ -61,6 +61,16 @@ def bombs():
          chat({"llamay_regex": "((a{1,100}){1,100}){1,100}"}), False),
         ("regex (a|b)*a(a|b){20}", "/v1/chat/completions",
          chat({"llamay_regex": "(a|b)*a(a|b){20}"}), False),
+        ("regex ((a|b)*a(a|b){20})|x...x (4,000 x)", "/v1/chat/completions",
+         chat({"llamay_regex": "((a|b)*a(a|b){20})|" + "x" * 4000}), False),
+        ('GBNF ("a"|"b")* "a" ("a"|"b"){20}', "/v1/chat/completions",
+         chat({"llamay_grammar": 'root ::= ("a" | "b")* "a" ("a" | "b"){20}'}), False),
+        ("schema pattern (a|b)*a(a|b){20}", "/v1/chat/completions",
+         chat({"llamay_schema": {"type": "string", "pattern": "(a|b)*a(a|b){20}"}}), False),
+        ("tool parameter pattern (a|b)*a(a|b){20}", "/v1/chat/completions",
+         chat({"tool_choice": "required", "tools": [{"type": "function", "function": {
+             "name": "f", "parameters": {"type": "object", "properties": {"code": {
+                 "type": "string", "pattern": "(a|b)*a(a|b){20}"}}}}}]}), False),
         ("regex of 100,000 chars", "/v1/chat/completions",
          chat({"llamay_regex": "a" * 100_000}), False),
         ('GBNF ((("a"){1,100}){1,100}){1,100}', "/v1/chat/completions",
