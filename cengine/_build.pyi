@@ -33,7 +33,8 @@ class RuleNfa:
 class Builder:
     """Subset construction and the per-position passes of the automaton builder."""
     used: int                   # compile work spent so far (units of MAX_COMPILE_WORK)
-    # max_growth: DFA states a rule may have per NFA state (plus DFA_GROWTH_SLACK), 0: any;
+    # max_growth: DFA states a rule may have per NFA state reached (plus DFA_GROWTH_SLACK),
+    # 0: any;
     # limit_name: how the work limit is named in its error
     def __init__(self, limit: int, max_positions: int, max_growth: int = 0,
                  limit_name: str = "MAX_COMPILE_WORK") -> None: ...

@@ -672,6 +672,8 @@ cdef class Builder:
     cdef int64_t next_yield
     cdef int max_positions
     cdef int64_t max_growth     # DFA states per NFA state of a rule (0: unlimited)
+    cdef vector[char] reached   # NFA states of the rule in some DFA state made so far
+    cdef int64_t n_reached
     cdef str limit_name         # how the work limit is named in its error
     # the NFA of the rule being determinized
     cdef vector[int] n_eoff, n_eto, n_boff, n_blo, n_bhi, n_bto, n_bws, n_coff, n_crule, n_cto
@@ -706,15 +708,27 @@ cdef class Builder:
                 _no_op()
         return 0
 
-    cdef int check_growth(self, int nsets, int n, int64_t max_states) except -1:
-        """Refuse a rule whose DFA outgrows its NFA: subset construction that explodes
-        (`(a|b)*a(a|b){20}`: 2**21 states from 111) is stopped after a few thousand states,
-        long before the work limit, while real rules stay near one DFA state per NFA state."""
-        if nsets > max_states:
+    cdef int check_growth(self, int nsets) except -1:
+        """Count the NFA states of the DFA state just made (self.buf) as reached, and refuse a
+        rule whose DFA outgrows the part of its NFA it has reached: subset construction that
+        explodes (`(a|b)*a(a|b){20}`: 2**21 states from 111) is stopped after a few thousand
+        states, long before the work limit, while real rules stay near one DFA state per NFA
+        state. Counting reached states, not all of them, keeps a bomb padded with a long
+        unrelated alternative as cheap to refuse: the construction meets the padding one state
+        per level while the bomb doubles."""
+        cdef size_t m
+        cdef int q
+        for m in range(self.buf.size()):
+            q = self.buf[m]
+            if not self.reached[q]:
+                self.reached[q] = 1
+                self.n_reached += 1
+        if self.max_growth > 0 and nsets > self.max_growth * self.n_reached + GROWTH_SLACK:
             raise LimitError(f"grammar too costly to compile: making a rule deterministic needs "
-                             f"more than {max_states:,} states for its {n:,} NFA states (limit "
-                             f"max_dfa_growth={self.max_growth}: {self.max_growth} per NFA state "
-                             f"plus {GROWTH_SLACK:,})", limit="max_dfa_growth")
+                             f"more than {nsets - 1:,} states for the {self.n_reached:,} NFA states "
+                             f"it reached (limit max_dfa_growth={self.max_growth}: "
+                             f"{self.max_growth} per NFA state reached, plus {GROWTH_SLACK:,})",
+                             limit="max_dfa_growth")
         return 0
 
     cdef int closure(self, vector[int]& init) except -1:
@@ -792,14 +806,15 @@ cdef class Builder:
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
         cdef int out_start, fin
-        cdef int64_t max_states = (self.max_growth * n + GROWTH_SLACK if self.max_growth > 0
-                                   else <int64_t>1 << 62)
+        self.reached.assign(n, 0)
+        self.n_reached = 0
 
         # start state
         cur.push_back(start)
         self.closure(cur)
         sets.add(self.buf, 0)
         nsets = 1
+        self.check_growth(nsets)
         i = 0
         while i < nsets:
             cur.assign(sets.data.begin() + sets.off[i], sets.data.begin() + sets.off[i + 1])
@@ -870,7 +885,7 @@ cdef class Builder:
                             nsets += 1
                             if nsets > self.max_positions:
                                 raise LimitError(f"grammar needs more than {self.max_positions} positions")
-                            self.check_growth(nsets, n, max_states)
+                            self.check_growth(nsets)
                         if one >= 0:
                             single[one] = j
                         else:
@@ -921,7 +936,7 @@ cdef class Builder:
                     if j < 0:
                         j = sets.add(self.buf, nsets)
                         nsets += 1
-                        self.check_growth(nsets, n, max_states)
+                        self.check_growth(nsets)
                     if one >= 0:
                         single[one] = j
                     else:

@@ -52,11 +52,11 @@ class _RuleCompiler:
 # Deterministic cap on compile work (DFA construction), so no request can tie up a core for
 # seconds: the count is of NFA states touched, independent of machine speed (spent in _build).
 MAX_COMPILE_WORK = 30_000_000
-# A rule's DFA may have at most this many states per state of its NFA (plus DFA_GROWTH_SLACK,
-# 4,096): determinisation that explodes is refused after a few thousand states, in
-# milliseconds, where the work cap takes about a second. Real grammars stay far below it: over
-# the 44,000 rules of the maskbench corpus, the llama.cpp grammars and the JSON-Schema-Test-
-# Suite the largest ratio is 2 (docs/limits.md).
+# A rule's DFA may have at most this many states per NFA state it has reached so far (plus
+# DFA_GROWTH_SLACK, 4,096): determinisation that explodes is refused after a few thousand
+# states, in milliseconds, where the work cap takes about a second. Real grammars stay far
+# below it: the maskbench corpus, the llama.cpp grammars and the JSON-Schema-Test-Suite all
+# compile even at a growth of 1 (docs/limits.md).
 MAX_DFA_GROWTH = 8
 
 
@@ -66,8 +66,8 @@ class CompileBudget:
     module's default at build time (MAX_COMPILE_WORK, MAX_DFA_GROWTH).
 
     max_work: work units (NFA states touched), for the whole grammar.
-    max_dfa_growth: DFA states a rule may have per state of its NFA (plus DFA_GROWTH_SLACK);
-    0 turns the check off.
+    max_dfa_growth: DFA states a rule may have per NFA state its DFA states contain so far
+    (plus DFA_GROWTH_SLACK); 0 turns the check off.
     Exceeding either raises LimitError whose .limit is "max_compile_work" or "max_dfa_growth"."""
     max_work: Optional[int] = None
     max_dfa_growth: Optional[int] = None

@@ -1,5 +1,7 @@
 """The automaton builder: compile-work budget, DFA growth limit, inlining keeps the language,
 refusals."""
+import re
+
 import pytest
 
 import cengine
@@ -48,9 +50,22 @@ def test_automaton_dfa_growth_refuses_blowup_before_the_work_cap(name, compile_)
     assert e.value.limit == "max_compile_work" and "max_work=2,000,000" in str(e.value)
 
 
+def test_automaton_dfa_growth_counts_reached_nfa_states():
+    # padding the bomb with a long unrelated alternative does not raise the bound: the
+    # construction has reached only a few of the padding's 4,000 states when the bomb has
+    # doubled past the bound
+    cengine.CACHE.clear()
+    with pytest.raises(cengine.LimitError) as e:
+        cengine.compile_regex("((a|b)*a(a|b){20})|" + "x" * 4000)
+    assert e.value.limit == "max_dfa_growth"
+    reached = int(re.search(r"for the ([\d,]+) NFA states it reached", str(e.value))
+                  .group(1).replace(",", ""))
+    assert reached < 200, str(e.value)
+
+
 @pytest.mark.parametrize("growth, ok", [(1, False), (8, False), (64, True), (0, True)])
 def test_automaton_dfa_growth_is_the_callers(growth, ok):
-    # 2**13 + 1 DFA states from 71 NFA states: over 8 x 71 + 4,096, under 64 x 71 + 4,096
+    # 2**13 + 1 DFA states from at most 71 NFA states: over 8 x 71 + 4,096, under 64 x 71 + 4,096
     cengine.CACHE.clear()
     budget = cengine.CompileBudget(max_dfa_growth=growth)
     if ok:

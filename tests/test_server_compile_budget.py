@@ -89,7 +89,7 @@ def test_tool_schema_bomb_names_max_dfa_growth(live, api, path):
 
 
 def test_engine_budget_comes_from_the_server_limits():
-    # 2**13 + 1 DFA states from 71 NFA states: over the default growth (8 per NFA state plus
+    # 2**13 + 1 DFA states from at most 71 NFA states: over the default growth (8 per NFA state plus
     # 4,096), within 64; and a work budget too small for an ordinary grammar
     moderate = "(a|b)*a(a|b){12}"
     s = LiveServer(default_max_tokens=2, limits=Limits(max_dfa_growth=64))

@@ -49,7 +49,7 @@ class Limits:
     compile_threads: int = 2
     # the engine's compile budget for every constraint and tool-call grammar (cengine.
     # CompileBudget, docs/limits.md): units of automaton construction work, and DFA states a
-    # rule may have per state of its NFA (plus 4,096), which refuses determinisation blowups
+    # rule may have per NFA state reached (plus 4,096), which refuses determinisation blowups
     # such as (a|b)*a(a|b){20} in milliseconds; the defaults are the engine's
     max_compile_work: int = 30_000_000
     max_dfa_growth: int = 8
