@@ -233,16 +233,79 @@ def string(g: ir.GrammarIR) -> ir.Ref:
     return _ensure(g, STRING, lambda: ir.seq(ir.lit('"'), string_body(g)))
 
 
+# Bounds up to this are one position per count (a call of the character rule each, pair
+# tables in the mask); above it a string is counted in blocks (see blocked_string).
+UNROLL_LENGTH_MAX = 4096
+# the largest minLength/maxLength a string compiles with (documented in docs/limits.md)
+MAX_STRING_LENGTH = 1 << 20
+
+
 def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
     """A string of lo..hi code points (hi None: unbounded); escapes count as one."""
     if lo == 0 and hi is None:
         return string(g)
     if hi is not None and hi < lo:
         return ir.NOTHING
+    if max(lo, hi or 0) > UNROLL_LENGTH_MAX:
+        return blocked_string(g, lo, hi, block_size(max(lo, hi or 0)))
     ch = string_char(g)
     if hi is None:
         return ir.seq(ir.lit('"'), ir.repeat(ch, lo, lo), string_body(g))
     return ir.seq(ir.lit('"'), ir.repeat(ch, lo, hi), ir.lit('"'))
+
+
+def block_size(n: int) -> int:
+    """The block of blocked_string for a bound n: the power of two at or above sqrt(n), so
+    a string has about 3 sqrt(n) positions (and strings of similar bounds share blocks)."""
+    b = 1
+    while b * b < n:
+        b *= 2
+    return b
+
+
+def blocked_string(g: ir.GrammarIR, lo: int, hi: Optional[int], block: int) -> ir.Expr:
+    """A string of lo..hi code points counted in blocks of `block` characters: about
+    lo/block + hi/block + 3 block positions instead of one per count.
+
+    Exact and unambiguous: a body of n characters is q full blocks (rule `block`, exactly
+    `block` characters) and a last partial block of n - q*block characters closed by the
+    quote (rule `part`, fewer than `block` characters and the quote), or, at the top count,
+    the rest up to hi. A pushdown frame cannot tell its caller whether it ended full or
+    partial, so while a block is read the matcher carries two stacks (full so far, partial
+    so far); the one that turns out wrong dies at the block's end or at the quote. Minimum
+    lengths are whole blocks then single characters, no choice involved.
+    """
+    ch = string_char(g)
+    blk = _ensure(g, f"json-string-block-{block}", lambda: ir.repeat(ch, block, block))
+    part = _ensure(g, f"json-string-part-{block}",
+                   lambda: ir.seq(ir.repeat(ch, 0, block - 1), ir.lit('"')))
+    full, rest = divmod(lo, block)
+    prefix = ir.seq(ir.lit('"'), ir.repeat(blk, full, full), ir.repeat(ch, rest, rest))
+    if hi is None:
+        return ir.seq(prefix, string_body(g))
+    # after the prefix: rest..rest + (hi - lo) more characters, i.e. a free count of up to
+    # span = hi - lo with the first `rest` of the current block already read
+    span = hi - lo
+    if rest:
+        # finish the block the prefix began (or stop inside it), then count whole blocks
+        first = block - rest
+        if span < first:
+            return ir.seq(prefix, ir.repeat(ch, 0, span), ir.lit('"'))
+        head = ir.alt(ir.seq(ir.repeat(ch, 0, first - 1), ir.lit('"')),
+                      ir.seq(ir.repeat(ch, first, first), _blocks(blk, part, ch, block, span - first)))
+        return ir.seq(prefix, head)
+    return ir.seq(prefix, _blocks(blk, part, ch, block, span))
+
+
+def _blocks(blk: ir.Expr, part: ir.Expr, ch: ir.Expr, block: int, span: int) -> ir.Expr:
+    """0..span characters then the quote: j whole blocks and a partial one (j below the
+    top count), or all the top count's blocks and the remainder."""
+    top, tail = divmod(span, block)
+    last = ir.seq(ir.repeat(ch, 0, tail), ir.lit('"'))
+    if top == 0:
+        return last
+    return ir.alt(ir.seq(ir.repeat(blk, 0, top - 1), part),
+                  ir.seq(ir.repeat(blk, top, top), last))
 
 
 def _int_part() -> ir.Expr:
