@@ -247,7 +247,9 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
     if hi is not None and hi < lo:
         return ir.NOTHING
     if max(lo, hi or 0) > UNROLL_LENGTH_MAX:
-        return blocked_string(g, lo, hi, block_size(max(lo, hi or 0)))
+        # a rule of its own: called, not copied, wherever the schema repeats it (array items)
+        return _ensure(g, f"json-string-length-{lo}-{hi}",
+                       lambda: blocked_string(g, lo, hi, block_size(max(lo, hi or 0))))
     ch = string_char(g)
     if hi is None:
         return ir.seq(ir.lit('"'), ir.repeat(ch, lo, lo), string_body(g))
