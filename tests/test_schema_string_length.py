@@ -192,8 +192,9 @@ def test_blocked_string_masks_equal_unrolled_masks(llama_bpe, lo, hi, block, ski
             checked += 1
             allowed = np.flatnonzero(wa)
             # mostly short plain tokens, so walks get far into the string
-            short = [int(t) for t in allowed[rng.sample(range(allowed.size), min(40, allowed.size))]
-                     if vocab.tokens[t] and len(vocab.tokens[t]) <= 3 and b'"' not in vocab.tokens[t]]
+            some = allowed[rng.sample(range(allowed.size), min(40, allowed.size))]
+            short = [int(t) for t in some
+                     if 0 < len(vocab.tokens[t]) <= 3 and b'"' not in vocab.tokens[t]]
             if not short or rng.random() < 0.01:
                 break
             tok = rng.choice(short)

@@ -303,8 +303,10 @@ def blocked_string(g: ir.GrammarIR, lo: int, hi: Optional[int], block: int) -> i
         first = block - rest
         if span < first:
             return ir.seq(prefix, ir.repeat(ch, 0, span), ir.lit('"'))
-        head = ir.alt(ir.seq(ir.repeat(ch, 0, first - 1), ir.lit('"')),
-                      ir.seq(ir.repeat(ch, first, first), _blocks(blk, part, ch, block, span - first)))
+        rest_of_block = ir.seq(ir.repeat(ch, 0, first - 1), ir.lit('"'))
+        then_blocks = ir.seq(ir.repeat(ch, first, first),
+                             _blocks(blk, part, ch, block, span - first))
+        head = ir.alt(rest_of_block, then_blocks)
         return ir.seq(prefix, head)
     return ir.seq(prefix, _blocks(blk, part, ch, block, span))
 
