@@ -10,12 +10,16 @@ those llamay compiles (the union needs each), cycled past them with a suffix on 
 (`get_weather_2`), so names are distinct
 while schemas repeat. Enum: {"enum": [N distinct strings]} through compile_json_schema
 (closed_objects=False, whitespace_budget=None) and llguidance's grammar_from_json_schema.
+String: {"type": "string", "maxLength": N} the same way, walked over a sentence, a text of
+2,000 characters and one of exactly N (prose with accents, escapes and emoji); the row also
+gives the size of our automaton's tables (Automaton.nbytes).
 
 Per count both engines compile cold (ours: CACHE and the shared mask tables cleared) and fill
 one mask (time to first mask); then every tool's first instance (enum: up to 64 values) is
 tokenised and walked token by token by both, each mask timed.
 
-    python scripts/bench_union.py [--tools 1,4,16,64] [--enum 100,1000,10000] [--json OUT]
+    python scripts/bench_union.py [--tools 1,4,16,64] [--enum 100,1000,10000]
+                                  [--max-length 32767] [--json OUT]
 """
 from __future__ import annotations
 
@@ -71,6 +75,15 @@ def call_text(name: str, arguments) -> str:
 def enum_values(n: int) -> list:
     # distinct, realistic-looking identifiers with shared prefixes (like product codes)
     return [f"item-{k:05d}-{'abcdefghij'[k % 10]}" for k in range(n)]
+
+
+PROSE = ("Grüße from the \u201cstring\u201d benchmark \U0001F600: a line with \"quotes\", a tab\t"
+         "and words of every length, repeated until the text is long enough. ")
+
+
+def text_of(n: int) -> str:
+    """Prose of exactly n code points."""
+    return (PROSE * (n // len(PROSE) + 1))[:n]
 
 
 def union_ours(cengine, tools):
@@ -132,6 +145,9 @@ def markdown(rows) -> str:
            "| ratio | mask max µs llamay | llguidance | masks | accepted llamay / llguidance |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        if "ours_tables_kb" in r:
+            out.append(f"| {r['kind']} | {r['n']} | tables: llamay {r['ours_tables_kb']:,.0f} KB "
+                       f"({r['ours_positions']:,} positions) | | | | | | | | | |")
         out.append(f"| {r['kind']} | {r['n']} | {r['ours_ttfm_ms']:.1f} | {r['ll_ttfm_ms']:.1f} | "
                    f"{r['ours_ttfm_ms'] / r['ll_ttfm_ms']:.2f} | {r['ours_mask_mean_us']:.1f} | "
                    f"{r['ll_mask_mean_us']:.1f} | "
@@ -145,6 +161,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tools", default="1,4,16,64", help="tool counts, comma separated")
     ap.add_argument("--enum", default="100,1000,10000", help="enum sizes, comma separated")
+    ap.add_argument("--max-length", default="32767",
+                    help="maxLength of a string schema, comma separated")
     ap.add_argument("--json", metavar="OUT")
     args = ap.parse_args(argv)
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
@@ -172,6 +190,18 @@ def main(argv=None) -> None:
             schema, closed_objects=False, whitespace_budget=None),
             LLMatcher.grammar_from_json_schema(schema), texts)
         rows.append(row("enum", n, res, len(texts)))
+        print(markdown(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+    for n in [int(x) for x in args.max_length.split(",") if x]:
+        schema = {"type": "string", "maxLength": n}
+        texts = [json.dumps(text_of(k), ensure_ascii=False) for k in (60, min(n, 2000), n)]
+        res = measure(eng, lambda: cengine.compile_json_schema(
+            schema, closed_objects=False, whitespace_budget=None),
+            LLMatcher.grammar_from_json_schema(schema), texts)
+        rows.append(row("string maxLength", n, res, len(texts)))
+        a = cengine.compile_json_schema(schema, closed_objects=False,
+                                        whitespace_budget=None).automaton
+        rows[-1]["ours_tables_kb"] = a.nbytes() / 1024
+        rows[-1]["ours_positions"] = a.n_positions
         print(markdown(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
     print(markdown(rows))
     if args.json:

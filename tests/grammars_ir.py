@@ -47,4 +47,18 @@ def counted() -> ir.GrammarIR:
     return g
 
 
-ALL = {"json_like": json_like, "ambiguous": ambiguous, "counted": counted}
+def blocked_strings() -> ir.GrammarIR:
+    """JSON strings whose lengths are counted in blocks (json_grammar.blocked_string) with
+    small blocks, so the two stacks of a block, the block ends and minimum lengths are all
+    a few bytes away."""
+    from cengine.schema import json_grammar as jg
+    g = ir.GrammarIR()
+    parts = [jg.blocked_string(g, 0, 7, 2), jg.blocked_string(g, 2, 11, 3),
+             jg.blocked_string(g, 5, None, 4), jg.blocked_string(g, 4, 9, 4)]
+    g.add("root", ir.seq(ir.lit("["), parts[0], ir.lit(","), parts[1], ir.lit(","), parts[2],
+                         ir.lit(","), parts[3], ir.lit("]")))
+    return g
+
+
+ALL = {"json_like": json_like, "ambiguous": ambiguous, "counted": counted,
+       "blocked_strings": blocked_strings}

@@ -14,6 +14,7 @@ from cengine import CompileError, LimitError, ir
 from cengine.schema import json_grammar as jg
 from cengine.grammar import Grammar
 from cengine.schema import MAX_UNROLL, add_schema, schema_to_ir
+from cengine.schema.json_grammar import MAX_STRING_LENGTH
 
 
 def accepts(schema, doc, **kw) -> bool:
@@ -375,7 +376,7 @@ def test_max_depth_counts_containers():
 
 def test_unroll_limit_is_a_limit_error():
     with pytest.raises(LimitError) as ei:
-        schema_to_ir({"type": "string", "maxLength": MAX_UNROLL + 1})
+        schema_to_ir({"type": "string", "maxLength": MAX_STRING_LENGTH + 1})
     assert ei.value.keyword == "maxLength" and ei.value.pointer == "/maxLength"
     with pytest.raises(LimitError):
         schema_to_ir({"type": "array", "minItems": MAX_UNROLL + 1})

@@ -44,7 +44,8 @@ from . import strings as js
 from .drafts import IgnoredKeyword, Node
 from ..errors import CompileError, LimitError
 
-# minLength/maxLength/minItems/maxItems are unrolled into copies: same cap as GBNF repetition
+# minItems/maxItems are unrolled into copies: same cap as GBNF repetition (string lengths:
+# json_grammar.MAX_STRING_LENGTH)
 MAX_UNROLL = 4096
 
 # at most this many variants for dependentRequired/dependentSchemas (2**keys) and for the
@@ -313,6 +314,12 @@ class _Compiler:
         if n is not None and n > MAX_UNROLL:
             raise LimitError(f"'{key}' of {n} exceeds the documented limit of {MAX_UNROLL}",
                              keyword=key, pointer=_ptr(ptr, key))
+
+    def _check_length(self, n: Optional[int], key: str, ptr: str) -> None:
+        # string bounds past jg.UNROLL_LENGTH_MAX are counted in blocks, not unrolled
+        if n is not None and n > jg.MAX_STRING_LENGTH:
+            raise LimitError(f"'{key}' of {n} exceeds the documented limit of "
+                             f"{jg.MAX_STRING_LENGTH}", keyword=key, pointer=_ptr(ptr, key))
 
     def _types(self, schema: dict, ptr: str) -> List[str]:
         if "type" not in schema:
@@ -1151,8 +1158,8 @@ class _Compiler:
         if "pattern" in schema:
             return js.constrained_string(js.pattern_expr(schema["pattern"], ptr), lo, hi, ptr,
                                          "pattern")
-        self._check_unroll(lo, "minLength", ptr)
-        self._check_unroll(hi, "maxLength", ptr)
+        self._check_length(lo, "minLength", ptr)
+        self._check_length(hi, "maxLength", ptr)
         return jg.bounded_string(self.g, lo, hi)
 
     # --- arrays ----------------------------------------------------------------------------
