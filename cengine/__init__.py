@@ -65,12 +65,17 @@ def mask_words(vocab_size: int) -> int:
 def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool = True,
                         whitespace_budget: Optional[int] = 64, max_depth: int = 64,
                         surrounding_whitespace: bool = True,
+                        property_order: str = "declared",
                         budget: Optional[CompileBudget] = None) -> Grammar:
     """Compile a JSON Schema (dict, bool or JSON text). Unenforceable keywords raise CompileError.
 
     surrounding_whitespace=True accepts whitespace before and after the root value (validating
     text as written); False is the form for generating: once the root value closes, only the
     end of the output may follow, so a finished document ends the generation.
+
+    property_order="declared" writes an object's declared properties in the schema's order
+    (what generation should produce); "any" accepts them in every order, each at most once
+    (for validating documents; docs/json-schema.md gives its limit).
 
     budget (every compile function takes it) bounds the automaton construction; None: the
     engine's defaults (docs/limits.md). It is not part of the cache key: a grammar already
@@ -81,16 +86,19 @@ def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool 
         except ValueError as e:
             raise CompileError(f"schema is not valid JSON: {e}", pointer="") from None
     surrounding_whitespace = bool(surrounding_whitespace)
+    from .schema.compiler import check_property_order
+    check_property_order(property_order)
     # keyed on the schema as written: declared property order is part of the grammar
     key = ("schema", _json.dumps(schema, separators=(",", ":")),
-           closed_objects, whitespace_budget, max_depth, surrounding_whitespace)
+           closed_objects, whitespace_budget, max_depth, surrounding_whitespace, property_order)
 
     def build():
         from .schema import schema_to_ir
         with budget_scope(budget):
             g = schema_to_ir(schema, closed_objects=closed_objects,
                              whitespace_budget=whitespace_budget, max_depth=max_depth,
-                             surrounding_whitespace=surrounding_whitespace)
+                             surrounding_whitespace=surrounding_whitespace,
+                             property_order=property_order)
             return Grammar.from_ir(g, "json_schema", schema)
     return CACHE.get_or_compile(key, build)
 

@@ -254,6 +254,60 @@ def expr_size(e, dict known, ws_type):
     return _size(e, known, ws_type, 0)
 
 
+def _recursive_rules(refs):
+    """The rules that reach themselves: members of a strongly connected component of more
+    than one rule, or calling themselves. Tarjan's algorithm, iterative (rule chains are
+    thousands deep), linear in rules and calls: a search from every rule would be quadratic
+    in grammars of many chained rules (the subset states of property_order="any")."""
+    index = {}
+    low = {}
+    on_stack = set()
+    stack = []
+    out = set()
+    counter = 0
+    for root in refs:
+        if root in index:
+            continue
+        # frames: [rule, its callees, how many of them are done]
+        work = [[root, list(refs[root]), 0]]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            frame = work[len(work) - 1]      # (no wraparound in this module: no [-1])
+            n = frame[0]
+            callees = frame[1]
+            if frame[2] < len(callees):
+                m = callees[frame[2]]
+                frame[2] += 1
+                if m not in index:
+                    index[m] = low[m] = counter
+                    counter += 1
+                    stack.append(m)
+                    on_stack.add(m)
+                    work.append([m, list(refs[m]), 0])
+                elif m in on_stack and index[m] < low[n]:
+                    low[n] = index[m]
+                continue
+            work.pop()
+            if work:
+                caller = work[len(work) - 1][0]
+                if low[n] < low[caller]:
+                    low[caller] = low[n]
+            if low[n] == index[n]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    comp.append(m)
+                    if m == n:
+                        break
+                if len(comp) > 1 or n in refs[n]:
+                    out.update(comp)
+    return out
+
+
 # the whole inlining pass, compiled (see automaton._inline_small_rules for the why)
 def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
     """automaton._inline_small_rules: (rule -> expression with small rules inlined,
@@ -270,19 +324,7 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
                 line, col = (rules[n].origin or (None, None))
                 raise CompileError(f"rule '{m}' is used but never defined", rule=m,
                                    line=line, column=col)
-    # recursive = reaches itself
-    recursive = set()
-    for n in rules:
-        seen = set()
-        stack = list(refs[n])
-        while stack:
-            m = stack.pop()
-            if m == n:
-                recursive.add(n)
-                break
-            if m not in seen:
-                seen.add(m)
-                stack.extend(refs[m])
+    recursive = _recursive_rules(refs)
     maxlen = {n: float("inf") for n in recursive}
 
     def rule_max(n):

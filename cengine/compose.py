@@ -97,11 +97,15 @@ class JsonSchema(Part):
     """One instance of a JSON Schema (dict, bool or JSON text), compiled as compile_json_schema
     compiles it, without the whitespace around the document. Properties keep their declared
     order, so the key is the JSON text as given (never sorted). The schema is copied: changing
-    the caller's dict afterwards changes nothing here."""
+    the caller's dict afterwards changes nothing here. property_order as for
+    compile_json_schema."""
 
-    __slots__ = ("schema", "closed_objects")
+    __slots__ = ("schema", "closed_objects", "property_order")
 
-    def __init__(self, schema: Union[dict, bool, str], *, closed_objects: bool = True):
+    def __init__(self, schema: Union[dict, bool, str], *, closed_objects: bool = True,
+                 property_order: str = "declared"):
+        from .schema.compiler import check_property_order
+        check_property_order(property_order)
         if isinstance(schema, (str, bytes)):
             try:
                 schema = json.loads(schema)
@@ -115,12 +119,13 @@ class JsonSchema(Part):
         except (TypeError, ValueError) as e:
             raise CompileError(f"schema is not JSON: {e}", pointer="") from None
         self._set(schema=json.loads(text), closed_objects=bool(closed_objects),
-                  key=("json_schema", text, bool(closed_objects)))
+                  property_order=property_order,
+                  key=("json_schema", text, bool(closed_objects), property_order))
 
     def _expr(self, b):
         from .schema import add_schema
         return add_schema(b.g, self.schema, prefix=b.prefix("schema"),
-                          closed_objects=self.closed_objects)
+                          closed_objects=self.closed_objects, property_order=self.property_order)
 
 
 class Gbnf(Part):

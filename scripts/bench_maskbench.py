@@ -7,13 +7,16 @@ token by token, the mask is filled (timed), the token checked against it and con
 instance is accepted when every token was allowed and the matcher accepts at the end. The
 engines run interleaved schema by schema in one worker process (one core,
 RAYON_NUM_THREADS=1), each with its per-vocabulary set-up done before timing (bench_mask.Engines).
-Ours compiles with closed_objects=False, whitespace_budget=None (JSON Schema semantics).
+Ours compiles with closed_objects=False, whitespace_budget=None, property_order="any" (JSON
+Schema semantics: open objects, free whitespace, properties in any order, as the corpus
+procedure asks); --property-order declared measures the generation default instead.
 
 A schema that takes longer than --timeout seconds (both engines, all instances) is reported as
 a timeout: the worker is killed and restarted, so one pathological schema cannot stall the run.
 
     python scripts/bench_maskbench.py FOLDER [--limit N] [--filter SPLIT] [--json OUT]
                                              [--byte-level] [--timeout SECONDS]
+                                             [--property-order any|declared]
 
 --byte-level checks exactness only: documents as bytes (llguidance over its byte tokenizer),
 no tokenizer, no mask timing; compile times are then byte-level compiles.
@@ -37,7 +40,7 @@ import numpy as np  # noqa: E402
 
 import bench_mask  # noqa: E402  (sets RAYON_NUM_THREADS=1 before llguidance loads)
 
-OURS_OPTIONS = {"closed_objects": False, "whitespace_budget": None}
+OURS_OPTIONS = {"closed_objects": False, "whitespace_budget": None, "property_order": "any"}
 TOP_REFUSALS = 25
 SPLIT_SEP = "---"
 
@@ -66,11 +69,12 @@ class ByteEngines:
     """Byte-level exactness: our matcher without a vocabulary, llguidance over its byte
     tokenizer."""
 
-    def __init__(self):
+    def __init__(self, compile_options):
         import llguidance
         import cengine
         self.cengine, self.llguidance = cengine, llguidance
         self.lltok = llguidance.LLTokenizer("byte")
+        self.compile_options = dict(compile_options)
 
 
 def _ours_error(cengine, x) -> tuple[str, str]:
@@ -101,7 +105,7 @@ def bench_schema(eng, entry: dict, byte_level: bool, phase) -> dict:
         if byte_level:
             cengine.CACHE.clear()
             t0 = time.perf_counter_ns()
-            g = cengine.compile_json_schema(schema, **OURS_OPTIONS)
+            g = cengine.compile_json_schema(schema, **eng.compile_options)
             g.matcher()
             rec["ours"]["ttfm_ns"] = time.perf_counter_ns() - t0
         else:
@@ -173,9 +177,9 @@ def bench_schema(eng, entry: dict, byte_level: bool, phase) -> dict:
     return rec
 
 
-def _worker(conn, byte_level: bool) -> None:
+def _worker(conn, byte_level: bool, options: dict) -> None:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    eng = ByteEngines() if byte_level else bench_mask.Engines(OURS_OPTIONS)
+    eng = ByteEngines(options) if byte_level else bench_mask.Engines(options)
     conn.send(("ready", None))
     while True:
         path = conn.recv()
@@ -191,15 +195,17 @@ def _worker(conn, byte_level: bool) -> None:
 class Worker:
     """The engines in a child process, restarted after a schema exceeds the time cap."""
 
-    def __init__(self, byte_level: bool):
+    def __init__(self, byte_level: bool, options: dict):
         self.byte_level = byte_level
+        self.options = options
         self.proc = None
         self._start()
 
     def _start(self):
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, self.byte_level), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(child, self.byte_level, self.options),
+                                daemon=True)
         self.proc.start()
         child.close()
         kind, _ = self.conn.recv()
@@ -376,13 +382,17 @@ def main(argv=None) -> None:
                     help="exactness only: bytes instead of tokens, no mask timing")
     ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds per schema, both engines and all instances (default 120)")
+    ap.add_argument("--property-order", choices=("any", "declared"), default="any",
+                    help="ours: properties in any order (default, JSON Schema semantics) or "
+                         "in declared order (the generation default)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    options = {**OURS_OPTIONS, "property_order": args.property_order}
     files = corpus_files(args.folder, args.filter, args.limit)
     if not files:
         raise SystemExit(f"no .json files in {args.folder}"
                          + (f" for split {args.filter}" if args.filter else ""))
-    worker = Worker(args.byte_level)
+    worker = Worker(args.byte_level, options)
     records = {}
     t_start = time.monotonic()
     try:
@@ -394,6 +404,8 @@ def main(argv=None) -> None:
     finally:
         worker.close()
     s = summarize(records)
+    s["ours_options"] = options
+    print("llamay options: " + ", ".join(f"{k}={v!r}" for k, v in options.items()))
     print(markdown(s, args.byte_level))
     print(f"\nwall time {time.monotonic() - t_start:.0f} s")
     if args.json:

@@ -238,3 +238,29 @@ def test_mask_exact_whitespace_runs_free_whitespace(llama_bpe):
     pieces = [doc[i:i + 2] for i in range(0, len(doc), 2)]
     n = 2 * (len(pieces) + 1) + 6
     assert check_random_states(g, llama_bpe, n, seed=5, docs=[pieces, list(pieces)]) == n
+
+
+# property_order="any": one state per subset of the properties written, members as rules called
+# from every state (several stacks at a key's start), extra keys anywhere; the scripted walks
+# write the keys out of declared order
+ANY_ORDER_SCHEMAS = {
+    "tool_arguments": (TOOL_SCHEMA["properties"]["arguments"], True,
+                       b'{"tags": ["x"], "days": 3, "note": null, "city": "Oslo", "exact": true}'),
+    "open_with_patterns": ({"type": "object", "properties": {
+        "name": {"type": "string"}, "nam": {"type": "integer"}, "size": {"enum": [1, 2]}},
+        "patternProperties": {"^x-": {"type": "boolean"}},
+        "additionalProperties": {"type": "array"}, "required": ["size"], "maxProperties": 4},
+        False, b'{"x-a": true, "namex": [1], "size": 2, "nam": 5}'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ANY_ORDER_SCHEMAS))
+def test_mask_exact_any_property_order(llama_bpe, name):
+    schema, closed, doc = ANY_ORDER_SCHEMAS[name]
+    cengine.CACHE.clear()
+    g = cengine.compile_json_schema(schema, closed_objects=closed, property_order="any")
+    m = g.matcher()
+    assert m.accept_bytes(doc) and m.is_accepting()      # the script is a document
+    pieces = [doc[i:i + 3] for i in range(0, len(doc), 3)]
+    n = 2 * (len(pieces) + 1) + 12
+    assert check_random_states(g, llama_bpe, n, seed=6, docs=[pieces, list(pieces)]) == n

@@ -1,5 +1,6 @@
 """The closer on schema grammars: any prefix the matcher accepts, plus completion(), is a
-document that parses and validates against the original schema (checked with jsonschema)."""
+document that parses and validates against the original schema (checked with jsonschema).
+Both property orders: under property_order="any" the instances' keys are shuffled."""
 from __future__ import annotations
 
 import json
@@ -142,15 +143,42 @@ def _assert_closes(m, prefix: bytes, validator) -> None:
     assert done.accept_bytes(tail) and done.is_accepting(), doc
 
 
+def _shuffled(value, schema, root, rng):
+    """value with the keys of every object in an order drawn by rng, except inside enum/const
+    values (objects there keep the order written in the schema, docs/json-schema.md)."""
+    if isinstance(schema, dict) and "$ref" in schema:
+        schema = _resolve(root, schema["$ref"])
+    if isinstance(schema, dict) and ("const" in schema or "enum" in schema):
+        return value
+    sub = schema if isinstance(schema, dict) else {}
+    if isinstance(value, dict):
+        props = sub.get("properties", {})
+        items = [(k, _shuffled(v, props.get(k, sub.get("additionalProperties", True)), root,
+                               rng)) for k, v in value.items()]
+        rng.shuffle(items)
+        return dict(items)
+    if isinstance(value, list):
+        prefix = sub.get("prefixItems", [])
+        return [_shuffled(v, prefix[i] if i < len(prefix) else sub.get("items", True), root,
+                          rng) for i, v in enumerate(value)]
+    return value
+
+
+ORDERS = ["declared", "any"]
+
+
+@pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
-def test_every_prefix_of_an_instance_closes_to_a_valid_document(name):
+def test_every_prefix_of_an_instance_closes_to_a_valid_document(name, order):
     schema = SCHEMAS[name]
-    grammar = cengine.compile_json_schema(schema)
+    grammar = cengine.compile_json_schema(schema, property_order=order)
     validator = _validator(schema)
 
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(instances(schema, schema), st.booleans(), st.booleans())
-    def run(value, spaced, ascii_only):
+    @given(instances(schema, schema), st.booleans(), st.booleans(), st.randoms())
+    def run(value, spaced, ascii_only, rng):
+        if order == "any":
+            value = _shuffled(value, schema, schema, rng)
         seps = (", ", ": ") if spaced else (",", ":")
         doc = json.dumps(value, separators=seps, ensure_ascii=ascii_only).encode("utf-8")
         if spaced and doc.count(b" ") > 64 - 2:
@@ -164,10 +192,11 @@ def test_every_prefix_of_an_instance_closes_to_a_valid_document(name):
     run()
 
 
+@pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
-def test_random_walks_over_allowed_bytes_close_to_valid_documents(name):
+def test_random_walks_over_allowed_bytes_close_to_valid_documents(name, order):
     schema = SCHEMAS[name]
-    grammar = cengine.compile_json_schema(schema)
+    grammar = cengine.compile_json_schema(schema, property_order=order)
     validator = _validator(schema)
 
     @settings(max_examples=40, deadline=None)

@@ -6,7 +6,9 @@ compiles `pattern` and length bounds on decoded text; `formats` compiles `format
 reads each draft's keywords into 2020-12 vocabulary; `keys` builds the key languages of
 `patternProperties`.
 """
-from .compiler import ENFORCED, MAX_UNROLL, add_schema, schema_to_ir
+from .compiler import (ENFORCED, MAX_ORDER_STATES, MAX_UNROLL, PROPERTY_ORDERS, add_schema,
+                       schema_to_ir)
 from .drafts import IgnoredKeyword
 
-__all__ = ["ENFORCED", "MAX_UNROLL", "IgnoredKeyword", "add_schema", "schema_to_ir"]
+__all__ = ["ENFORCED", "MAX_ORDER_STATES", "MAX_UNROLL", "PROPERTY_ORDERS", "IgnoredKeyword",
+           "add_schema", "schema_to_ir"]

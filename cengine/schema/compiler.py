@@ -64,6 +64,14 @@ def _key_alphabet(patterns: List[str]) -> Tuple[int, int]:
 # (property index, count) states of an object with minProperties/maxProperties
 MAX_COUNT_STATES = 1024
 
+# property_order: "declared" (the default, what generation should write: declared properties
+# in the schema's order, extra keys last) or "any" (every order, each declared name at most
+# once). "any" needs one state per subset of the declared properties written (times the member
+# count when min/maxProperties count extra keys too): at most MAX_ORDER_STATES of them; a larger
+# object keeps its declared properties in declared order, extra keys anywhere between them
+PROPERTY_ORDERS = ("declared", "any")
+MAX_ORDER_STATES = 1024
+
 TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
 
 # keywords that never change which documents are valid (in the 2020-12 reading every node
@@ -283,11 +291,13 @@ def _types_overlap(a: Set[str], b: Set[str]) -> Set[str]:
 
 
 class _Compiler:
-    def __init__(self, g: ir.GrammarIR, root: Any, prefix: str, closed_objects: bool):
+    def __init__(self, g: ir.GrammarIR, root: Any, prefix: str, closed_objects: bool,
+                 property_order: str = "declared"):
         self.g = g
         self.root = root
         self.prefix = prefix
         self.closed = closed_objects
+        self.any_order = property_order == "any"
         self.draft = drafts.draft_of(root)
         self.ignored: List[IgnoredKeyword] = []
         self.ref_rules: Dict[str, str] = {}
@@ -1352,6 +1362,8 @@ class _Compiler:
         extras = self._extra_keys(schema, ptr, declared, addl, addl_ptr)
         lo = self._count(schema, "minProperties", ptr) or 0
         hi = self._count(schema, "maxProperties", ptr)
+        if self.any_order:
+            return self._object_expr_any_order(ptr, present, extras, lo, hi)
         return self._object_expr(ptr, present, extras, lo, hi)
 
     def _object_expr(self, ptr: str, present, extras, lo: int, hi: Optional[int]) -> ir.Expr:
@@ -1422,6 +1434,151 @@ class _Compiler:
         expr = jg.container(g, "{", members, "}", nullable_members=empty_ok)
         return g.add(self._rule_name(ptr, "object"), expr, container=True)
 
+    def _object_expr_any_order(self, ptr: str, present, extras, lo: int,
+                               hi: Optional[int]) -> ir.Expr:
+        """The object rule under property_order="any": members in every order, each declared
+        name at most once, the object closing only once every required one is written.
+
+        One rule per state, a state being (the declared properties written, the members
+        counted; the count only where min/maxProperties need it and extra keys make it differ
+        from the number written). That is 2**n states for n declared properties, and no
+        automaton does with fewer (after two different subsets some name is allowed after one
+        and not the other); past MAX_ORDER_STATES the declared properties keep declared order
+        (state: the next one that may come) while extra keys still stand anywhere. Each member
+        (key, colon, value) is one rule that every state calls, compiled once; a state holds
+        only its calls and the separator."""
+        g = self.g
+        col = jg.colon(g)
+        sep = jg.comma(g)
+        n = len(present)
+        n_req = sum(1 for _, _, r in present if r)
+        if hi is not None and (n_req > hi or lo > hi):
+            return ir.NOTHING
+        if lo >= 2 and extras:
+            raise CompileError("'minProperties' above 1 beside extra keys is not enforced (a "
+                               "repeated key would count twice)", keyword="minProperties",
+                               pointer=_ptr(ptr, "minProperties"))
+        if lo > n + (1 if extras else 0):
+            return ir.NOTHING
+        # the member count matters up to the larger bound; in the subset states without extra
+        # keys it is the number of properties written, which the state holds already
+        bounded = lo > 1 or hi is not None
+        top = hi if hi is not None else lo
+        width = top + 1 if bounded and extras else 1
+        subsets = n <= 30 and (1 << n) * width <= MAX_ORDER_STATES
+        counted = bounded and (bool(extras) or not subsets)
+        if not subsets and counted and (n + 1) * (top + 1) > MAX_COUNT_STATES:
+            raise LimitError(f"counting {n} properties up to {top} needs more than "
+                             f"{MAX_COUNT_STATES} states",
+                             keyword="maxProperties" if hi is not None else "minProperties",
+                             pointer=_ptr(ptr,
+                                          "maxProperties" if hi is not None else "minProperties"))
+        kvs = []
+        for name, e, _ in present:
+            kv = ir.seq(ir.Bytes(jg.canonical_string(name)), col, e)
+            if n > 1:
+                # called from many states: one rule, so its positions (and their mask tables)
+                # are shared by all of them (small ones are inlined back by the build)
+                kv = g.add(self._rule_name(_ptr(ptr, "properties", name), "member"), kv)
+            kvs.append(kv)
+        extra = None
+        if extras:
+            extra = g.add(self._rule_name(ptr, "extra-member"),
+                          jg.alt(*(ir.seq(k, col, v) for k, v in extras)))
+        required = [j for j, (_, _, r) in enumerate(present) if r]
+        req_mask = sum(1 << j for j in required)
+
+        if subsets:
+            # state s: the bit set of the declared properties written
+            def moves(s: int):
+                return [(j, s | (1 << j)) for j in range(n) if not s >> j & 1]
+
+            def missing(s: int) -> int:
+                return bin(req_mask & ~s).count("1")
+
+            def left(s: int) -> int:
+                return n - bin(s).count("1")
+        else:
+            # declared order: state i, properties i.. may come (up to the next required one)
+            def moves(i: int):
+                out = []
+                for j in range(i, n):
+                    out.append((j, j + 1))
+                    if present[j][2]:
+                        break
+                return out
+
+            def missing(i: int) -> int:
+                return sum(1 for j in required if j >= i)
+
+            def left(i: int) -> int:
+                return n - i
+
+        def cap(c: int) -> int:
+            # counts past both bounds' reach behave alike: one state for them all
+            if not counted:
+                return 0
+            return c if hi is not None else min(c, lo)
+
+        def members_written(s: int, c: int) -> Optional[int]:
+            # None: not tracked, and no bound needs it (a state follows at least one member)
+            if counted:
+                return c
+            if bounded:
+                return n - left(s)       # subset states without extra keys
+            return None
+
+        def viable(s: int, c: int) -> bool:
+            # the object can still close from here (so every rule made is productive)
+            k = members_written(s, c)
+            if k is None:
+                return True
+            if hi is not None and k + missing(s) > hi:
+                return False
+            return extra is not None or k + left(s) >= lo
+
+        def can_close(s: int, c: int) -> bool:
+            k = members_written(s, c)
+            return missing(s) == 0 and (k is None or k >= lo)
+
+        # the state rules are named after the object rule, reserved now: variants of one
+        # object (dependentRequired, merges) share a pointer, never a name
+        obj = g.add(self._rule_name(ptr, "object"), ir.NOTHING, container=True)
+        base = obj.name
+        rules: Dict[Tuple[int, int], ir.Expr] = {}
+
+        def body(s: int, c: int) -> ir.Expr:
+            # one member, then the rest of the object (the alternatives are distinct: no
+            # ir.alt, whose deduplication would hash them all)
+            alts = [ir.seq(kvs[j], state(t, c + 1)) for j, t in moves(s)
+                    if viable(t, cap(c + 1))]
+            if extra is not None and viable(s, cap(c + 1)):
+                alts.append(ir.seq(extra, state(s, c + 1)))
+            return ir.Alt(tuple(alts)) if len(alts) > 1 else alts[0] if alts else ir.NOTHING
+
+        def state(s: int, c: int) -> ir.Expr:
+            # after a member: a separator and another member, or the end
+            c = cap(c)
+            if (s, c) in rules:
+                return rules[(s, c)]
+            # the name is known before the rule is made (extra keys loop back to it); rules
+            # are added callees first, so productive_rules settles them in one pass
+            name = f"{base}~{s:x}.{c}"
+            rules[(s, c)] = ref = ir.Ref(name)
+            nxt = body(s, c)
+            more = ir.NOTHING if isinstance(nxt, ir.Nothing) else ir.seq(sep, nxt)
+            if can_close(s, c):
+                expr = ir.EMPTY if isinstance(more, ir.Nothing) else ir.Alt((more, ir.EMPTY))
+            else:
+                expr = more
+            g.add(name, expr)
+            return ref
+
+        members = body(0, 0)
+        empty_ok = not required and lo == 0
+        return g.add(base, jg.container(g, "{", members, "}", nullable_members=empty_ok),
+                     container=True)
+
 
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties")
 _ARRAY_KEYS = ("prefixItems", "items")
@@ -1462,11 +1619,19 @@ def _seq_onto(x: ir.Expr, rest: ir.Expr) -> ir.Expr:
     return ir.Seq(items)
 
 
-def add_schema(g: ir.GrammarIR, schema: Any, *, prefix: str,
-               closed_objects: bool = True) -> ir.Expr:
+def check_property_order(property_order: str) -> str:
+    if property_order not in PROPERTY_ORDERS:
+        raise ValueError(f"property_order must be one of "
+                         f"{', '.join(map(repr, PROPERTY_ORDERS))}, not {property_order!r}")
+    return property_order
+
+
+def add_schema(g: ir.GrammarIR, schema: Any, *, prefix: str, closed_objects: bool = True,
+               property_order: str = "declared") -> ir.Expr:
     """Add the rules of `schema` to g (names start with prefix) and return the expression
-    matching one instance. `True` / `{}` is any JSON value; local $refs resolve against schema."""
-    c = _Compiler(g, schema, prefix, closed_objects)
+    matching one instance. `True` / `{}` is any JSON value; local $refs resolve against schema.
+    property_order: "declared" (the schema's order) or "any" (PROPERTY_ORDERS)."""
+    c = _Compiler(g, schema, prefix, closed_objects, check_property_order(property_order))
     if isinstance(schema, bool):
         return c.compile(schema, "")
     expr = c.rule_for(schema, "")
@@ -1478,12 +1643,14 @@ def add_schema(g: ir.GrammarIR, schema: Any, *, prefix: str,
 
 
 def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget: Optional[int] = 64,
-                 max_depth: int = 64, surrounding_whitespace: bool = True) -> ir.GrammarIR:
+                 max_depth: int = 64, surrounding_whitespace: bool = True,
+                 property_order: str = "declared") -> ir.GrammarIR:
     """The whole document: optional whitespace, one instance of schema, optional whitespace
     (without surrounding_whitespace: the instance alone, so generation ends with its root)."""
     g = ir.GrammarIR()
     w = jg.ws(g) if surrounding_whitespace else None
-    body = add_schema(g, schema, prefix="s-", closed_objects=closed_objects)
+    body = add_schema(g, schema, prefix="s-", closed_objects=closed_objects,
+                      property_order=property_order)
     g.add("root", ir.seq(w, body, w) if w is not None else body)
     g.root = "root"
     g.whitespace_budget = whitespace_budget
