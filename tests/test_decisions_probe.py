@@ -50,6 +50,11 @@ BRANCHES = {"anyOf": [
     {"type": "object", "properties": {"kind": {"const": "square"}, "side": {"type": "integer"}},
      "required": ["kind", "side"]}]}
 WHOLE = {"enum": ["yes", "no", "maybe"]}
+# several multi-token alternatives that part at different depths (probed side by side, one
+# batch per level of their token tree)
+DEEP = {"type": "object", "properties": {"k": {"enum": [
+    "alpha_beta_gamma", "alpha_beta_delta", "alpha_omega", "zeta_eta_theta", "zeta_eta",
+    "omicron"]}}, "required": ["k"]}
 
 # schema -> {pointer pattern: alternatives}; "/tags/*" stands for every item
 CASES = [
@@ -225,7 +230,8 @@ def fresh_runtime_logits(rt):
                                                 ({"type": "object", "properties": {"k": {
                                                     "enum": ["pre_alpha", "pre_beta",
                                                              "pre_gamma"]}},
-                                                  "required": ["k"]}, 0)])
+                                                  "required": ["k"]}, 0),
+                                                (DEEP, 64), (DEEP, 0)])
 def test_probed_logprobs_equal_a_brute_force_from_the_same_state(model, fixture_llama,
                                                                    fresh_runtime, fixture_vocab,
                                                                    schema, ws_budget):
@@ -333,3 +339,56 @@ def test_probe_tokenisation_is_greedy_until_determined(model, fresh_runtime, fix
         for i, seq in enumerate(d.probe_sequences):
             assert seq == expected_tokenisation(model, fresh_runtime, d.state_tokens, spellings,
                                                 i, fixture_vocab)
+
+
+def evaluations(spellings, seq, i, model):
+    """What the probe evaluates for spellings[i] along its tokens `seq`: one token per level
+    while the bytes so far start several spellings (the paths of those shared tokens), then
+    the whole forced rest in one more level; the last token's logits are never needed.
+    Returns (levels, shared-token paths, whether a forced rest is evaluated)."""
+    pos, paths = 0, []
+    for k, t in enumerate(seq[:-1]):
+        pos += len(model.token_bytes(t))
+        if sum(1 for s in spellings if len(s) > pos and s.startswith(spellings[i][:pos])) == 1:
+            return k + 1, paths, True
+        paths.append(tuple(seq[:k + 1]))
+    return len(seq) - 1, paths, False
+
+
+@pytest.mark.parametrize("n_branches", [None, 2])
+def test_probe_batches_one_level_at_a_time(model, fixture_model_path, n_branches):
+    # the alternatives' token tree is evaluated one batch per level, not one pass per
+    # alternative; with fewer branches than alternatives it takes several rounds and gives the
+    # same numbers
+    probe_model = model if n_branches is None else \
+        Model(str(fixture_model_path), n_ctx=N_CTX, n_branches=n_branches)
+    calls = []
+    real = probe_model.runtime.eval_branches
+
+    def counting(items):
+        calls.append(len(items))
+        return real(items)
+    probe_model.runtime.eval_branches = counting
+    try:
+        grammar = cengine.compile_json_schema(DEEP)
+        _, decisions_ = run(probe_model, grammar=grammar, seed=4)
+    finally:
+        del probe_model.runtime.eval_branches
+    [d] = decisions_
+    assert len(d.alternatives) == 6
+    spellings = [b"".join(model.token_bytes(t) for t in q) for q in d.probe_sequences]
+    walks = [evaluations(spellings, q, i, model) for i, q in enumerate(d.probe_sequences)]
+    need = max(w[0] for w in walks)
+    # one pass per shared token and one per forced rest, as the probe did before batching
+    one_by_one = len({p for w in walks for p in w[1]}) + sum(w[2] for w in walks)
+    if n_branches is None:
+        assert len(calls) == need < one_by_one
+        assert sum(calls) == one_by_one     # the same evaluations, grouped by level
+    else:
+        assert probe_model.runtime.n_branches == 2 and len(calls) > need
+        _, reference = run(model, grammar=grammar, seed=4)
+        assert d.probe_sequences == reference[0].probe_sequences
+        # other batches, other summation orders (see the brute-force test)
+        for lp, ref, q in zip(d.logprobs, reference[0].logprobs, d.probe_sequences):
+            assert lp == pytest.approx(ref, abs=2e-3 * len(q))
+        probe_model.close()

@@ -13,10 +13,10 @@ probable prefix token while several alternatives are possible, the fast-forward'
 once one is left). log P(a) is the sum over those tokens of the model's log-softmax of its
 raw logits (before the mask, the repeat penalty and temperature), each conditioned on the
 decision state and the tokens before it. The first token is read from the logits the decoder
-computed for its own step; alternatives taking the same token share its pass, the forced
-rest of each is one batched pass, and the cache is cut back to the decision state afterwards,
-so decoding continues where it was. The prompt is never evaluated again. docs/server.md has
-the exact definitions.
+computed for its own step; the rest are evaluated on branches of the KV cache copied from the
+decision state (one per alternative, sharing the cells of the tokens they share), one batch
+per level of the alternatives' token tree, so the decoder's own sequence is never touched and
+the prompt is never evaluated again. docs/server.md has the exact definitions.
 
 Reported (types.Decision): the posterior is softmax(log P) over the alternatives, the probed
 mass sum(P): how much of the model's probability went to the legal alternatives along these
@@ -58,60 +58,95 @@ def probe(model, logits: np.ndarray, spellings: Sequence[bytes]
     rest of this string (the greedy choice among the tokens the mask allows on the way to it);
     once only one string is still possible, the decoder's mask forces the rest and its
     fast-forward spells it: `tokens_for_bytes` (the tokenizer's own split, then longest
-    matches), evaluated in one batch. Strings that pick the same token share its pass."""
+    matches).
+
+    Evaluation: every string has a branch of the KV cache (LlamaRuntime.branches) that starts
+    at the decision state, and the strings form a tree of token paths from there. The tree is
+    walked level by level, one batch per level: a token shared by several strings is one cell
+    in all their branches, and a string's forced rest goes whole into the same batch. The
+    decoder's sequence is never touched and the prompt never evaluated again; the branches
+    are removed afterwards. More strings than branches, or more bytes than the context has
+    free cells, are probed in several rounds (shared tokens are then evaluated once a round)."""
     rt = model.runtime
     base = len(rt.tokens)
     out: List[Tuple[Optional[float], List[int]]] = [(None, []) for _ in spellings]
+    members = [i for i, s in enumerate(spellings) if s]
+    if members and rt.n_branches < 1:
+        raise RuntimeError("the model's context has no branch sequences, which probing the "
+                           "alternatives of a decision needs")
+    lse = _logsumexp(logits)
+    # a round's strings fit the free cells: each token spells at least one byte
+    free = rt.n_ctx - base
+    rounds: List[List[int]] = []
+    for i in members:
+        if rounds and len(rounds[-1]) < rt.n_branches and \
+                sum(len(spellings[j]) for j in rounds[-1]) + len(spellings[i]) <= free:
+            rounds[-1].append(i)
+        else:
+            rounds.append([i])
+    for group in rounds:
+        _probe_round(model, logits, lse, spellings, group, out)
+    if len(rt.tokens) != base:
+        raise RuntimeError("probing moved the decoder's sequence")
+    return out
 
-    def walk(path: List[int], pos: int, members: List[int], row: np.ndarray, lse: float,
-             acc: float) -> None:
-        # every member's spelling starts with the bytes of `path`, which are `pos` long
-        groups: Dict[int, List[int]] = {}
-        for i in members:
-            cands = model.prefix_tokens(spellings[i][pos:])
-            if cands:
-                best = max(cands, key=lambda t: (float(row[t]), -t))
-                groups.setdefault(best, []).append(i)
-        for t, group in groups.items():
-            lp = acc + float(row[t]) - lse
-            here = path + [t]
-            npos = pos + len(model.token_bytes(t))
-            rest = []
-            for i in group:
-                if len(spellings[i]) == npos:
-                    out[i] = (lp, here)
-                else:
-                    rest.append(i)
-            if not rest:
-                continue
-            written = spellings[rest[0]][:npos]
-            alive = sum(1 for s in spellings if len(s) > npos and s.startswith(written))
-            rt.truncate(base + len(path))
-            if alive == 1:
-                [i] = rest
-                ids, covered = model.tokens_for_bytes(spellings[i][npos:])
-                if covered != len(spellings[i]) - npos or not ids \
-                        or base + len(here) + len(ids) > rt.n_ctx:
-                    continue
-                rows = rt.eval_each([t] + ids[:-1])
+
+def _probe_round(model, logits: np.ndarray, lse: float, spellings: Sequence[bytes],
+                 members: List[int], out: List[Tuple[Optional[float], List[int]]]) -> None:
+    rt = model.runtime
+    base = len(rt.tokens)
+    with rt.branches(len(members)) as seqs:
+        seq_of = dict(zip(members, seqs))
+        # (tokens from the decision state, bytes they spell, the strings they start, the
+        # logits after them, their log-sum-exp, the log P of the tokens)
+        frontier = [([], 0, members, logits, lse, 0.0)]
+        while frontier:
+            steps = []      # (strings, path, bytes): one more shared token to evaluate
+            rests = []      # (string, path, log P so far, forced rest)
+            for path, pos, group, row, row_lse, acc in frontier:
+                picks: Dict[int, List[int]] = {}
+                for i in group:
+                    cands = model.prefix_tokens(spellings[i][pos:])
+                    if cands:
+                        best = max(cands, key=lambda t: (float(row[t]), -t))
+                        picks.setdefault(best, []).append(i)
+                for t, picked in picks.items():
+                    lp = acc + float(row[t]) - row_lse
+                    here = path + [t]
+                    npos = pos + len(model.token_bytes(t))
+                    going = []
+                    for i in picked:
+                        if len(spellings[i]) == npos:
+                            out[i] = (lp, here)
+                        else:
+                            going.append(i)
+                    if not going:
+                        continue
+                    written = spellings[going[0]][:npos]
+                    alive = sum(1 for s in spellings if len(s) > npos and s.startswith(written))
+                    if alive == 1:
+                        [i] = going
+                        ids, covered = model.tokens_for_bytes(spellings[i][npos:])
+                        if covered != len(spellings[i]) - npos or not ids \
+                                or base + len(here) + len(ids) > rt.n_ctx:
+                            continue
+                        rests.append((i, here, lp, ids))
+                    elif base + len(here) + 1 <= rt.n_ctx:
+                        steps.append((going, here, npos, lp))
+            if not steps and not rests:
+                break
+            rows = rt.eval_branches(
+                [([seq_of[i] for i in going], [here[-1]], False)
+                 for going, here, _, _ in steps] +
+                [([seq_of[i]], [here[-1]] + ids[:-1], True) for i, here, _, ids in rests])
+            frontier = []
+            for (going, here, npos, lp), [row] in zip(steps, rows):
+                frontier.append((here, npos, going, row, _logsumexp(row), lp))
+            for (i, here, lp, ids), each in zip(rests, rows[len(steps):]):
                 total = lp
                 for k, tok in enumerate(ids):
-                    total += float(rows[k][tok]) - _logsumexp(rows[k])
+                    total += float(each[k][tok]) - _logsumexp(each[k])
                 out[i] = (total, here + ids)
-            else:
-                if base + len(here) + 1 > rt.n_ctx:
-                    continue
-                nrow = rt.eval([t])
-                walk(here, npos, rest, nrow, _logsumexp(nrow), lp)
-
-    try:
-        walk([], 0, [i for i, s in enumerate(spellings) if s], logits, _logsumexp(logits), 0.0)
-    finally:
-        rt.truncate(base)
-    if len(rt.tokens) != base:
-        raise RuntimeError("the model's cache cannot drop a partial sequence, which probing "
-                           "the alternatives of a decision needs")
-    return out
 
 
 @dataclass
