@@ -59,9 +59,11 @@ class Turn:
         """Where the decision points of this turn's output are (None: it has none)."""
         if self.tool_mode != "none":
             name, arguments = self.dialect.CALL_POINTERS
-            return ChoiceScope("calls", name_pointer=name, arguments_pointer=arguments)
+            return ChoiceScope("calls", name_pointer=name, arguments_pointer=arguments,
+                               tools=[(t.name, t.parameters) for t in self.offered_tools()])
         if self.constraint.kind in ("schema", "json", "object"):
-            return ChoiceScope("json")
+            part = self.constraint.part
+            return ChoiceScope("json", schema=getattr(part, "schema", None))
         if self.constraint.kind in ("lexicon", "choice"):
             return ChoiceScope("words", words=list(self.constraint.alternatives or ()))
         return None

@@ -34,6 +34,7 @@ import cengine
 from cengine import Alternative
 
 from .pointer import PointerTracker, ValueEnd, ValueStart
+from .schema_order import in_listed_order, listed_values
 from .types import ChoiceScope, Decision
 
 
@@ -277,6 +278,24 @@ class DecisionRecorder:
             if r.start == ev.start:
                 r.chosen = bytes(self.out[ev.start:ev.offset])
 
+    def _listed(self, r: _Record, pointer: str) -> List[object]:
+        """The values the request lists for this decision, in its order (schema_order.py)."""
+        scope = self.scope
+        if scope.kind == "json":
+            return [] if scope.schema is None else listed_values(scope.schema, r.pointer)
+        if scope.kind != "calls" or not scope.tools:
+            return []
+        if pointer == "tool":
+            return [name for name, _ in scope.tools]
+        if not r.pointer.startswith(scope.arguments_pointer):
+            return []
+        # the call's tool: the name it chose, or the only one offered
+        names = [self._chosen(x) for x in self.records
+                 if x.document == r.document and x.pointer == scope.name_pointer]
+        name = (names[0] if names else scope.tools[0][0] if len(scope.tools) == 1 else None)
+        params = [schema for n, schema in scope.tools if n == name]
+        return listed_values(params[0], pointer) if params else []
+
     def _decision(self, r: _Record) -> Decision:
         finite = [lp for lp in r.logprobs if lp is not None]
         top = max(finite) if finite else None
@@ -298,8 +317,10 @@ class DecisionRecorder:
                 pointer = pointer[len(self.scope.arguments_pointer):]
             elif pointer == self.scope.arguments_pointer:
                 pointer = ""
-        return Decision(pointer, [a.value for a in r.alternatives], r.logprobs, posterior,
-                        mass, self._chosen(r), call, r.sequences, r.state)
+        order = in_listed_order(r.alternatives, self._listed(r, pointer))
+        return Decision(pointer, [r.alternatives[k].value for k in order],
+                        [r.logprobs[k] for k in order], [posterior[k] for k in order], mass,
+                        self._chosen(r), call, [r.sequences[k] for k in order], r.state)
 
     def _chosen(self, r: _Record):
         if r.chosen is None:
