@@ -130,3 +130,40 @@ def test_tool_decisions_come_in_the_order_offered(model):
     assert args[0].alternatives == units[tool.chosen]
     for a, b in zip(engine_order, ordered):
         assert pairs(a) == pairs(b)
+
+
+# an answer whose members are spelled like a call's: its decisions must keep the document's
+# pointers (not "tool", not relative to "/arguments") and carry no call index
+ANSWER = {"type": "object",
+          "properties": {"name": {"enum": ["zed", "amy"]},
+                         "arguments": {"type": "object",
+                                       "properties": {"unit": {"enum": ["q", "b"]}},
+                                       "required": ["unit"]}},
+          "required": ["name", "arguments"]}
+
+
+def test_answer_beside_calls_is_reported_as_its_own_document(model):
+    # tool_choice auto with a response format: one grammar, either the answer or the calls;
+    # over seeds the random fixture model writes both
+    grammar = hermes.answer_or_call_grammar(cengine.JsonSchema(ANSWER), TOOLS, parallel=False)
+    scope = ChoiceScope("calls", tools=[(t.name, t.parameters) for t in TOOLS], schema=ANSWER,
+                        call_open=hermes.CALL_OPEN)
+    seen = set()
+    for seed in range(12):
+        out, decisions = run(model, "hi", scope=scope, seed=seed, grammar=grammar,
+                             max_tokens=160)
+        if run.finish.reason != "stop":
+            continue
+        if out.startswith(hermes.CALL_OPEN.encode()):
+            seen.add("call")
+            assert [(d.call, d.pointer) for d in decisions] == [(0, "tool"), (0, "/unit")]
+            assert decisions[0].alternatives == [t.name for t in TOOLS]
+        else:
+            seen.add("answer")
+            assert [(d.call, d.pointer) for d in decisions] == \
+                [(None, "/name"), (None, "/arguments/unit")]
+            assert [d.alternatives for d in decisions] == [["zed", "amy"], ["q", "b"]]
+            assert "call" not in decisions[0].as_dict()
+        if seen == {"call", "answer"}:
+            break
+    assert seen == {"call", "answer"}

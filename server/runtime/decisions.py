@@ -180,7 +180,11 @@ class DecisionRecorder:
             raise ValueError(f"unknown choice scope {scope.kind!r}")
         self.model = model
         self.scope = scope
-        self.tracker = (None if scope.kind == "words" else
+        # "calls" with an answer schema: the output is either that schema's document or the
+        # calls; its first byte tells (the call region opens with scope.call_open)
+        self.answer: Optional[bool] = (None if scope.kind == "calls" and scope.schema is not None
+                                       and scope.call_open else False)
+        self.tracker = (None if scope.kind == "words" or self.answer is None else
                         PointerTracker("objects" if scope.kind == "calls" else "single"))
         self.out = bytearray()
         self.pending: List[_Pending] = []
@@ -194,7 +198,7 @@ class DecisionRecorder:
     def forced(self, matcher, n_steps: int, data: bytes) -> None:
         """The matcher accepted `data` in `n_steps` steps without sampling."""
         base = len(self.out)
-        events = self.tracker.feed(data) if self.tracker is not None else []
+        events = self._feed(data)
         self.out += data
         before = None
         for ev in events:
@@ -212,7 +216,7 @@ class DecisionRecorder:
         """The matcher accepted the sampled token `data`; the KV cache is still at the token
         boundary before it and `logits` are the raw logits the token was sampled from."""
         b = len(self.out)
-        events = self.tracker.feed(data) if self.tracker is not None else []
+        events = self._feed(data)
         self.out += data
         starts = [ev for ev in events if isinstance(ev, ValueStart)]
         if not self.pending and not starts:
@@ -249,7 +253,7 @@ class DecisionRecorder:
 
     def closer(self, data: bytes) -> None:
         """Bytes the closer appended: values end, none is decided."""
-        events = self.tracker.feed(data) if self.tracker is not None else []
+        events = self._feed(data)
         self.out += data
         for ev in events:
             if isinstance(ev, ValueEnd):
@@ -265,6 +269,12 @@ class DecisionRecorder:
         return [self._decision(r) for r in self.records]
 
     # --- helpers ----------------------------------------------------------------------------
+    def _feed(self, data: bytes) -> list:
+        if self.answer is None and data:
+            self.answer = data[:1] != self.scope.call_open.encode("utf-8")[:1]
+            self.tracker = PointerTracker("single" if self.answer else "objects")
+        return self.tracker.feed(data) if self.tracker is not None else []
+
     def _alternatives(self, matcher, prefix: bytes) -> Optional[List[Alternative]]:
         m = matcher.copy()
         if prefix and not m.accept_bytes(prefix):
@@ -281,7 +291,7 @@ class DecisionRecorder:
     def _listed(self, r: _Record, pointer: str) -> List[object]:
         """The values the request lists for this decision, in its order (schema_order.py)."""
         scope = self.scope
-        if scope.kind == "json":
+        if scope.kind == "json" or self.answer:
             return [] if scope.schema is None else listed_values(scope.schema, r.pointer)
         if scope.kind != "calls" or not scope.tools:
             return []
@@ -309,7 +319,7 @@ class DecisionRecorder:
             posterior = [w / z for w in ws]
             mass = sum(math.exp(lp) for lp in finite)
         pointer, call = r.pointer, None
-        if self.scope.kind == "calls":
+        if self.scope.kind == "calls" and not self.answer:
             call = r.document
             if pointer == self.scope.name_pointer:
                 pointer = "tool"

@@ -62,13 +62,19 @@ class ChoiceScope:
 
     For the order alternatives are reported in (server/runtime/schema_order.py): `schema`, the
     JSON document's schema ("json"); `tools`, (name, parameters schema) of each tool in the
-    order offered ("calls"). Without them alternatives come in the engine's order."""
+    order offered ("calls"). Without them alternatives come in the engine's order.
+
+    "calls" with `schema` and `call_open` (tool_choice auto beside a response format): the
+    output is either one document of `schema` from its first byte, whose decisions are then
+    reported as under "json" (document pointers, no `call`), or the calls, whose region opens
+    with `call_open` (the dialect's opening tag); the first output byte tells which."""
     kind: str
     words: Sequence[str] = ()
     name_pointer: str = "/name"
     arguments_pointer: str = "/arguments"
     schema: Any = None
     tools: Sequence[Tuple[str, Any]] = ()
+    call_open: str = ""
 
 
 @dataclass
