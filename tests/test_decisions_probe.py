@@ -341,51 +341,68 @@ def test_probe_tokenisation_is_greedy_until_determined(model, fresh_runtime, fix
                                                 i, fixture_vocab)
 
 
-def evaluations(spellings, seq, i, model):
-    """What the probe evaluates for spellings[i] along its tokens `seq`: one token per level
-    while the bytes so far start several spellings (the paths of those shared tokens), then
-    the whole forced rest in one more level; the last token's logits are never needed.
-    Returns (levels, shared-token paths, whether a forced rest is evaluated)."""
-    pos, paths = 0, []
-    for k, t in enumerate(seq[:-1]):
-        pos += len(model.token_bytes(t))
-        if sum(1 for s in spellings if len(s) > pos and s.startswith(spellings[i][:pos])) == 1:
-            return k + 1, paths, True
-        paths.append(tuple(seq[:k + 1]))
-    return len(seq) - 1, paths, False
+def evaluations(spellings, seqs, taken, model):
+    """What the probe must evaluate on branches, per level of the alternatives' token tree:
+    one token per shared prefix while the bytes so far start several spellings, then each
+    alternative's forced rest in one more level (the last token's logits are never needed),
+    less what the decoder evaluated itself along `taken`, its own tokens from the decision
+    state. Returns {level: tokens evaluated there}."""
+    levels = {}
+    steps = set()
+    for i, seq in enumerate(seqs):
+        pos, unique = 0, len(seq) - 1
+        for k, t in enumerate(seq[:-1]):
+            pos += len(model.token_bytes(t))
+            if sum(1 for s in spellings if len(s) > pos and s.startswith(spellings[i][:pos])) == 1:
+                unique = k
+                break
+            steps.add(tuple(seq[:k + 1]))
+        rest = seq[unique:len(seq) - 1]
+        on_path = 0
+        while on_path < len(rest) and list(seq[:unique + on_path + 1]) == \
+                list(taken[:unique + on_path + 1]):
+            on_path += 1
+        if len(rest) > on_path:
+            levels[unique + 1] = levels.get(unique + 1, 0) + len(rest) - on_path
+    for step in steps:
+        if list(step) != list(taken[:len(step)]):
+            levels[len(step)] = levels.get(len(step), 0) + 1
+    return levels
 
 
 @pytest.mark.parametrize("n_branches", [None, 2])
 def test_probe_batches_one_level_at_a_time(model, fixture_model_path, n_branches):
     # the alternatives' token tree is evaluated one batch per level, not one pass per
-    # alternative; with fewer branches than alternatives it takes several rounds and gives the
-    # same numbers
+    # alternative, and the decoder's own path is not evaluated again; with fewer branches than
+    # alternatives it takes several rounds and gives the same numbers
     probe_model = model if n_branches is None else \
         Model(str(fixture_model_path), n_ctx=N_CTX, n_branches=n_branches)
     calls = []
     real = probe_model.runtime.eval_branches
 
     def counting(items):
-        calls.append(len(items))
+        calls.append(sum(len(ids) for _, ids, _ in items))
         return real(items)
     probe_model.runtime.eval_branches = counting
     try:
         grammar = cengine.compile_json_schema(DEEP)
         _, decisions_ = run(probe_model, grammar=grammar, seed=4)
+        taken = probe_model.runtime.tokens[len(decisions_[0].state_tokens):]
     finally:
         del probe_model.runtime.eval_branches
     [d] = decisions_
     assert len(d.alternatives) == 6
     spellings = [b"".join(model.token_bytes(t) for t in q) for q in d.probe_sequences]
-    walks = [evaluations(spellings, q, i, model) for i, q in enumerate(d.probe_sequences)]
-    need = max(w[0] for w in walks)
-    # one pass per shared token and one per forced rest, as the probe did before batching
-    one_by_one = len({p for w in walks for p in w[1]}) + sum(w[2] for w in walks)
+    levels = evaluations(spellings, d.probe_sequences, taken, model)
+    # the decoder went along the chosen alternative: its tokens were not evaluated again
+    chosen = d.probe_sequences[d.alternatives.index(d.chosen)]
+    assert list(taken[:len(chosen) - 1]) == list(chosen[:-1])
     if n_branches is None:
-        assert len(calls) == need < one_by_one
-        assert sum(calls) == one_by_one     # the same evaluations, grouped by level
+        # one batch per level that has something left to evaluate, with exactly that
+        assert calls == [levels[k] for k in sorted(levels)]
     else:
-        assert probe_model.runtime.n_branches == 2 and len(calls) > need
+        assert probe_model.runtime.n_branches == 2 and len(calls) > len(levels)
+        assert sum(calls) >= sum(levels.values())
         _, reference = run(model, grammar=grammar, seed=4)
         assert d.probe_sequences == reference[0].probe_sequences
         # other batches, other summation orders (see the brute-force test)

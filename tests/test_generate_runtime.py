@@ -85,7 +85,7 @@ def test_missing_file_is_a_clear_error(tmp_path):
 
 
 def test_branches_evaluate_beside_the_decoder_and_leave_it_untouched(runtimes):
-    # two branches copied from the decoder's state, one token shared by both (one cell seen by
+    # two branches forked from the decoder's state, one token shared by both (one cell seen by
     # each), then a different continuation each, in one batch: every row is the row the
     # decoder's own sequence gives for the same tokens, and closing the branches leaves the
     # decoder's sequence and cache as they were
@@ -100,6 +100,8 @@ def test_branches_evaluate_beside_the_decoder_and_leave_it_untouched(runtimes):
     want_ac = rt.eval_each([a, c])
     rt.truncate(len(prompt))
     with rt.branches(2) as (s1, s2):
+        rt.fork(s1, len(prompt))
+        rt.fork(s2, len(prompt))
         assert [L.llama_memory_seq_pos_max(rt._memory, s) for s in (s1, s2)] == \
             [len(prompt) - 1] * 2
         [[shared]] = rt.eval_branches([([s1, s2], [a], False)])
@@ -125,6 +127,7 @@ def test_branches_are_bounded_by_the_context(runtimes):
     small.truncate(0)
     small.eval([1, 2, 3])
     with small.branches(1) as [s]:
+        small.fork(s, 3)
         with pytest.raises(ValueError, match="context"):
             small.eval_branches([([s], [5] * small.n_ctx, False)])
     assert small.tokens == [1, 2, 3]

@@ -13,10 +13,13 @@ probable prefix token while several alternatives are possible, the fast-forward'
 once one is left). log P(a) is the sum over those tokens of the model's log-softmax of its
 raw logits (before the mask, the repeat penalty and temperature), each conditioned on the
 decision state and the tokens before it. The first token is read from the logits the decoder
-computed for its own step; the rest are evaluated on branches of the KV cache copied from the
-decision state (one per alternative, sharing the cells of the tokens they share), one batch
-per level of the alternatives' token tree, so the decoder's own sequence is never touched and
-the prompt is never evaluated again. docs/server.md has the exact definitions.
+computed for its own step. The probe waits until the decoder has written the value: where an
+alternative's tokens are the ones the decoder took, the logits the decoder computed after
+them are used (it keeps them while a probe waits); everything else is evaluated on branches of
+the KV cache forked from the decoder's sequence where a path leaves it (sharing the cells of
+the tokens they share), one batch per level of the alternatives' token tree. The decoder's
+sequence is never touched and the prompt never evaluated again. docs/server.md has the exact
+definitions.
 
 Reported (types.Decision): the posterior is softmax(log P) over the alternatives, the probed
 mass sum(P): how much of the model's probability went to the legal alternatives along these
@@ -47,12 +50,14 @@ def _logsumexp(row: np.ndarray) -> float:
 # `model` below is server.runtime.model.Model (not imported: it imports this module)
 
 
-def probe(model, logits: np.ndarray, spellings: Sequence[bytes]
+def probe(model, logits: np.ndarray, spellings: Sequence[bytes], base: Optional[int] = None,
+          known: Optional[Dict[int, np.ndarray]] = None
           ) -> List[Tuple[Optional[float], List[int]]]:
-    """(log P, its tokens) of each byte string from the decision state: the KV cache at that
-    state and `logits`, the raw logits the model gave there. The strings are legal
-    continuations, so every token spelling a prefix of one is allowed by the mask (the mask
-    is exact over bytes). None: no token spells a prefix, or it does not fit the context.
+    """(log P, its tokens) of each byte string from the decision state: the decoder's first
+    `base` cached tokens (all of them by default) and `logits`, the raw logits the model gave
+    there. The strings are legal continuations, so every token spelling a prefix of one is
+    allowed by the mask (the mask is exact over bytes). None: no token spells a prefix, or it
+    does not fit what the context has free.
 
     Tokenisation, as the decoder would: while the bytes so far are a prefix of more than one
     string, the next token is the most probable token (raw logits) spelling a prefix of the
@@ -61,15 +66,18 @@ def probe(model, logits: np.ndarray, spellings: Sequence[bytes]
     fast-forward spells it: `tokens_for_bytes` (the tokenizer's own split, then longest
     matches).
 
-    Evaluation: every string has a branch of the KV cache (LlamaRuntime.branches) that starts
-    at the decision state, and the strings form a tree of token paths from there. The tree is
-    walked level by level, one batch per level: a token shared by several strings is one cell
-    in all their branches, and a string's forced rest goes whole into the same batch. The
-    decoder's sequence is never touched and the prompt never evaluated again; the branches
-    are removed afterwards. More strings than branches, or more bytes than the context has
-    free cells, are probed in several rounds (shared tokens are then evaluated once a round)."""
+    Evaluation: the strings form a tree of token paths from the decision state, walked level
+    by level. Where a path is the one the decoder itself went on to take (the decoder's cached
+    tokens after `base`) and `known` holds the raw logits the decoder computed after that token
+    (by absolute position), those are used: the decoder already evaluated it. Every other
+    string gets a branch of the KV cache (LlamaRuntime.fork) where its path leaves the
+    decoder's, and all of a level's evaluations go in one batch: a token shared by several
+    strings is one cell in all their branches, and a string's forced rest goes whole into the
+    same batch. The decoder's sequence is never touched and the prompt never evaluated again;
+    the branches are removed afterwards. More strings than branches, or more bytes than the
+    context has free cells, are probed in several rounds."""
     rt = model.runtime
-    base = len(rt.tokens)
+    base = len(rt.tokens) if base is None else base
     out: List[Tuple[Optional[float], List[int]]] = [(None, []) for _ in spellings]
     members = [i for i, s in enumerate(spellings) if s]
     if members and rt.n_branches < 1:
@@ -77,7 +85,7 @@ def probe(model, logits: np.ndarray, spellings: Sequence[bytes]
                            "alternatives of a decision needs")
     lse = _logsumexp(logits)
     # a round's strings fit the free cells: each token spells at least one byte
-    free = rt.n_ctx - base
+    free = rt.n_ctx - len(rt.tokens)
     rounds: List[List[int]] = []
     for i in members:
         if rounds and len(rounds[-1]) < rt.n_branches and \
@@ -85,25 +93,46 @@ def probe(model, logits: np.ndarray, spellings: Sequence[bytes]
             rounds[-1].append(i)
         else:
             rounds.append([i])
+    n_tokens = len(rt.tokens)
     for group in rounds:
-        _probe_round(model, logits, lse, spellings, group, out)
-    if len(rt.tokens) != base:
+        _probe_round(model, logits, lse, spellings, group, out, base, known or {})
+    if len(rt.tokens) != n_tokens:
         raise RuntimeError("probing moved the decoder's sequence")
     return out
 
 
 def _probe_round(model, logits: np.ndarray, lse: float, spellings: Sequence[bytes],
-                 members: List[int], out: List[Tuple[Optional[float], List[int]]]) -> None:
+                 members: List[int], out: List[Tuple[Optional[float], List[int]]], base: int,
+                 known: Dict[int, np.ndarray]) -> None:
     rt = model.runtime
-    base = len(rt.tokens)
+    taken = rt.tokens[base:]        # the decoder's own path from the decision state
+
+    def known_rows(path: List[int], first: int) -> int:
+        """How many of path[first:] have the decoder's logits after them (path on its way)."""
+        n = 0
+        while first + n < len(path) and first + n < len(taken) \
+                and path[first + n] == taken[first + n] and base + first + n in known:
+            n += 1
+        return n if path[:first] == taken[:first] else 0
+
     with rt.branches(len(members)) as seqs:
         seq_of = dict(zip(members, seqs))
+        forked = set()
+
+        def branch_of(going: List[int], at: int) -> List[int]:
+            # a string's path leaves the decoder's at `at` tokens: fork its branch there
+            for i in going:
+                if i not in forked:
+                    rt.fork(seq_of[i], base + at)
+                    forked.add(i)
+            return [seq_of[i] for i in going]
+
         # (tokens from the decision state, bytes they spell, the strings they start, the
         # logits after them, their log-sum-exp, the log P of the tokens)
         frontier = [([], 0, members, logits, lse, 0.0)]
         while frontier:
-            steps = []      # (strings, path, bytes): one more shared token to evaluate
-            rests = []      # (string, path, log P so far, forced rest)
+            steps = []      # (strings, path, bytes, log P, logits if known)
+            rests = []      # (string, path, log P so far, forced rest, known logits)
             for path, pos, group, row, row_lse, acc in frontier:
                 picks: Dict[int, List[int]] = {}
                 for i in group:
@@ -129,21 +158,41 @@ def _probe_round(model, logits: np.ndarray, lse: float, spellings: Sequence[byte
                         [i] = going
                         ids, covered = model.tokens_for_bytes(spellings[i][npos:])
                         if covered != len(spellings[i]) - npos or not ids \
-                                or base + len(here) + len(ids) > rt.n_ctx:
+                                or len(rt.tokens) + len(here) + len(ids) > rt.n_ctx:
                             continue
-                        rests.append((i, here, lp, ids))
-                    elif base + len(here) + 1 <= rt.n_ctx:
-                        steps.append((going, here, npos, lp))
+                        full = here + ids[:-1]
+                        m = known_rows(full, len(here) - 1)
+                        rests.append((i, here, lp, ids,
+                                      [known[base + len(here) - 1 + k] for k in range(m)]))
+                    elif len(rt.tokens) + len(here) + 1 <= rt.n_ctx:
+                        m = known_rows(here, len(here) - 1)
+                        steps.append((going, here, npos, lp,
+                                      known[base + len(here) - 1] if m else None))
             if not steps and not rests:
                 break
-            rows = rt.eval_branches(
-                [([seq_of[i] for i in going], [here[-1]], False)
-                 for going, here, _, _ in steps] +
-                [([seq_of[i]], [here[-1]] + ids[:-1], True) for i, here, _, ids in rests])
+            items, slots = [], []
+            for going, here, _, _, row in steps:
+                if row is None:
+                    slots.append(len(items))
+                    items.append((branch_of(going, len(here) - 1), [here[-1]], False))
+                else:
+                    slots.append(None)
+            for i, here, _, ids, rows in rests:
+                full = here + ids[:-1]
+                first = len(here) - 1 + len(rows)
+                if first < len(full):
+                    slots.append(len(items))
+                    items.append((branch_of([i], first), full[first:], True))
+                else:
+                    slots.append(None)
+            got = rt.eval_branches(items) if items else []
             frontier = []
-            for (going, here, npos, lp), [row] in zip(steps, rows):
+            for (going, here, npos, lp, row), slot in zip(steps, slots):
+                if slot is not None:
+                    [row] = got[slot]
                 frontier.append((here, npos, going, row, _logsumexp(row), lp))
-            for (i, here, lp, ids), each in zip(rests, rows[len(steps):]):
+            for (i, here, lp, ids, rows), slot in zip(rests, slots[len(steps):]):
+                each = rows + (got[slot] if slot is not None else [])
                 total = lp
                 for k, tok in enumerate(ids):
                     total += float(each[k][tok]) - _logsumexp(each[k])
@@ -171,6 +220,19 @@ class _Record:
     chosen: Optional[bytes] = None
 
 
+@dataclass
+class _Deferred:
+    """A probe waiting for the decoder: its chosen alternative's tokens are the ones the
+    decoder goes on to evaluate, so it runs once their logits are in (see probe)."""
+    base: int                   # the decoder's cached tokens at the decision state
+    logits: np.ndarray          # the raw logits there
+    spellings: List[bytes]
+    records: List[_Record]
+    open: set                   # start offsets of its values that have not ended yet
+    end: int = 0                # output offset where the last of them ended
+    need: int = 0               # no path is longer: positions past base + need are not needed
+
+
 class DecisionRecorder:
     """Follows one constrained generation and probes its decision points (driven by the
     decode loop in model.py: forced(), sampled(), closer(), then decisions())."""
@@ -189,6 +251,8 @@ class DecisionRecorder:
         self.out = bytearray()
         self.pending: List[_Pending] = []
         self.records: List[_Record] = []
+        self.deferred: List[_Deferred] = []
+        self.known: Dict[int, np.ndarray] = {}  # position -> the decoder's raw logits after it
         if scope.kind == "words":
             words = list(dict.fromkeys(scope.words))
             self.pending.append(_Pending(0, "", 0, [Alternative(w.encode("utf-8"), w)
@@ -216,6 +280,7 @@ class DecisionRecorder:
         """The matcher accepted the sampled token `data`; the KV cache is still at the token
         boundary before it and `logits` are the raw logits the token was sampled from."""
         b = len(self.out)
+        self._resolve(lambda d: not d.open and d.end <= b)
         events = self._feed(data)
         self.out += data
         starts = [ev for ev in events if isinstance(ev, ValueStart)]
@@ -240,13 +305,16 @@ class DecisionRecorder:
                 jobs.append((ev.offset, ev.pointer, ev.document, alts,
                              [prefix + a.text for a in alts]))
         if jobs:
-            spellings = [s for job in jobs for s in job[4]]
+            # probed once the decoder has evaluated the value it goes on to write (_resolve)
             state = list(self.model.runtime.tokens)
-            results = iter(probe(self.model, logits, spellings))
-            for start, pointer, document, alts, _ in jobs:
-                got = [next(results) for _ in alts]
-                self.records.append(_Record(start, pointer, document, alts,
-                                            [lp for lp, _ in got], [q for _, q in got], state))
+            records = [_Record(start, pointer, document, alts, [None] * len(alts),
+                               [[] for _ in alts], state)
+                       for start, pointer, document, alts, _ in jobs]
+            self.records.extend(records)
+            spellings = [s for job in jobs for s in job[4]]
+            self.deferred.append(_Deferred(len(state), logits, spellings, records,
+                                           {job[0] for job in jobs},
+                                           need=max(len(x) for x in spellings)))
         for ev in events:
             if isinstance(ev, ValueEnd):
                 self._ended(ev)
@@ -259,12 +327,37 @@ class DecisionRecorder:
             if isinstance(ev, ValueEnd):
                 self._ended(ev)
 
+    def rows_wanted(self, tokens: Sequence[int]) -> int:
+        """How many of the decoder's next `tokens` (already fed here, about to be evaluated)
+        a waiting probe needs the logits after: those up to where its values end."""
+        if not self.deferred:
+            return 0
+        pos = len(self.model.runtime.tokens)
+        cap = max(d.base + d.need for d in self.deferred) - pos
+        if any(d.open for d in self.deferred):
+            return max(0, min(len(tokens), cap))
+        limit = max(d.end for d in self.deferred)
+        off = len(self.out) - sum(len(self.model.token_bytes(t)) for t in tokens)
+        n = 0
+        for t in tokens:
+            if off >= limit or n >= cap:
+                break
+            off += len(self.model.token_bytes(t))
+            n += 1
+        return n
+
+    def decoder_rows(self, pos: int, rows: Sequence[np.ndarray]) -> None:
+        """The decoder's raw logits after its tokens at positions pos, pos + 1, ..."""
+        for k, row in enumerate(rows):
+            self.known[pos + k] = row
+
     def decisions(self) -> List[Decision]:
         if self.tracker is not None:
             for ev in self.tracker.close():
                 self._ended(ev)
         elif self.records:      # words: the whole output is the value
             self.records[0].chosen = bytes(self.out).strip()
+        self._resolve(lambda d: True)
         self.records.sort(key=lambda r: r.start)
         return [self._decision(r) for r in self.records]
 
@@ -282,8 +375,28 @@ class DecisionRecorder:
         alts = cengine.value_alternatives(m)
         return alts if alts is not None and len(alts) >= 2 else None
 
+    def _resolve(self, ready) -> None:
+        """Probe the waiting decisions that are ready, with the decoder's logits so far."""
+        now = [d for d in self.deferred if ready(d)]
+        if not now:
+            return
+        self.deferred = [d for d in self.deferred if not ready(d)]
+        for d in now:
+            results = iter(probe(self.model, d.logits, d.spellings, base=d.base,
+                                 known=self.known))
+            for r in d.records:
+                got = [next(results) for _ in r.alternatives]
+                r.logprobs = [lp for lp, _ in got]
+                r.sequences = [q for _, q in got]
+        keep = min((d.base for d in self.deferred), default=None)
+        self.known = {} if keep is None else {p: v for p, v in self.known.items() if p >= keep}
+
     def _ended(self, ev: ValueEnd) -> None:
         self.pending = [p for p in self.pending if p.start != ev.start]
+        for d in self.deferred:
+            if ev.start in d.open:
+                d.open.discard(ev.start)
+                d.end = max(d.end, ev.offset)
         for r in self.records:
             if r.start == ev.start:
                 r.chosen = bytes(self.out[ev.start:ev.offset])

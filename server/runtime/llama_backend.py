@@ -112,7 +112,8 @@ class LlamaRuntime:
         self.eog_ids = frozenset(i for i in range(self.n_vocab)
                                  if L.llama_vocab_is_eog(self._vocab, i))
         self.tokens: List[int] = []     # what the KV cache holds, in order
-        self._branch_len: Dict[int, int] = {}   # open branch sequence -> its length
+        self._branch_len: Dict[int, int] = {}   # forked branch sequence -> its length
+        self._branches_open = False
         self._piece_buf = ctypes.create_string_buffer(256)
 
     # --- model facts ---------------------------------------------------------------------
@@ -199,14 +200,21 @@ class LlamaRuntime:
     def eval(self, ids: Sequence[int]) -> np.ndarray:
         """Decode `ids` after what the cache holds (in batches of n_batch) and return a fresh
         float32 copy of the logits after the last one."""
-        return self._decode(ids, every=False)[-1]
+        return self._decode(ids, 0)[1]
 
     def eval_each(self, ids: Sequence[int]) -> np.ndarray:
         """Like eval, but the logits after every one of `ids`: shape (len(ids), n_vocab). One
-        batched pass instead of one per token (probing the alternatives of a decision)."""
-        return np.stack(self._decode(ids, every=True))
+        batched pass instead of one per token."""
+        return np.stack(self._decode(ids, len(ids))[0])
 
-    def _decode(self, ids: Sequence[int], *, every: bool) -> List[np.ndarray]:
+    def eval_rows(self, ids: Sequence[int], n_rows: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        """Like eval, and also the logits after each of the first n_rows of `ids` (the
+        decoder keeps them for a decision whose probe waits for them): (those rows, a
+        separate copy of the last row). The last row's values are eval's: asking for more
+        outputs changes no token's logits."""
+        return self._decode(ids, n_rows)
+
+    def _decode(self, ids: Sequence[int], n_rows: int) -> Tuple[List[np.ndarray], np.ndarray]:
         if not ids:
             raise ValueError("nothing to evaluate")
         if len(self.tokens) + len(ids) > self.n_ctx:
@@ -223,7 +231,7 @@ class LlamaRuntime:
                 b.pos[i] = pos0 + i
                 b.n_seq_id[i] = 1
                 b.seq_id[i][0] = 0
-                b.logits[i] = 1 if every else 0
+                b.logits[i] = 1 if start + i < n_rows else 0
             b.logits[len(chunk) - 1] = 1
             rc = L.llama_decode(self._ctx, b)
             if rc != 0:
@@ -231,35 +239,39 @@ class LlamaRuntime:
                 self.truncate(pos0)
                 raise RuntimeError(f"llama_decode failed with code {rc}")
             self.tokens.extend(int(t) for t in chunk)
-            if every:
-                for i in range(len(chunk)):
-                    ptr = L.llama_get_logits_ith(self._ctx, i)
-                    rows.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
-        if not every:
-            ptr = L.llama_get_logits_ith(self._ctx, -1)
-            rows.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
-        return rows
+            for i in range(min(len(chunk), n_rows - start)):
+                ptr = L.llama_get_logits_ith(self._ctx, i)
+                rows.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
+        ptr = L.llama_get_logits_ith(self._ctx, -1)
+        return rows, np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
 
     # --- branches ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def branches(self, n: int) -> Iterator[List[int]]:
-        """n sequence ids, each starting as what the cache holds now (the decoder's
-        len(tokens) positions, whose cells they share), to extend with eval_branches. On exit
-        they are removed with every cell only they hold; the decoder's sequence is untouched."""
+        """n sequence ids for branches, each started with fork() and extended with
+        eval_branches. On exit they are removed with every cell only they hold; the decoder's
+        sequence is untouched."""
         if n > self.n_branches:
             raise ValueError(f"{n} branches asked for; the context has {self.n_branches}")
-        if self._branch_len:
+        if self._branches_open:
             raise RuntimeError("branches are open already")
         seqs = list(range(1, n + 1))
+        self._branches_open = True
         try:
-            for s in seqs:
-                L.llama_memory_seq_cp(self._memory, 0, s, 0, len(self.tokens))
-                self._branch_len[s] = len(self.tokens)
             yield seqs
         finally:
             for s in seqs:
                 L.llama_memory_seq_rm(self._memory, s, -1, -1)
             self._branch_len.clear()
+            self._branches_open = False
+
+    def fork(self, seq: int, length: int) -> None:
+        """Start branch `seq` as the decoder's first `length` positions (sharing their cells,
+        nothing is copied)."""
+        if not self._branches_open or seq in self._branch_len or not 0 < length <= len(self.tokens):
+            raise ValueError(f"cannot fork branch {seq} at {length}")
+        L.llama_memory_seq_cp(self._memory, 0, seq, 0, length)
+        self._branch_len[seq] = length
 
     def eval_branches(self, items: Sequence[Tuple[Sequence[int], Sequence[int], bool]]
                       ) -> List[List[np.ndarray]]:

@@ -293,7 +293,14 @@ class Model:
                         yield from stream.ready()
                         continue
 
-            logits = rt.eval(pending)
+            n_rows = recorder.rows_wanted(pending) if recorder is not None else 0
+            if n_rows:
+                # a waiting probe reads the decoder's own logits along the value it writes
+                at = len(rt.tokens)
+                rows, logits = rt.eval_rows(pending, n_rows)
+                recorder.decoder_rows(at, rows)
+            else:
+                logits = rt.eval(pending)
             passes += 1
             pending = []
             constrained = matcher is not None
