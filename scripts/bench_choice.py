@@ -1,6 +1,7 @@
 """What llamay_choice_logprobs costs: time per request with and without probing.
 
     python scripts/bench_choice.py [-m MODEL.gguf] [--requests N] [--threads T] [--json OUT]
+    python scripts/bench_choice.py --branches-cost [--prompt-cached] ...
 
 Two cases on the default model (SmolLM2-135M-Instruct) unless -m is given:
 * enum: a routing object {"intent": one of 6, "urgent": boolean} (two decisions);
@@ -14,6 +15,11 @@ cache beforehand, untimed, so only generation is timed: the worst case for the r
 Each message runs both ways, alternating which
 goes first. The table gives the median and mean wall time per request, the ratio, decisions
 per request, the tokens probed per request and the output tokens.
+
+`--branches-cost`: generation without probing only, on a context without branch sequences
+(n_branches=0, llama.cpp n_seq_max 1) and on the default one (63 branches, n_seq_max 64,
+unified cache), interleaved request by request: what the extra sequences cost a request that
+does not probe.
 """
 from __future__ import annotations
 
@@ -98,6 +104,26 @@ def bench_case(model, name, prompts, grammar, scope, rounds, cached=False):
             "output_tokens": statistics.fmean(n_out)}
 
 
+def bench_branches(path, threads, name, prompts, grammar, rounds, cached):
+    without = Model(path, n_ctx=2048, n_threads=threads, n_branches=0)
+    with_ = Model(path, n_ctx=2048, n_threads=threads)
+    times = {0: [], 1: []}
+    for r in range(rounds):
+        for i, prompt in enumerate(prompts):
+            order = [0, 1] if (i + r) % 2 == 0 else [1, 0]
+            for k in order:
+                dt, _, _ = run_one((without, with_)[k], prompt, grammar, None, cached)
+                times[k].append(dt)
+    without.close()
+    with_.close()
+    return {"case": name, "requests": len(times[0]),
+            "none_median_ms": 1e3 * statistics.median(times[0]),
+            "none_mean_ms": 1e3 * statistics.fmean(times[0]),
+            "branches_median_ms": 1e3 * statistics.median(times[1]),
+            "branches_mean_ms": 1e3 * statistics.fmean(times[1]),
+            "ratio_median": statistics.median(times[1]) / statistics.median(times[0])}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-m", "--model", help="GGUF file (default: SmolLM2-135M-Instruct)")
@@ -107,6 +133,8 @@ def main(argv=None) -> int:
     ap.add_argument("--prompt-cached", action="store_true",
                     help="time generation only: the prompt is in the KV cache beforehand")
     ap.add_argument("--json", help="write the rows here too")
+    ap.add_argument("--branches-cost", action="store_true",
+                    help="generation without probing, without and with the branch sequences")
     args = ap.parse_args(argv)
     path = args.model or str(default_model_path())
     model = Model(path, n_ctx=2048, n_threads=args.threads)
@@ -120,12 +148,31 @@ def main(argv=None) -> int:
     tool_prompts = [model.render_chat([{"role": "user", "content": m}],
                                       tools=[t.openai_shape() for t in TOOLS],
                                       tool_format=hermes) for m in msgs]
+    enum_grammar = cengine.compile_json_schema(ROUTING)
+    tool_grammar = hermes.call_grammar(TOOLS, parallel=False)
+    if args.branches_cost:
+        model.close()
+        rows = [bench_branches(path, args.threads, "6-way enum in an object", enum_prompts,
+                               enum_grammar, args.rounds, args.prompt_cached),
+                bench_branches(path, args.threads, "6-tool union (required)", tool_prompts,
+                               tool_grammar, args.rounds, args.prompt_cached)]
+        print(f"model {Path(path).name}, generation without probing, {rows[0]['requests']} "
+              f"requests per case and context" + (", prompt cached" if args.prompt_cached
+                                                    else "") + "\n")
+        print("| case | no branches (n_seq_max 1) ms (median / mean) | 63 branches (n_seq_max "
+              "64) ms (median / mean) | ratio (median) |")
+        print("|---|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['case']} | {r['none_median_ms']:.1f} / {r['none_mean_ms']:.1f} | "
+                  f"{r['branches_median_ms']:.1f} / {r['branches_mean_ms']:.1f} | "
+                  f"{r['ratio_median']:.2f}x |")
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2))
+        return 0
     rows = [
-        bench_case(model, "6-way enum in an object", enum_prompts,
-                   cengine.compile_json_schema(ROUTING), ChoiceScope("json"), args.rounds,
-                   args.prompt_cached),
-        bench_case(model, "6-tool union (required)", tool_prompts,
-                   hermes.call_grammar(TOOLS, parallel=False),
+        bench_case(model, "6-way enum in an object", enum_prompts, enum_grammar,
+                   ChoiceScope("json", schema=ROUTING), args.rounds, args.prompt_cached),
+        bench_case(model, "6-tool union (required)", tool_prompts, tool_grammar,
                    ChoiceScope("calls", name_pointer=hermes.CALL_POINTERS[0],
                                arguments_pointer=hermes.CALL_POINTERS[1]), args.rounds,
                    args.prompt_cached),

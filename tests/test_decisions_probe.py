@@ -50,6 +50,11 @@ BRANCHES = {"anyOf": [
     {"type": "object", "properties": {"kind": {"const": "square"}, "side": {"type": "integer"}},
      "required": ["kind", "side"]}]}
 WHOLE = {"enum": ["yes", "no", "maybe"]}
+# several multi-token alternatives that part at different depths (probed side by side, one
+# batch per level of their token tree)
+DEEP = {"type": "object", "properties": {"k": {"enum": [
+    "alpha_beta_gamma", "alpha_beta_delta", "alpha_omega", "zeta_eta_theta", "zeta_eta",
+    "omicron"]}}, "required": ["k"]}
 
 # schema -> {pointer pattern: alternatives}; "/tags/*" stands for every item
 CASES = [
@@ -225,7 +230,8 @@ def fresh_runtime_logits(rt):
                                                 ({"type": "object", "properties": {"k": {
                                                     "enum": ["pre_alpha", "pre_beta",
                                                              "pre_gamma"]}},
-                                                  "required": ["k"]}, 0)])
+                                                  "required": ["k"]}, 0),
+                                                (DEEP, 64), (DEEP, 0)])
 def test_probed_logprobs_equal_a_brute_force_from_the_same_state(model, fixture_llama,
                                                                    fresh_runtime, fixture_vocab,
                                                                    schema, ws_budget):
@@ -333,3 +339,73 @@ def test_probe_tokenisation_is_greedy_until_determined(model, fresh_runtime, fix
         for i, seq in enumerate(d.probe_sequences):
             assert seq == expected_tokenisation(model, fresh_runtime, d.state_tokens, spellings,
                                                 i, fixture_vocab)
+
+
+def evaluations(spellings, seqs, taken, model):
+    """What the probe must evaluate on branches, per level of the alternatives' token tree:
+    one token per shared prefix while the bytes so far start several spellings, then each
+    alternative's forced rest in one more level (the last token's logits are never needed),
+    less what the decoder evaluated itself along `taken`, its own tokens from the decision
+    state. Returns {level: tokens evaluated there}."""
+    levels = {}
+    steps = set()
+    for i, seq in enumerate(seqs):
+        pos, unique = 0, len(seq) - 1
+        for k, t in enumerate(seq[:-1]):
+            pos += len(model.token_bytes(t))
+            if sum(1 for s in spellings if len(s) > pos and s.startswith(spellings[i][:pos])) == 1:
+                unique = k
+                break
+            steps.add(tuple(seq[:k + 1]))
+        rest = seq[unique:len(seq) - 1]
+        on_path = 0
+        while on_path < len(rest) and list(seq[:unique + on_path + 1]) == \
+                list(taken[:unique + on_path + 1]):
+            on_path += 1
+        if len(rest) > on_path:
+            levels[unique + 1] = levels.get(unique + 1, 0) + len(rest) - on_path
+    for step in steps:
+        if list(step) != list(taken[:len(step)]):
+            levels[len(step)] = levels.get(len(step), 0) + 1
+    return levels
+
+
+@pytest.mark.parametrize("n_branches", [None, 2])
+def test_probe_batches_one_level_at_a_time(model, fixture_model_path, n_branches):
+    # the alternatives' token tree is evaluated one batch per level, not one pass per
+    # alternative, and the decoder's own path is not evaluated again; with fewer branches than
+    # alternatives it takes several rounds and gives the same numbers
+    probe_model = model if n_branches is None else \
+        Model(str(fixture_model_path), n_ctx=N_CTX, n_branches=n_branches)
+    calls = []
+    real = probe_model.runtime.eval_branches
+
+    def counting(items):
+        calls.append(sum(len(ids) for _, ids, _ in items))
+        return real(items)
+    probe_model.runtime.eval_branches = counting
+    try:
+        grammar = cengine.compile_json_schema(DEEP)
+        _, decisions_ = run(probe_model, grammar=grammar, seed=4)
+        taken = probe_model.runtime.tokens[len(decisions_[0].state_tokens):]
+    finally:
+        del probe_model.runtime.eval_branches
+    [d] = decisions_
+    assert len(d.alternatives) == 6
+    spellings = [b"".join(model.token_bytes(t) for t in q) for q in d.probe_sequences]
+    levels = evaluations(spellings, d.probe_sequences, taken, model)
+    # the decoder went along the chosen alternative: its tokens were not evaluated again
+    chosen = d.probe_sequences[d.alternatives.index(d.chosen)]
+    assert list(taken[:len(chosen) - 1]) == list(chosen[:-1])
+    if n_branches is None:
+        # one batch per level that has something left to evaluate, with exactly that
+        assert calls == [levels[k] for k in sorted(levels)]
+    else:
+        assert probe_model.runtime.n_branches == 2 and len(calls) > len(levels)
+        assert sum(calls) >= sum(levels.values())
+        _, reference = run(model, grammar=grammar, seed=4)
+        assert d.probe_sequences == reference[0].probe_sequences
+        # other batches, other summation orders (see the brute-force test)
+        for lp, ref, q in zip(d.logprobs, reference[0].logprobs, d.probe_sequences):
+            assert lp == pytest.approx(ref, abs=2e-3 * len(q))
+        probe_model.close()

@@ -82,3 +82,52 @@ def test_metadata_and_shape(runtimes, fixture_model_path):
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError):
         LlamaRuntime(str(tmp_path / "nope.gguf"))
+
+
+def test_branches_evaluate_beside_the_decoder_and_leave_it_untouched(runtimes):
+    # two branches forked from the decoder's state, one token shared by both (one cell seen by
+    # each), then a different continuation each, in one batch: every row is the row the
+    # decoder's own sequence gives for the same tokens, and closing the branches leaves the
+    # decoder's sequence and cache as they were
+    import llama_cpp.llama_cpp as L
+    _, rt = runtimes
+    prompt = rt.tokenize(b"The quick brown fox", add_special=True, parse_special=False)
+    a, b, c, d = rt.tokenize(b" jumps over lazy dogs", add_special=False, parse_special=False)[:4]
+    rt.truncate(0)
+    rt.eval(prompt)
+    want_ab = rt.eval_each([a, b, d])
+    rt.truncate(len(prompt))
+    want_ac = rt.eval_each([a, c])
+    rt.truncate(len(prompt))
+    with rt.branches(2) as (s1, s2):
+        rt.fork(s1, len(prompt))
+        rt.fork(s2, len(prompt))
+        assert [L.llama_memory_seq_pos_max(rt._memory, s) for s in (s1, s2)] == \
+            [len(prompt) - 1] * 2
+        [[shared]] = rt.eval_branches([([s1, s2], [a], False)])
+        rows_b, rows_c = rt.eval_branches([([s1], [b, d], True), ([s2], [c], False)])
+        assert rt.tokens == prompt
+    assert np.allclose(shared, want_ab[0], atol=1e-4)
+    assert np.allclose(rows_b[0], want_ab[1], atol=1e-4)
+    assert np.allclose(rows_b[1], want_ab[2], atol=1e-4)
+    assert np.allclose(rows_c[0], want_ac[1], atol=1e-4)
+    assert [L.llama_memory_seq_pos_max(rt._memory, s) for s in (s1, s2)] == [-1, -1]
+    assert L.llama_memory_seq_pos_max(rt._memory, 0) == len(prompt) - 1
+    assert np.allclose(rt.eval([a, c]), want_ac[1], atol=1e-4)
+
+
+def test_branches_are_bounded_by_the_context(runtimes):
+    small, big = runtimes
+    # one output per sequence is reserved, at most n_batch in all
+    assert small.n_branches == small.n_batch - 1 == 7
+    assert big.n_branches == 63
+    with pytest.raises(ValueError, match="branches"):
+        with small.branches(8):
+            pass
+    small.truncate(0)
+    small.eval([1, 2, 3])
+    with small.branches(1) as [s]:
+        small.fork(s, 3)
+        with pytest.raises(ValueError, match="context"):
+            small.eval_branches([([s], [5] * small.n_ctx, False)])
+    assert small.tokens == [1, 2, 3]

@@ -17,7 +17,7 @@ ROUTING = {"type": "object",
            "required": ["intent", "urgent"]}
 TOOLS = [{"type": "function", "function": {
     "name": name, "description": "", "parameters": {
-        "type": "object", "properties": {"unit": {"enum": ["c", "f"]}}, "required": ["unit"]}}}
+        "type": "object", "properties": {"unit": {"enum": ["f", "c"]}}, "required": ["unit"]}}}
     for name in ["get_weather", "get_time", "send_email"]]
 MSGS = [{"role": "user", "content": "I want my money back"}]
 FIELDS = ["pointer", "alternatives", "logprobs", "posterior", "probed_mass", "chosen"]
@@ -118,7 +118,7 @@ def check_list(decisions, doc):
         assert d["probed_mass"] == pytest.approx(sum(math.exp(x) for x in d["logprobs"]),
                                                  rel=1e-9)
         assert d["chosen"] == doc[d["pointer"][1:]]
-    assert sorted(decisions[0]["alternatives"]) == ["cancel", "refund", "track"]
+    assert decisions[0]["alternatives"] == ["refund", "cancel", "track"]    # the enum's order
     assert decisions[1]["alternatives"] == [False, True]
 
 
@@ -181,8 +181,11 @@ def test_choice_logprobs_tool_name(live, route, body):
     decisions = r["llamay_choice_logprobs"]
     tool = [d for d in decisions if d["pointer"] == "tool"]
     assert [d["chosen"] for d in tool] == names
-    assert sorted(tool[0]["alternatives"]) == ["get_time", "get_weather", "send_email"]
+    # the tools in the order offered
+    assert tool[0]["alternatives"] == ["get_weather", "get_time", "send_email"]
     assert [d["chosen"] for d in decisions if d["pointer"] == "/unit"] == units
+    # an argument's enum in the order of the chosen tool's schema
+    assert all(d["alternatives"] == ["f", "c"] for d in decisions if d["pointer"] == "/unit")
     assert [d["call"] for d in tool] == list(range(len(names)))
     for d in decisions:
         assert sum(d["posterior"]) == pytest.approx(1.0)

@@ -61,9 +61,17 @@ class Turn:
         """Where the decision points of this turn's output are (None: it has none)."""
         if self.tool_mode != "none":
             name, arguments = self.dialect.CALL_POINTERS
-            return ChoiceScope("calls", name_pointer=name, arguments_pointer=arguments)
+            answer = {}
+            if self.tool_mode == "auto" and self.constraint.kind in ("schema", "json", "object"):
+                # the output may be the response format's document instead of calls
+                answer = {"schema": self.constraint.part.schema,
+                          "call_open": self.dialect.CALL_OPEN}
+            return ChoiceScope("calls", name_pointer=name, arguments_pointer=arguments,
+                               tools=[(t.name, t.parameters) for t in self.offered_tools()],
+                               **answer)
         if self.constraint.kind in ("schema", "json", "object"):
-            return ChoiceScope("json")
+            part = self.constraint.part
+            return ChoiceScope("json", schema=getattr(part, "schema", None))
         if self.constraint.kind in ("lexicon", "choice"):
             return ChoiceScope("words", words=list(self.constraint.alternatives or ()))
         return None

@@ -10,10 +10,11 @@ Not thread-safe: one runtime is used by one thread at a time (the server queues 
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -37,6 +38,13 @@ def _init_backend() -> None:
         _initialised = True
 
 
+# Extra KV sequences beside the decoder's (sequence 0), for evaluating the alternatives of a
+# decision side by side in one batch (server/runtime/decisions.py). The cache is unified: the
+# sequences share its n_ctx cells (a branch copied from sequence 0 adds its id to the cells, no
+# data is copied), so neither the cache's size nor the decoder's context changes.
+DEFAULT_BRANCHES = 63
+
+
 def default_threads() -> int:
     # The decode threads spin while they wait for each other: on a busy 2-core machine two
     # threads were 20x slower than one. Half the cores, at least one.
@@ -47,10 +55,11 @@ def default_threads() -> int:
 
 
 class LlamaRuntime:
-    """One loaded GGUF model with one context (one sequence) and its KV cache."""
+    """One loaded GGUF model with one context and its KV cache: the decoder's sequence
+    (`tokens`), and up to `n_branches` short-lived branch sequences (`branches`)."""
 
     def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: Optional[int] = None,
-                 n_batch: int = 512):
+                 n_batch: int = 512, n_branches: int = DEFAULT_BRANCHES):
         if not os.path.exists(path):
             raise FileNotFoundError(f"model file not found: {path}")
         _init_backend()
@@ -72,7 +81,15 @@ class LlamaRuntime:
             cparams.n_ctx = max(16, min(int(n_ctx), train_ctx) if train_ctx > 0 else int(n_ctx))
             cparams.n_batch = int(n_batch)
             cparams.n_ubatch = int(n_batch)
-            cparams.n_seq_max = 1
+            # a recurrent state is kept per sequence (memory grows with n_seq_max) and cannot
+            # drop a partial sequence anyway, which probing needs: no branches there
+            recurrent = any(bool(getattr(L, f, lambda m: False)(self._model))
+                            for f in ("llama_model_is_recurrent", "llama_model_is_hybrid"))
+            # llama.cpp reserves an output per sequence, at most n_batch outputs in all
+            n_seq = 1 if recurrent else min(1 + max(0, int(n_branches)), int(n_batch))
+            cparams.n_seq_max = n_seq
+            if hasattr(cparams, "kv_unified"):
+                cparams.kv_unified = True
             cparams.n_threads = threads
             cparams.n_threads_batch = threads
             cparams.no_perf = True
@@ -83,7 +100,8 @@ class LlamaRuntime:
             self.n_ctx = int(L.llama_n_ctx(self._ctx))
             self.n_batch = int(n_batch)
             self.n_threads = threads
-            self._batch = L.llama_batch_init(self.n_batch, 0, 1)
+            self.n_branches = int(L.llama_n_seq_max(self._ctx)) - 1
+            self._batch = L.llama_batch_init(self.n_batch, 0, self.n_branches + 1)
             self.n_vocab = int(L.llama_vocab_n_tokens(self._vocab))
             self.metadata = self._read_metadata()
         except BaseException:
@@ -94,6 +112,8 @@ class LlamaRuntime:
         self.eog_ids = frozenset(i for i in range(self.n_vocab)
                                  if L.llama_vocab_is_eog(self._vocab, i))
         self.tokens: List[int] = []     # what the KV cache holds, in order
+        self._branch_len: Dict[int, int] = {}   # forked branch sequence -> its length
+        self._branches_open = False
         self._piece_buf = ctypes.create_string_buffer(256)
 
     # --- model facts ---------------------------------------------------------------------
@@ -180,14 +200,21 @@ class LlamaRuntime:
     def eval(self, ids: Sequence[int]) -> np.ndarray:
         """Decode `ids` after what the cache holds (in batches of n_batch) and return a fresh
         float32 copy of the logits after the last one."""
-        return self._decode(ids, every=False)[-1]
+        return self._decode(ids, 0)[1]
 
     def eval_each(self, ids: Sequence[int]) -> np.ndarray:
         """Like eval, but the logits after every one of `ids`: shape (len(ids), n_vocab). One
-        batched pass instead of one per token (probing the alternatives of a decision)."""
-        return np.stack(self._decode(ids, every=True))
+        batched pass instead of one per token."""
+        return np.stack(self._decode(ids, len(ids))[0])
 
-    def _decode(self, ids: Sequence[int], *, every: bool) -> List[np.ndarray]:
+    def eval_rows(self, ids: Sequence[int], n_rows: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        """Like eval, and also the logits after each of the first n_rows of `ids` (the
+        decoder keeps them for a decision whose probe waits for them): (those rows, a
+        separate copy of the last row). The last row's values are eval's: asking for more
+        outputs changes no token's logits."""
+        return self._decode(ids, n_rows)
+
+    def _decode(self, ids: Sequence[int], n_rows: int) -> Tuple[List[np.ndarray], np.ndarray]:
         if not ids:
             raise ValueError("nothing to evaluate")
         if len(self.tokens) + len(ids) > self.n_ctx:
@@ -204,7 +231,7 @@ class LlamaRuntime:
                 b.pos[i] = pos0 + i
                 b.n_seq_id[i] = 1
                 b.seq_id[i][0] = 0
-                b.logits[i] = 1 if every else 0
+                b.logits[i] = 1 if start + i < n_rows else 0
             b.logits[len(chunk) - 1] = 1
             rc = L.llama_decode(self._ctx, b)
             if rc != 0:
@@ -212,13 +239,80 @@ class LlamaRuntime:
                 self.truncate(pos0)
                 raise RuntimeError(f"llama_decode failed with code {rc}")
             self.tokens.extend(int(t) for t in chunk)
-            if every:
-                for i in range(len(chunk)):
+            for i in range(min(len(chunk), n_rows - start)):
+                ptr = L.llama_get_logits_ith(self._ctx, i)
+                rows.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
+        ptr = L.llama_get_logits_ith(self._ctx, -1)
+        return rows, np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+
+    # --- branches ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def branches(self, n: int) -> Iterator[List[int]]:
+        """n sequence ids for branches, each started with fork() and extended with
+        eval_branches. On exit they are removed with every cell only they hold; the decoder's
+        sequence is untouched."""
+        if n > self.n_branches:
+            raise ValueError(f"{n} branches asked for; the context has {self.n_branches}")
+        if self._branches_open:
+            raise RuntimeError("branches are open already")
+        seqs = list(range(1, n + 1))
+        self._branches_open = True
+        try:
+            yield seqs
+        finally:
+            for s in seqs:
+                L.llama_memory_seq_rm(self._memory, s, -1, -1)
+            self._branch_len.clear()
+            self._branches_open = False
+
+    def fork(self, seq: int, length: int) -> None:
+        """Start branch `seq` as the decoder's first `length` positions (sharing their cells,
+        nothing is copied)."""
+        if not self._branches_open or seq in self._branch_len or not 0 < length <= len(self.tokens):
+            raise ValueError(f"cannot fork branch {seq} at {length}")
+        L.llama_memory_seq_cp(self._memory, 0, seq, 0, length)
+        self._branch_len[seq] = length
+
+    def eval_branches(self, items: Sequence[Tuple[Sequence[int], Sequence[int], bool]]
+                      ) -> List[List[np.ndarray]]:
+        """Evaluate every item (seq_ids, ids, every) in one batch (more if they exceed
+        n_batch): `ids` go after what the branches `seq_ids` hold (they must be equally long;
+        a token in several branches is one cell, seen by each), and the item's result is the
+        logits after each of its ids (every) or after its last, fresh float32 copies."""
+        flat = []       # (token, position, seq ids, wants logits, item)
+        for k, (seqs, ids, every) in enumerate(items):
+            if not ids or not seqs:
+                raise ValueError("nothing to evaluate")
+            pos0 = self._branch_len[seqs[0]]
+            if any(self._branch_len[s] != pos0 for s in seqs):
+                raise ValueError("the branches of one item must be equally long")
+            if pos0 + len(ids) > self.n_ctx:
+                raise ValueError(f"{pos0 + len(ids)} tokens do not fit the context of "
+                                 f"{self.n_ctx}")
+            for j, t in enumerate(ids):
+                flat.append((int(t), pos0 + j, seqs, every or j == len(ids) - 1, k))
+        rows: List[List[np.ndarray]] = [[] for _ in items]
+        b = self._batch
+        for start in range(0, len(flat), self.n_batch):
+            chunk = flat[start:start + self.n_batch]
+            b.n_tokens = len(chunk)
+            for i, (t, pos, seqs, want, _) in enumerate(chunk):
+                b.token[i] = t
+                b.pos[i] = pos
+                b.n_seq_id[i] = len(seqs)
+                for j, s in enumerate(seqs):
+                    b.seq_id[i][j] = s
+                b.logits[i] = 1 if want else 0
+            rc = L.llama_decode(self._ctx, b)
+            if rc != 0:     # what it left in the cache is on the branches: removed on exit
+                raise RuntimeError(f"llama_decode failed with code {rc}")
+            for _, pos, seqs, _, _ in chunk:
+                for s in seqs:
+                    self._branch_len[s] = pos + 1
+            for i, (_, _, _, want, k) in enumerate(chunk):
+                if want:
                     ptr = L.llama_get_logits_ith(self._ctx, i)
-                    rows.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
-        if not every:
-            ptr = L.llama_get_logits_ith(self._ctx, -1)
-            rows.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
+                    rows[k].append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
         return rows
 
     def close(self) -> None:

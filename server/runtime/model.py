@@ -23,7 +23,7 @@ import cengine
 
 from . import chat_template as _chat
 from .decisions import DecisionRecorder
-from .llama_backend import LlamaRuntime
+from .llama_backend import DEFAULT_BRANCHES, LlamaRuntime
 from .sampling import REPEAT_LAST_N, NoTokenAllowed, Sampler, apply_repeat_penalty, logprobs_of
 from .stops import StopScanner
 from .types import (ChoiceScope, DecisionsEvent, Event, FinishEvent, LazyGrammar, SamplingParams,
@@ -49,10 +49,12 @@ class Model:
     """A GGUF model loaded with llama.cpp, generating under cengine grammars. Not thread-safe."""
 
     def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: Optional[int] = None,
-                 n_batch: int = 512, fast_forward: bool = True):
+                 n_batch: int = 512, fast_forward: bool = True,
+                 n_branches: int = DEFAULT_BRANCHES):
         self.path = str(path)
         self.name = Path(self.path).stem
-        self.runtime = LlamaRuntime(self.path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch)
+        self.runtime = LlamaRuntime(self.path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch,
+                                    n_branches=n_branches)
         self.metadata: Dict[str, str] = self.runtime.metadata
         self.chat_template: Optional[str] = self.metadata.get("tokenizer.chat_template") or None
         self.n_ctx = self.runtime.n_ctx
@@ -291,7 +293,14 @@ class Model:
                         yield from stream.ready()
                         continue
 
-            logits = rt.eval(pending)
+            n_rows = recorder.rows_wanted(pending) if recorder is not None else 0
+            if n_rows:
+                # a waiting probe reads the decoder's own logits along the value it writes
+                at = len(rt.tokens)
+                rows, logits = rt.eval_rows(pending, n_rows)
+                recorder.decoder_rows(at, rows)
+            else:
+                logits = rt.eval(pending)
             passes += 1
             pending = []
             constrained = matcher is not None

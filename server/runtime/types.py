@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Dict, Iterator, List, Optional, Protocol, Sequence, Tuple,
+from typing import (TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Protocol, Sequence, Tuple,
                     Union)
 
 if TYPE_CHECKING:
@@ -58,11 +58,23 @@ class ChoiceScope:
     kind "json": the constrained output is one JSON document; "calls": every top-level JSON
     object in it is one tool call, whose tool name (at `name_pointer`) is reported as the
     pointer "tool" and whose argument values are reported relative to `arguments_pointer`;
-    "words": the whole output is one choice among `words` (a lexicon), at pointer ""."""
+    "words": the whole output is one choice among `words` (a lexicon), at pointer "".
+
+    For the order alternatives are reported in (server/runtime/schema_order.py): `schema`, the
+    JSON document's schema ("json"); `tools`, (name, parameters schema) of each tool in the
+    order offered ("calls"). Without them alternatives come in the engine's order.
+
+    "calls" with `schema` and `call_open` (tool_choice auto beside a response format): the
+    output is either one document of `schema` from its first byte, whose decisions are then
+    reported as under "json" (document pointers, no `call`), or the calls, whose region opens
+    with `call_open` (the dialect's opening tag); the first output byte tells which."""
     kind: str
     words: Sequence[str] = ()
     name_pointer: str = "/name"
     arguments_pointer: str = "/arguments"
+    schema: Any = None
+    tools: Sequence[Tuple[str, Any]] = ()
+    call_open: str = ""
 
 
 @dataclass

@@ -69,6 +69,8 @@ class ToolDialect(Protocol):
 
     # (pointer of the tool name, pointer of the arguments) inside one call's JSON object
     CALL_POINTERS: Tuple[str, str]
+    # what the call region starts with (a response-format document never does)
+    CALL_OPEN: str
 
     def plain_messages(self, messages: List[dict], tools: Optional[List[dict]]) -> List[dict]: ...
 

@@ -29,6 +29,9 @@ RESPONSE_CLOSE = "</tool_response>"
 # inside one call's JSON object: the pointer of the tool's name and of its arguments
 # (llamay_choice_logprobs reports the name as the decision "tool")
 CALL_POINTERS = ("/name", "/arguments")
+# what the call region starts with: the answer beside it (tool_choice auto with a response
+# format) is a JSON document, which never does
+CALL_OPEN = OPEN
 # documented: the same limits as compile_json_schema's defaults, per tool-call document
 WHITESPACE_BUDGET = 64
 MAX_DEPTH = 64
