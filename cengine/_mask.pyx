@@ -27,6 +27,7 @@ from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 cimport numpy as cnp
 import threading
+import time
 import numpy as np
 
 from cengine._automaton cimport FLAG_CONTAINER, Prog
@@ -35,11 +36,12 @@ from cengine._i32vec cimport I32Vec, i32_push
 from cengine._matcher cimport (Entry, EntryVec, Store, Program, Matcher, vec_reserve,
                                vec_free, store_init, store_free, store_intern, step, expand, dedup,
                                NODE_ACCEPT, NODE_EXIT)
-from cengine._slices cimport slice_bfs
+from cengine._slices cimport SliceMemo, memo_init, memo_free, slice_bfs
 from cengine._tables cimport PosTable, make_table
 from cengine._trie cimport TokenTrie, TrieC, set_tokens
 from cengine._tables import SHARED_TABLES, RuleSignatures
 from cengine._trie import trie_of
+from cengine._slices import bfs_capped
 
 cnp.import_array()
 
@@ -410,6 +412,10 @@ cdef int _walk_vocab(TokenTrie trie, const Prog* p, Store* s, FirstBytes* fb,
     return rc
 
 
+# when a list, every table built appends (key, seconds, slice depth, slice used, nodes of the
+# walked trie, accepted, conditional, exit groups): what cold masks cost, for profiling
+TABLE_LOG = None
+
 NARROW_FIRST_BYTES = 16    # positions with fewer legal first bytes are walked directly ...
 DIRECT_VISITS = 1          # ... this many times before their table is built
 
@@ -461,6 +467,8 @@ cdef class TokenTables:
     cdef object _narrow
     cdef object _pair_start
     cdef FirstBytes fb
+    cdef SliceMemo memo          # slice depths of lone frames, for the slice search
+    cdef object _last_depth, _last_slice, _last_walked
 
     def __init__(self, automaton, vocab):
         self.automaton = automaton
@@ -476,6 +484,9 @@ cdef class TokenTables:
         self.fb.done = <uint8_t*> calloc(max(1, n_pos), 1)
         if self.fb.bits == NULL or self.fb.done == NULL:
             raise MemoryError()
+        sizes = self.trie.slice_sizes()
+        if memo_init(&self.memo, sizes[len(sizes) - 1]) != 0:
+            raise MemoryError()
         # positions whose first byte is one of few (structural: a quote, a brace, a key)
         widths = automaton.edge_hi.astype(np.int64) - automaton.edge_lo.astype(np.int64) + 1
         cum = np.concatenate([np.zeros(1, np.int64), np.cumsum(widths)])
@@ -486,6 +497,7 @@ cdef class TokenTables:
     def __dealloc__(self):
         free(self.fb.bits)
         free(self.fb.done)
+        memo_free(&self.memo)
 
     def shared_positions(self):
         """Positions whose tables are shared across grammars (small self-contained rules)."""
@@ -546,7 +558,7 @@ cdef class TokenTables:
             raise MemoryError()
         start = _intern_base(&prog, &store, q, p)
         with nogil:
-            d = slice_bfs(&prog, &store, start, base_pm, limit)
+            d = slice_bfs(&prog, &store, start, base_pm, limit, &self.memo)
         store_free(&store)
         if d < 0:
             raise MemoryError()
@@ -560,6 +572,17 @@ cdef class TokenTables:
 
     cdef PosTable _compute(self, int32_t q, int32_t p):
         """The table of a frame at p (sitting on a frame at q when q >= 0: a pair table)."""
+        if TABLE_LOG is None:
+            return self._compute_table(q, p)
+        t0 = time.perf_counter()
+        t = self._compute_table(q, p)
+        TABLE_LOG.append(((q, p), time.perf_counter() - t0,
+                          (self._last_depth, bfs_capped()) if self._last_depth < 32 else self._last_depth,
+                          self._last_slice,
+                          self._last_walked, t.n_accepted, t.n_cond, t.n_groups))
+        return t
+
+    cdef PosTable _compute_table(self, int32_t q, int32_t p):
         cdef PosTable t
         cdef Prog prog = self.program.c
         cdef Store store
@@ -605,6 +628,10 @@ cdef class TokenTables:
         # a narrow position (few first bytes) never admits the ~90 plain first bytes
         depth = 0 if self._narrow[p] else self._slice_depth(q, p, base_pm, sizes[len(sizes) - 1])
         fitting = [k for k in sizes if k <= depth]
+        self._last_depth = depth
+        self._last_slice = fitting[len(fitting) - 1] if fitting else 0
+        self._last_walked = self.trie.slice(self._last_slice)[1].n_nodes if fitting \
+            else self.trie.n_nodes
         cdef TokenTrie runs = None
         if fitting:
             slice_bits, walked = self.trie.slice(fitting[len(fitting) - 1])

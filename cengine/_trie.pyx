@@ -143,20 +143,16 @@ cdef class TokenTrie:
         return arrs
 
     def plain_lengths(self):
-        """Per token: its byte length if it is only plain string characters (valid UTF-8, no
-        quote, backslash or control character), else -1."""
+        """Per token: its byte length if its bytes are plain string characters followed by at
+        most one incomplete one (a prefix of such a run: the slice search of _slices.pyx
+        proves every such prefix, character boundaries or not), else -1. Plain: valid UTF-8,
+        no quote, backslash or C0 control, and not U+2028 or U+2029 (a regex `.` refuses
+        those two, and without them patterns such as `^.*\\.md$` take slices too)."""
         if self._plain_len is None:
             out = np.full(len(self.tokens), -1, np.int32)
             for i, data in enumerate(self.tokens):
-                if not data:
-                    continue
-                try:
-                    text = data.decode("utf-8")
-                except UnicodeDecodeError:
-                    continue
-                if '"' in text or "\\" in text or any(ord(ch) < 0x20 for ch in text):
-                    continue
-                out[i] = len(data)
+                if data and plain_prefix(data):
+                    out[i] = len(data)
             self._plain_len = out
         return self._plain_len
 
@@ -224,6 +220,19 @@ cdef class TokenTrie:
     def nbytes(self):
         return sum(a.nbytes for a in (self.node_byte, self.node_end, self.tok_off, self.tok_ids,
                                       self.node_depth, self.node_big, self.child_tab))
+
+
+def plain_prefix(data):
+    """Whether bytes are plain string characters (see TokenTrie.plain_lengths), the last one
+    possibly incomplete."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.reason != "unexpected end of data" or e.end != len(data):
+            return False
+        text = data[:e.start].decode("utf-8")
+    return not ('"' in text or "\\" in text or "\u2028" in text or "\u2029" in text
+                or any(ord(ch) < 0x20 for ch in text))
 
 
 _TRIES = {}
