@@ -1,5 +1,5 @@
 # The slice search (see _slices.pyx), called by _mask.pyx when it builds a position's table.
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from cengine._automaton cimport Prog
 from cengine._matcher cimport Store
@@ -16,4 +16,4 @@ cdef struct SliceMemo:
 cdef int memo_init(SliceMemo* m, int32_t limit) noexcept nogil
 cdef void memo_free(SliceMemo* m) noexcept nogil
 cdef int32_t slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t base_pm,
-                       int32_t limit, SliceMemo* memo) noexcept nogil
+                       int32_t limit, SliceMemo* memo, const uint64_t* cls) noexcept nogil

@@ -214,7 +214,7 @@ cdef int32_t _plain_depth_alone(const Prog* prog, SliceMemo* memo, int32_t q,
     if node < 0:
         d = -1
     else:
-        d = _slice_bfs(prog, &st, node, d, memo.limit, u, NULL)
+        d = _slice_bfs(prog, &st, node, d, memo.limit, u, NULL, NULL)
     store_free(&st)
     slot = _memo_slot(memo, <int64_t> q * 16 + u)    # the table may have grown
     if slot == NULL:
@@ -224,7 +224,7 @@ cdef int32_t _plain_depth_alone(const Prog* prog, SliceMemo* memo, int32_t q,
 
 
 cdef int32_t slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t base_pm,
-                       int32_t limit, SliceMemo* memo) noexcept nogil:
+                       int32_t limit, SliceMemo* memo, const uint64_t* cls) noexcept nogil:
     """Breadth-first search over (entries, UTF-8 state) configurations from the single entry
     `start`, one byte per level; bytes between two cut points (edge range ends of the
     entries' positions, UTF-8 class boundaries) step alike, so one byte per interval is
@@ -235,12 +235,17 @@ cdef int32_t slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t ba
     plain runs (_plain_depth_alone) is not searched further: that frame is never popped
     nor costed on such runs, whatever is below it, so the configuration survives them. An
     open object's key (a trie of the declared names beside a call of the generic string)
-    otherwise makes one configuration per (name prefix, string state) and hits the cap."""
-    return _slice_bfs(prog, store, start, base_pm, limit, 0, memo)
+    otherwise makes one configuration per (name prefix, string state) and hits the cap.
+
+    With cls (words 0-1: a set of ASCII bytes; word 2: mixed), the runs searched are those
+    of bytes in cls (mixed: and of the other plain characters) instead of plain characters (class slices: a pattern string such as `^[a-z0-9.-]+$` or
+    `^[^,]+$`); the memo, which is about plain runs, is not used then."""
+    return _slice_bfs(prog, store, start, base_pm, limit, 0, memo if cls == NULL else NULL, cls)
 
 
 cdef int32_t _slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t base_pm,
-                        int32_t limit, int u0, SliceMemo* memo) noexcept nogil:
+                        int32_t limit, int u0, SliceMemo* memo,
+                        const uint64_t* cls) noexcept nogil:
     cdef BfsBufs w
     cdef int32_t result = -1, tsize = 4 * SLICE_MAX_CONFIGS
     w.src.data = NULL
@@ -258,7 +263,7 @@ cdef int32_t _slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t b
     w.cfg = <int32_t*> malloc(w.cfg_cap * sizeof(int32_t))
     if w.cs.table != NULL and w.frontier != NULL and w.nxt != NULL and w.cfg != NULL:
         memset(w.cs.table, 0xFF, tsize * sizeof(int32_t))
-        result = _slice_bfs_run(&w, prog, store, start, base_pm, limit, u0, memo)
+        result = _slice_bfs_run(&w, prog, store, start, base_pm, limit, u0, memo, cls)
     free(w.cs.data)
     free(w.cs.table)
     free(w.frontier)
@@ -279,7 +284,7 @@ def bfs_capped():
 
 cdef int32_t _slice_bfs_run(BfsBufs* w, const Prog* prog, Store* store, int32_t start,
                             int32_t base_pm, int32_t limit, int u0,
-                            SliceMemo* memo) noexcept nogil:
+                            SliceMemo* memo, const uint64_t* cls) noexcept nogil:
     global last_capped
     if memo != NULL:
         last_capped = 0
@@ -317,6 +322,12 @@ cdef int32_t _slice_bfs_run(BfsBufs* w, const Prog* prog, Store* store, int32_t 
             # cut points: UTF-8 class boundaries and the ends of every edge range
             for i in range(5):
                 cuts[i] = U8_CUT_BITS[i]
+            if cls != NULL:
+                # where class membership changes
+                for b in range(1, 129):
+                    if ((cls[(b - 1) >> 6] >> ((b - 1) & 63)) & 1) != \
+                            (((cls[b >> 6] >> (b & 63)) & 1) if b < 128 else 0):
+                        cuts[b >> 6] |= (<uint64_t> 1) << (b & 63)
             for i in range(w.src.n):
                 qq = store.pos[w.src.data[i].node]
                 for k in range(prog.edge_off[qq], prog.edge_off[qq + 1]):
@@ -326,7 +337,13 @@ cdef int32_t _slice_bfs_run(BfsBufs* w, const Prog* prog, Store* store, int32_t 
                     cuts[b >> 6] |= (<uint64_t> 1) << (b & 63)
             b = next_allowed(cuts, 0)
             while b < 256:
-                nu = _u8_next(u, b)
+                if cls == NULL:
+                    nu = _u8_next(u, b)
+                elif cls[2]:             # mixed: ASCII in the class, other plain characters
+                    nu = _u8_next(u, b) if u != 0 or b >= 128 or (cls[b >> 6] >> (b & 63)) & 1 \
+                        else -1
+                else:
+                    nu = 0 if b < 128 and (cls[b >> 6] >> (b & 63)) & 1 else -1
                 if nu >= 0:
                     w.tmp.n = 0
                     step(prog, store, w.src.data, w.src.n, <uint8_t> b, 1 << 30, &w.tmp)

@@ -200,6 +200,14 @@ SLICE_SCHEMAS = {
                                         "lead", "munchkinId", "name", "program", "social",
                                         "step", "unsubscribe_link", "view_as_webpage_link")}},
         False, b'{"campaign": "x", "camp": 1, "company": "y", "stepx": null}'),
+    # class slices: restricted ASCII classes (with the other plain characters for a negated
+    # class), pruned subtrees; a first byte whose class differs from the rest's
+    "pattern_classes": ({"type": "object", "properties": {
+        "a": {"type": "string", "pattern": "^[^,]+$"},
+        "b": {"type": "string", "pattern": "^[a-z\\d\\./-]+$"},
+        "c": {"type": "string", "pattern": "^[\\S]+$"},
+        "d": {"type": "string", "pattern": "^[A-Z][a-z]{0,5}$"}}},
+        True, b'{"a": "Jo\xc3\xa9 D", "b": "x.y-2", "c": "n\xc3\xa9-x", "d": "Abc"}'),
     "enum_and_array": ({"type": "array", "items": {"enum": ["red", "green", "blue green"]},
                         "maxItems": 4}, True, b'["red", "blue green", "green"]'),
 }

@@ -109,3 +109,69 @@ def test_slices_proven_depth_is_sound(llama_bpe, name):
     ids = np.flatnonzero((plain > 0) & (plain <= d))
     for i in rng.choice(ids, size=min(400, ids.size), replace=False) if ids.size else []:
         assert m.can_accept_bytes(llama_bpe.tokens[i]), llama_bpe.tokens[i]
+
+
+PLAIN_ASCII = sum(1 << b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C))
+
+
+def ascii_class(chars):
+    bits = sum(1 << ord(c) for c in chars)
+    return bits & 0xFFFFFFFFFFFFFFFF, bits >> 64
+
+
+def ascii_minus(chars):
+    bits = PLAIN_ASCII & ~sum(1 << ord(c) for c in chars)
+    return bits & 0xFFFFFFFFFFFFFFFF, bits >> 64
+
+
+LOWER_DIGITS = "abcdefghijklmnopqrstuvwxyz0123456789./-"
+
+# class slices: (pattern, prefix inside the string, class, mixed, proven depth)
+CLASS_CASES = {
+    "negated_mixed": ("^[^,]+$", "", ascii_minus(","), True, 32),
+    "negated_ascii": ("^[^,]+$", "ab", ascii_minus(","), False, 32),
+    "ascii_class": ("^[a-z\\d\\./-]+$", "x", ascii_class(LOWER_DIGITS), False, 32),
+    # must not apply (mixed): the class takes no non-ASCII character
+    "ascii_class_mixed": ("^[a-z\\d\\./-]+$", "x", ascii_class(LOWER_DIGITS), True, 0),
+    # \S refuses U+00A0 (C2 A0): mixed dies after C2, the ASCII class holds
+    "non_space_mixed": ("^[\\S]+$", "", ascii_minus(" "), True, 1),
+    "non_space_ascii": ("^[\\S]+$", "", ascii_minus(" "), False, 32),
+    # must not apply: the first byte's class is not the next one's
+    "capital_then_lower": ("^[A-Z][a-z]+$", "", ascii_class("ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+                           False, 1),
+    "bounded": ("^[a-z]{0,3}$", "", ascii_class("abcdefghijklmnopqrstuvwxyz"), False, 3),
+    # a class wider than what the position takes proves nothing
+    "wider_class": ("^[a-z]+$", "a", ascii_class("abc,"), False, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLASS_CASES))
+def test_slices_class_depth(llama_bpe, name):
+    pattern, prefix, (lo, hi), mixed, want = CLASS_CASES[name]
+    cengine.CACHE.clear()
+    g = cengine.compile_json_schema({"type": "string", "pattern": pattern})
+    m = g.matcher(llama_bpe)
+    assert m.accept_bytes(b'"' + prefix.encode())
+    tables = g.token_tables(llama_bpe)
+    (stack, _), = m.stacks()
+    assert tables.class_depth(stack[0], lo, hi, mixed) == want
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_slices_class_slice_tokens(llama_bpe, mixed):
+    """class_slice holds exactly the tokens of at most k bytes whose ASCII bytes are in the
+    class and whose others are plain characters (mixed) or absent."""
+    from cengine._trie import trie_of
+    trie = trie_of(llama_bpe)
+    lo, hi = ascii_minus(",")
+    bits = trie.class_slice(lo, hi, 5, mixed)
+    got = np.unpackbits(bits.view(np.uint8), bitorder="little")[:llama_bpe.size].astype(bool)
+    want = np.zeros(llama_bpe.size, bool)
+    for i, data in enumerate(llama_bpe.tokens):
+        # the class: plain ASCII without the comma (DEL is plain, and not in this class)
+        if not data or len(data) > 5 or i in llama_bpe.eos_ids or b"," in data \
+                or b"\x7f" in data:
+            continue
+        want[i] = plain_prefix(data) if mixed else all(0x20 <= b < 0x7F and b not in b'"\\'
+                                                      for b in data)
+    assert np.array_equal(got, want)
