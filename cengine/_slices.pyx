@@ -73,6 +73,7 @@ _U8_CUTS = (0, 0x20, 0x22, 0x23, 0x5C, 0x5D, 0x80, 0x81, 0x90, 0xA0, 0xA8, 0xAA,
 
 cdef enum:
     SLICE_MAX_CONFIGS = 4096
+    SLICE_FOREVER = 1 << 29     # memo: the lone frame takes plain runs of any length
 
 
 cdef struct ConfigSet:
@@ -140,6 +141,7 @@ cdef struct BfsBufs:
     int32_t* nxt
     int32_t* cfg
     int32_t cfg_cap
+    bint closed              # the search ended with no new configuration: none ever dies
 
 
 cdef int memo_init(SliceMemo* m, int32_t limit) noexcept nogil:
@@ -196,6 +198,17 @@ cdef int32_t* _memo_slot(SliceMemo* m, int64_t key) noexcept nogil:
     return &m.vals[h]
 
 
+cdef int32_t _memo_get(const SliceMemo* m, int64_t key) noexcept nogil:
+    """The value of key, or -2 when it has none."""
+    cdef uint64_t mask = <uint64_t> (m.cap - 1)
+    cdef uint64_t h = (<uint64_t> key * 11400714819323198485u) >> 20 & mask
+    while m.keys[h] >= 0:
+        if m.keys[h] == key:
+            return m.vals[h]
+        h = (h + 1) & mask
+    return -2
+
+
 cdef int32_t _plain_depth_alone(const Prog* prog, SliceMemo* memo, int32_t q,
                                 int u) noexcept nogil:
     """slice_bfs from a lone frame at q in UTF-8 state u (up to memo.limit), memoised; -1 on
@@ -203,6 +216,7 @@ cdef int32_t _plain_depth_alone(const Prog* prog, SliceMemo* memo, int32_t q,
     cdef int32_t* slot = _memo_slot(memo, <int64_t> q * 16 + u)
     cdef Store st
     cdef int32_t d, node
+    cdef bint closed = False
     if slot == NULL:
         return -1
     if slot[0] != -2:
@@ -214,7 +228,9 @@ cdef int32_t _plain_depth_alone(const Prog* prog, SliceMemo* memo, int32_t q,
     if node < 0:
         d = -1
     else:
-        d = _slice_bfs(prog, &st, node, d, memo.limit, u, NULL, NULL)
+        d = _slice_bfs(prog, &st, node, d, memo.limit, u, NULL, NULL, &closed)
+        if d == memo.limit and closed:
+            d = SLICE_FOREVER
     store_free(&st)
     slot = _memo_slot(memo, <int64_t> q * 16 + u)    # the table may have grown
     if slot == NULL:
@@ -245,7 +261,7 @@ cdef int32_t slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t ba
 
 cdef int32_t _slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t base_pm,
                         int32_t limit, int u0, SliceMemo* memo,
-                        const uint64_t* cls) noexcept nogil:
+                        const uint64_t* cls, bint* closed=NULL) noexcept nogil:
     cdef BfsBufs w
     cdef int32_t result = -1, tsize = 4 * SLICE_MAX_CONFIGS
     w.src.data = NULL
@@ -263,7 +279,10 @@ cdef int32_t _slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t b
     w.cfg = <int32_t*> malloc(w.cfg_cap * sizeof(int32_t))
     if w.cs.table != NULL and w.frontier != NULL and w.nxt != NULL and w.cfg != NULL:
         memset(w.cs.table, 0xFF, tsize * sizeof(int32_t))
+        w.closed = False
         result = _slice_bfs_run(&w, prog, store, start, base_pm, limit, u0, memo, cls)
+        if closed != NULL:
+            closed[0] = w.closed
     free(w.cs.data)
     free(w.cs.table)
     free(w.frontier)
@@ -292,7 +311,7 @@ cdef int32_t _slice_bfs_run(BfsBufs* w, const Prog* prog, Store* store, int32_t 
     cdef int32_t n_front, n_next, depth = 0
     cdef int32_t f, off, u, nu, i, j, k, qq, b, n_kept, n_cfg, alone
     cdef int32_t base_parent = store.parent[start]
-    cdef bint safe
+    cdef bint safe, finite_safe = False
     cdef uint64_t cuts[5]
     cdef Entry e
     cdef int32_t* nc
@@ -368,6 +387,14 @@ cdef int32_t _slice_bfs_run(BfsBufs* w, const Prog* prog, Store* store, int32_t 
                     if memo != NULL and limit - depth - 1 > 0:
                         for k in range(n_kept):
                             if store.parent[w.tmp.data[k].node] == base_parent:
+                                # a frame of the start's level: only what is known already
+                                # (from an earlier search that closed, below)
+                                alone = _memo_get(memo, <int64_t> store.pos[
+                                    w.tmp.data[k].node] * 16 + nu)
+                                if alone >= limit - depth - 1:
+                                    safe = True
+                                    finite_safe |= alone < SLICE_FOREVER
+                                    break
                                 continue
                             alone = _plain_depth_alone(prog, memo,
                                                        store.pos[w.tmp.data[k].node], nu)
@@ -375,6 +402,7 @@ cdef int32_t _slice_bfs_run(BfsBufs* w, const Prog* prog, Store* store, int32_t 
                                 return -1
                             if alone >= limit - depth - 1:
                                 safe = True
+                                finite_safe |= alone < SLICE_FOREVER
                                 break
                     if safe:
                         b = next_allowed(cuts, b + 1)
@@ -407,4 +435,20 @@ cdef int32_t _slice_bfs_run(BfsBufs* w, const Prog* prog, Store* store, int32_t 
         n_front = n_next
         depth += 1
     # every level survived up to the limit, or no configuration is new: nothing can die
+    w.closed = n_front == 0 and not finite_safe
+    if w.closed and memo != NULL and base_parent == NODE_EXIT:
+        # closed, and every configuration left out survives runs of any length: so does
+        # every configuration seen, and one of a lone frame (the start's level over the
+        # walk's base) tells that frame's answer alone; the searches from the next
+        # positions of an open object's key stop there at once
+        off = 0
+        while off < w.cs.n:
+            n_cfg = w.cs.data[off + 1]
+            if n_cfg == 1 and store.parent[w.cs.data[off + 2]] == NODE_EXIT:
+                nc = _memo_slot(memo, <int64_t> store.pos[w.cs.data[off + 2]] * 16
+                                + w.cs.data[off])
+                if nc == NULL:
+                    return -1
+                nc[0] = SLICE_FOREVER
+            off += 2 + 2 * n_cfg
     return limit

@@ -175,3 +175,39 @@ def test_slices_class_slice_tokens(llama_bpe, mixed):
         want[i] = plain_prefix(data) if mixed else all(0x20 <= b < 0x7F and b not in b'"\\'
                                                       for b in data)
     assert np.array_equal(got, want)
+
+
+# A search that closes (no new configuration, nothing left out for a bounded reason) records
+# its lone-frame configurations as taking runs of any length; later searches from the next
+# positions of the key stop there. Warm or cold, the depths are the same.
+MEMO_CASES = [
+    ({"type": "object", "properties": {k: {"type": "string"} for k in MANY_KEYS}}, False,
+     [b'{"', b'{"camp', b'{"campaign', b'{"campaignx', b'{"sp_send_', b'{"zz']),
+    # must not be recorded as unbounded: names of at most 4 characters
+    ({"type": "object", "propertyNames": {"maxLength": 4},
+      "additionalProperties": {"type": "integer"}}, False, [b'{"', b'{"a', b'{"abc']),
+    ({"type": "object", "properties": {"ab": {"type": "string", "maxLength": 3},
+                                       "cd": {"type": "string"}}}, False,
+     [b'{"', b'{"ab": "', b'{"ab": "x', b'{"ab": "xy", "cd": "', b'{"ab": "xy", "zz": "']),
+]
+
+
+def _depths(g, vocab, prefixes, tables):
+    out = []
+    for prefix in prefixes:
+        m = g.matcher(vocab)
+        assert m.accept_bytes(prefix)
+        out.append(max(tables.slice_depth(s[0]) for s, _ in m.stacks()))
+    return out
+
+
+@pytest.mark.parametrize("case", range(len(MEMO_CASES)))
+def test_slices_memo_warm_equals_cold(llama_bpe, case):
+    from cengine._mask import TokenTables
+    schema, closed, prefixes = MEMO_CASES[case]
+    cengine.CACHE.clear()
+    g = cengine.compile_json_schema(schema, closed_objects=closed)
+    warm = _depths(g, llama_bpe, prefixes, TokenTables(g.automaton, llama_bpe))
+    cold = [_depths(g, llama_bpe, [p], TokenTables(g.automaton, llama_bpe))[0]
+            for p in prefixes]
+    assert warm == cold
