@@ -5,8 +5,12 @@
 # run of plain JSON string characters of up to K bytes keeps its frame alive at no whitespace
 # or depth cost. Bytes between two cut points (edge range ends, UTF-8 class boundaries) step
 # alike, so one byte per interval is tried; past SLICE_MAX_CONFIGS configurations the search
-# gives up, conservatively (the walk then does the work). The trie side of slices (the bitsets
-# and the tries of the other tokens) is TokenTrie.slice in _trie.pyx.
+# gives up, conservatively (the walk then does the work). Two things keep the search small: a
+# configuration holding a called frame that alone takes every remaining run is not searched
+# further, and a search that closes records its lone frames as taking runs of any length
+# (SliceMemo, per grammar). The same search proves class slices (a set of ASCII bytes, with
+# or without the other plain characters) for pattern strings. The trie side of slices (the
+# bitsets and the tries of the other tokens) is TokenTrie.slice and class_slice in _trie.pyx.
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t

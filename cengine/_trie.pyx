@@ -8,6 +8,8 @@
 #     memoised, since the same exit sets recur across positions and grammars;
 #   * slices (llguidance's idea): the plain-string tokens of at most K bytes as a bitset, and
 #     the trie of every other token; _mask.pyx proves which positions take such runs;
+#   * class slices: the tokens of a set of ASCII bytes (TokenTrie.class_slice), and per node
+#     the bytes below it (class_prune), so a walk skips subtrees wholly in such a slice;
 #   * the whitespace split: tokens that start with JSON whitespace as (run length, rest), so
 #     a state where whitespace loops walks each rest once per run length (ws_split).
 # Building is Python and numpy (once per vocabulary); the suffix-trie merge is a nogil kernel.
