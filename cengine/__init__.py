@@ -50,6 +50,8 @@ def prepare(vocab, *, json: bool = True) -> None:
     trie.ws_split()
     for k in trie.slice_sizes():
         trie.slice(k)
+    trie.class_prune()
+    trie.token_lengths()
     if json:
         g = compile_any_json()
         tables = g.token_tables(vocab)

@@ -22,11 +22,12 @@
 #     farther than the longest token from the run's end share one table (horizon_key).
 # Split across modules, hot calls stay direct: helpers are inline in .pxd files
 # (_bitmask, _i32vec, _trie.set_tokens); only whole walks cross a module boundary.
-from libc.stdlib cimport malloc, calloc, free
+from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 cimport numpy as cnp
 import threading
+import time
 import numpy as np
 
 from cengine._automaton cimport FLAG_CONTAINER, Prog
@@ -35,11 +36,12 @@ from cengine._i32vec cimport I32Vec, i32_push
 from cengine._matcher cimport (Entry, EntryVec, Store, Program, Matcher, vec_reserve,
                                vec_free, store_init, store_free, store_intern, step, expand, dedup,
                                NODE_ACCEPT, NODE_EXIT)
-from cengine._slices cimport slice_bfs
+from cengine._slices cimport SliceMemo, memo_init, memo_free, slice_bfs
 from cengine._tables cimport PosTable, make_table
 from cengine._trie cimport TokenTrie, TrieC, set_tokens
 from cengine._tables import SHARED_TABLES, RuleSignatures
 from cengine._trie import trie_of
+from cengine._slices import bfs_capped
 
 cnp.import_array()
 
@@ -49,6 +51,7 @@ cdef struct Frame:
     int32_t st_start
     int32_t st_n
     const int32_t* tab      # the node's child table when the filter uses it, else NULL
+    bint in_cls             # the path to here is in the walk's class (ClassPrune)
     uint64_t allow[4]       # bytes some entry of the frame has an edge for (a superset filter)
 
 cdef enum:
@@ -113,27 +116,199 @@ cdef inline void frame_filter(const Prog* p, const Store* s, const TrieC* t, Fir
         f.child = 0
 
 
+cdef struct StepCache:
+    # what one entry becomes on one byte, per (stack node, byte): the entries after it as
+    # (node, whitespace spent, deepest push), relative to an entry with nothing spent
+    int64_t* keys            # node * 256 + byte, or -1 (open addressing)
+    int32_t* off             # start of the key's results in pool (triples)
+    int32_t* cnt             # how many results
+    int32_t cap
+    int32_t n
+    int32_t* pool
+    int32_t pool_n
+    int32_t pool_cap
+    Prog free_ws             # the program without a whitespace budget (applied on lookup)
+
+
+cdef bint _use_step_cache = True
+
+
+def use_step_cache(bint on):
+    """Switch the walks' step cache (for benchmarks and the tests that compare both)."""
+    global _use_step_cache
+    _use_step_cache = on
+
+
+cdef enum:
+    STEP_MAX_STACKS = 1 << 16    # _matcher's MAX_STACKS: more stacks, the grammar is refused
+
+
+cdef struct ClassPrune:
+    # a class slice (TokenTrie.class_slice) taken by the walk's position: subtrees whose
+    # every node is in the class and no deeper than max_len are in the slice, not walked
+    uint64_t cls[4]         # ASCII class; cls[2]: mixed (other plain characters in too)
+    int32_t max_len
+    const uint64_t* sub     # TokenTrie.class_prune() of the trie walked
+    const int32_t* sub_depth
+    const uint8_t* sub_plain
+
+
 cdef struct WalkBufs:
+    const ClassPrune* cp
     Frame* frames
     int32_t n_frames
     EntryVec buf
     EntryVec tmp
+    EntryVec one
+    StepCache sc
 
 
-cdef int bufs_init(WalkBufs* wb, int32_t max_len) noexcept nogil:
+cdef int bufs_init(WalkBufs* wb, int32_t max_len, const Prog* p) noexcept nogil:
     wb.buf.data = NULL
     wb.buf.n = wb.buf.cap = 0
     wb.tmp.data = NULL
     wb.tmp.n = wb.tmp.cap = 0
+    wb.one.data = NULL
+    wb.one.n = wb.one.cap = 0
     wb.n_frames = max_len + 2
     wb.frames = <Frame*> malloc(wb.n_frames * sizeof(Frame))
-    return -1 if wb.frames == NULL else 0
+    wb.cp = NULL
+    wb.sc.cap = 1024
+    wb.sc.n = 0
+    wb.sc.keys = <int64_t*> malloc(wb.sc.cap * sizeof(int64_t))
+    wb.sc.off = <int32_t*> malloc(wb.sc.cap * sizeof(int32_t))
+    wb.sc.cnt = <int32_t*> malloc(wb.sc.cap * sizeof(int32_t))
+    wb.sc.pool_cap = 4096
+    wb.sc.pool_n = 0
+    wb.sc.pool = <int32_t*> malloc(wb.sc.pool_cap * sizeof(int32_t))
+    wb.sc.free_ws = p[0]
+    wb.sc.free_ws.ws_budget = -1
+    if wb.sc.keys != NULL:
+        memset(wb.sc.keys, 0xFF, wb.sc.cap * sizeof(int64_t))
+    return -1 if wb.frames == NULL or wb.sc.keys == NULL or wb.sc.off == NULL \
+        or wb.sc.cnt == NULL or wb.sc.pool == NULL else 0
 
 
 cdef void bufs_free(WalkBufs* wb) noexcept nogil:
     free(wb.frames)
     vec_free(&wb.buf)
     vec_free(&wb.tmp)
+    vec_free(&wb.one)
+    free(wb.sc.keys)
+    free(wb.sc.off)
+    free(wb.sc.cnt)
+    free(wb.sc.pool)
+
+
+cdef int64_t _sc_find(StepCache* c, int64_t key) noexcept nogil:
+    """The slot of key, or of the empty slot where it goes."""
+    cdef uint64_t mask = <uint64_t> (c.cap - 1)
+    cdef uint64_t h = ((<uint64_t> key) * 11400714819323198485u >> 24) & mask
+    while c.keys[h] >= 0 and c.keys[h] != key:
+        h = (h + 1) & mask
+    return <int64_t> h
+
+
+cdef int _sc_grow(StepCache* c) noexcept nogil:
+    cdef int64_t* ok = c.keys
+    cdef int32_t* oo = c.off
+    cdef int32_t* on = c.cnt
+    cdef int32_t i, oc = c.cap
+    cdef int64_t h
+    c.cap *= 2
+    c.keys = <int64_t*> malloc(c.cap * sizeof(int64_t))
+    c.off = <int32_t*> malloc(c.cap * sizeof(int32_t))
+    c.cnt = <int32_t*> malloc(c.cap * sizeof(int32_t))
+    if c.keys == NULL or c.off == NULL or c.cnt == NULL:
+        free(ok)
+        free(oo)
+        free(on)
+        return -1
+    memset(c.keys, 0xFF, c.cap * sizeof(int64_t))
+    for i in range(oc):
+        if ok[i] >= 0:
+            h = _sc_find(c, ok[i])
+            c.keys[h] = ok[i]
+            c.off[h] = oo[i]
+            c.cnt[h] = on[i]
+    free(ok)
+    free(oo)
+    free(on)
+    return 0
+
+
+cdef int32_t cached_step(WalkBufs* wb, const Prog* p, Store* s, const Entry* src, int32_t n,
+                         uint8_t b, int32_t max_depth, EntryVec* out) noexcept nogil:
+    """step (the matcher's), with what each entry becomes on b cached for the walk: a trie
+    walk steps the same stack node on the same byte again and again (every token through a
+    string body), and a lookup is a fraction of a step's closure and interning. Exact: an
+    entry's results depend on its node and b alone, up to the whitespace and push depth it
+    carries, which are added on lookup (step adds the edge's whitespace to every result of
+    an entry and takes the deepest push as a maximum); the budget is applied here too."""
+    cdef StepCache* c = &wb.sc
+    cdef int32_t i, k, node, start = out.n, o, cnt, w0
+    cdef int64_t key, h
+    cdef int32_t* np_
+    cdef Entry* e
+    cdef Entry one
+    for i in range(n):
+        node = src[i].node
+        if node < 0:
+            continue
+        key = (<int64_t> node << 8) | b
+        h = _sc_find(c, key)
+        if c.keys[h] < 0:
+            wb.one.n = 0
+            one.node = node
+            one.ws = 0
+            one.pmax = 0
+            cnt = step(&c.free_ws, s, &one, 1, b, max_depth, &wb.one)
+            if s.failed:
+                return 0
+            if c.pool_n + 3 * cnt > c.pool_cap:
+                c.pool_cap = 2 * (c.pool_n + 3 * cnt)
+                np_ = <int32_t*> realloc(c.pool, c.pool_cap * sizeof(int32_t))
+                if np_ == NULL:
+                    s.failed = 1
+                    return 0
+                c.pool = np_
+            for k in range(cnt):
+                e = &wb.one.data[k]
+                c.pool[c.pool_n + 3 * k] = e.node
+                c.pool[c.pool_n + 3 * k + 1] = e.ws
+                c.pool[c.pool_n + 3 * k + 2] = e.pmax
+            if 2 * (c.n + 1) > c.cap:
+                if _sc_grow(c) != 0:
+                    s.failed = 1
+                    return 0
+                h = _sc_find(c, key)
+            c.keys[h] = key
+            c.off[h] = c.pool_n
+            c.cnt[h] = cnt
+            c.n += 1
+            c.pool_n += 3 * cnt
+        o = c.off[h]
+        cnt = c.cnt[h]
+        if cnt == 0:
+            continue
+        w0 = c.pool[o + 1]           # the edge's whitespace: the same for all of them
+        if w0 > 0 and p.ws_budget >= 0 and src[i].ws + w0 > p.ws_budget:
+            continue
+        if vec_reserve(out, out.n + cnt) != 0:
+            s.failed = 1
+            return 0
+        for k in range(cnt):
+            e = &out.data[out.n]
+            e.node = c.pool[o + 3 * k]
+            e.ws = src[i].ws + w0
+            e.pmax = c.pool[o + 3 * k + 2] if c.pool[o + 3 * k + 2] > src[i].pmax \
+                else src[i].pmax
+            out.n += 1
+    if out.n - start > 1:
+        dedup(out, start)
+    if out.n - start > STEP_MAX_STACKS:
+        s.failed = 2
+    return out.n - start
 
 
 cdef bint record(const TrieC* t, int32_t x, const Entry* st, int32_t got, uint32_t* bits,
@@ -298,10 +473,21 @@ cdef int walk(const Prog* p, Store* s, const TrieC* t, FirstBytes* fb, int32_t s
               int32_t n_init, int32_t max_depth, uint32_t* bits,
               bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits,
               I32Vec* acc) noexcept nogil:
+    return walk_class(p, s, t, fb, start, init, n_init, max_depth, bits, local, base_pm, cond,
+                      exits, acc, NULL)
+
+
+cdef int walk_class(const Prog* p, Store* s, const TrieC* t, FirstBytes* fb, int32_t start,
+                    const Entry* init, int32_t n_init, int32_t max_depth, uint32_t* bits,
+                    bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits,
+                    I32Vec* acc, const ClassPrune* cp) noexcept nogil:
+    """walk, skipping the subtrees of a class slice (cp, from the root of the trie it was
+    made for) when cp is not NULL."""
     cdef WalkBufs wb
     cdef int rc
-    if bufs_init(&wb, t.max_len) != 0:
+    if bufs_init(&wb, t.max_len, p) != 0:
         return -1
+    wb.cp = cp
     rc = walk_in(&wb, p, s, t, fb, start, init, n_init, max_depth, bits, local, base_pm, cond,
                  exits, acc)
     bufs_free(&wb)
@@ -324,6 +510,9 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
     cdef int32_t top, x, mark, got, b
     cdef bint live
     cdef Entry* st
+    cdef const ClassPrune* cp = wb.cp
+    cdef const uint64_t* sub
+    cdef bint in_cls
     if t.max_len + 2 > wb.n_frames:
         return -1
     wb.buf.n = 0
@@ -336,6 +525,7 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
     frames[0].end = t.end[start]
     frames[0].st_start = 0
     frames[0].st_n = n_init
+    frames[0].in_cls = True
     frame_filter(p, s, t, fb, &frames[0], wb.buf.data, start)
     while top >= 0:
         if frames[top].tab != NULL:
@@ -357,9 +547,23 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
             frames[top].child = t.end[x]
             if not (frames[top].allow[t.byte[x] >> 6] >> (t.byte[x] & 63)) & 1:
                 continue
+        in_cls = False
+        if cp != NULL and frames[top].in_cls and (
+                (t.byte[x] < 128 and (cp.cls[t.byte[x] >> 6] >> (t.byte[x] & 63)) & 1)
+                or (t.byte[x] >= 128 and cp.cls[2])):
+            in_cls = True
+            sub = cp.sub + 4 * <int64_t> x
+            if cp.sub_depth[x] <= cp.max_len and (sub[0] & ~cp.cls[0]) == 0 and \
+                    (sub[1] & ~cp.cls[1]) == 0 and \
+                    ((cp.sub_plain[x] != 0) if cp.cls[2] else (sub[2] == 0 and sub[3] == 0)):
+                continue         # every token below is in the class slice
         wb.tmp.n = 0
-        got = step(p, s, wb.buf.data + frames[top].st_start, frames[top].st_n, t.byte[x],
-                   max_depth, &wb.tmp)
+        if _use_step_cache:
+            got = cached_step(wb, p, s, wb.buf.data + frames[top].st_start, frames[top].st_n,
+                              t.byte[x], max_depth, &wb.tmp)
+        else:
+            got = step(p, s, wb.buf.data + frames[top].st_start, frames[top].st_n, t.byte[x],
+                       max_depth, &wb.tmp)
         if s.failed:
             break
         if got == 0:
@@ -378,6 +582,7 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
             frames[top].end = t.end[x]
             frames[top].st_start = mark
             frames[top].st_n = got
+            frames[top].in_cls = in_cls
             frame_filter(p, s, t, fb, &frames[top], wb.buf.data + mark, x)
     return -1 if s.failed else 0
 
@@ -396,7 +601,7 @@ cdef int _walk_vocab(TokenTrie trie, const Prog* p, Store* s, FirstBytes* fb,
         nows, runs = split
         with nogil:
             if bufs_init(&wb, nows.c.max_len if nows.c.max_len > runs.c.max_len
-                         else runs.c.max_len) != 0:
+                         else runs.c.max_len, p) != 0:
                 return -1
             rc = walk_ws(&wb, p, s, &nows.c, &runs.c, fb, init, n_init, max_depth, bits,
                          local, base_pm, cond, exits, acc)
@@ -409,6 +614,20 @@ cdef int _walk_vocab(TokenTrie trie, const Prog* p, Store* s, FirstBytes* fb,
             rc = 1
     return rc
 
+
+# when a list, every table built appends (key, seconds, slice depth (with whether the search
+# hit its cap, when short), slice used (negative: a class slice), nodes of the walked trie,
+# accepted, conditional, exit groups, (search, walk, packing) seconds): what cold masks cost,
+# for profiling
+TABLE_LOG = None
+
+cdef enum:
+    CLASS_BELOW = 8         # positions whose plain slice is shorter try a class slice ...
+    CLASS_MIN_DEPTH = 2     # ... and take it when it proves more, and at least this much
+
+# printable ASCII without quote and backslash: the ASCII part of the plain class
+cdef uint64_t PLAIN_ASCII_LO = 0xFFFFFFFB00000000u        # 0x20-0x3F without 0x22
+cdef uint64_t PLAIN_ASCII_HI = 0x7FFFFFFFEFFFFFFFu        # 0x40-0x7E without 0x5C
 
 NARROW_FIRST_BYTES = 16    # positions with fewer legal first bytes are walked directly ...
 DIRECT_VISITS = 1          # ... this many times before their table is built
@@ -461,6 +680,8 @@ cdef class TokenTables:
     cdef object _narrow
     cdef object _pair_start
     cdef FirstBytes fb
+    cdef SliceMemo memo          # slice depths of lone frames, for the slice search
+    cdef object _last_depth, _last_slice, _last_walked, _last_times
 
     def __init__(self, automaton, vocab):
         self.automaton = automaton
@@ -476,6 +697,9 @@ cdef class TokenTables:
         self.fb.done = <uint8_t*> calloc(max(1, n_pos), 1)
         if self.fb.bits == NULL or self.fb.done == NULL:
             raise MemoryError()
+        sizes = self.trie.slice_sizes()
+        if memo_init(&self.memo, sizes[len(sizes) - 1]) != 0:
+            raise MemoryError()
         # positions whose first byte is one of few (structural: a quote, a brace, a key)
         widths = automaton.edge_hi.astype(np.int64) - automaton.edge_lo.astype(np.int64) + 1
         cum = np.concatenate([np.zeros(1, np.int64), np.cumsum(widths)])
@@ -486,6 +710,7 @@ cdef class TokenTables:
     def __dealloc__(self):
         free(self.fb.bits)
         free(self.fb.done)
+        memo_free(&self.memo)
 
     def shared_positions(self):
         """Positions whose tables are shared across grammars (small self-contained rules)."""
@@ -532,7 +757,7 @@ cdef class TokenTables:
             return t
 
     cdef int32_t _slice_depth(self, int32_t q, int32_t p, int32_t base_pm,
-                              int32_t limit) except -1:
+                              int32_t limit, const uint64_t* cls=NULL) except -1:
         """Largest d <= limit such that from p (on a frame at q, when q >= 0) every sequence
         of plain string characters of at most d bytes keeps the base frame alive with no
         whitespace or depth cost (exact BFS over the automaton configurations, slice_bfs;
@@ -546,11 +771,23 @@ cdef class TokenTables:
             raise MemoryError()
         start = _intern_base(&prog, &store, q, p)
         with nogil:
-            d = slice_bfs(&prog, &store, start, base_pm, limit)
+            d = slice_bfs(&prog, &store, start, base_pm, limit, &self.memo, cls)
         store_free(&store)
         if d < 0:
             raise MemoryError()
         return d
+
+    def class_depth(self, int p, lo, hi, bint mixed=False):
+        """How many bytes of runs over the ASCII class (lo, hi) (mixed: and other plain
+        characters) position p provably accepts (tests)."""
+        cdef uint64_t cls[4]
+        cls[0] = lo
+        cls[1] = hi
+        cls[2] = mixed
+        cls[3] = 0
+        sizes = self.trie.slice_sizes()
+        base_pm = 1 if self.program.c.pos_flags[p] & FLAG_CONTAINER else 0
+        return self._slice_depth(-1, p, base_pm, sizes[len(sizes) - 1], cls)
 
     def slice_depth(self, int p):
         """How many bytes of plain string characters position p provably accepts (tests)."""
@@ -560,6 +797,18 @@ cdef class TokenTables:
 
     cdef PosTable _compute(self, int32_t q, int32_t p):
         """The table of a frame at p (sitting on a frame at q when q >= 0: a pair table)."""
+        if TABLE_LOG is None:
+            return self._compute_table(q, p)
+        t0 = time.perf_counter()
+        t = self._compute_table(q, p)
+        TABLE_LOG.append(((q, p), time.perf_counter() - t0,
+                          (self._last_depth, bfs_capped()) if self._last_depth < 32 else self._last_depth,
+                          self._last_slice,
+                          self._last_walked, t.n_accepted, t.n_cond, t.n_groups,
+                          self._last_times))
+        return t
+
+    cdef PosTable _compute_table(self, int32_t q, int32_t p):
         cdef PosTable t
         cdef Prog prog = self.program.c
         cdef Store store
@@ -603,10 +852,49 @@ cdef class TokenTables:
         cdef TokenTrie walked = self.trie
         sizes = self.trie.slice_sizes()
         # a narrow position (few first bytes) never admits the ~90 plain first bytes
+        t_0 = time.perf_counter()
         depth = 0 if self._narrow[p] else self._slice_depth(q, p, base_pm, sizes[len(sizes) - 1])
+        t_1 = time.perf_counter()
         fitting = [k for k in sizes if k <= depth]
+        self._last_depth = depth
+        self._last_slice = fitting[len(fitting) - 1] if fitting else 0
+        self._last_walked = self.trie.slice(self._last_slice)[1].n_nodes if fitting \
+            else self.trie.n_nodes
         cdef TokenTrie runs = None
-        if fitting:
+        cdef ClassPrune cp
+        cdef const uint64_t* fbp
+        cdef int32_t cls_depth = 0
+        cdef cnp.ndarray sub, sub_depth, sub_plain
+        if not self._narrow[p] and (not fitting or fitting[len(fitting) - 1] < CLASS_BELOW):
+            # class slices: a string of a restricted ASCII class (a pattern such as
+            # `^[a-z0-9.-]+$` or `^[^,]+$`) takes no plain slice; try its first bytes' class
+            fbp = first_bytes(&prog, &self.fb, p)
+            cp.cls[0] = fbp[0] & PLAIN_ASCII_LO
+            cp.cls[1] = fbp[1] & PLAIN_ASCII_HI
+            cp.cls[2] = cp.cls[3] = 0
+            if (cp.cls[0] or cp.cls[1]) and \
+                    (cp.cls[0] != PLAIN_ASCII_LO or cp.cls[1] != PLAIN_ASCII_HI):
+                # mixed first (`[^,]`: other characters in too), else ASCII alone (`\\S`
+                # refuses some non-ASCII spaces)
+                cp.cls[2] = 1
+                cls_depth = self._slice_depth(q, p, base_pm, sizes[len(sizes) - 1], cp.cls)
+                if cls_depth < CLASS_MIN_DEPTH:
+                    cp.cls[2] = 0
+                    cls_depth = self._slice_depth(q, p, base_pm, sizes[len(sizes) - 1], cp.cls)
+        if cls_depth > depth and cls_depth >= CLASS_MIN_DEPTH:
+            bits = self.trie.class_slice(cp.cls[0], cp.cls[1], cls_depth, cp.cls[2] != 0).copy()
+            bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
+            acc_p = NULL
+            sub, sub_depth, sub_plain = self.trie.class_prune()
+            cp.sub = <const uint64_t*> cnp.PyArray_DATA(sub)
+            cp.sub_depth = <const int32_t*> cnp.PyArray_DATA(sub_depth)
+            cp.sub_plain = <const uint8_t*> cnp.PyArray_DATA(sub_plain)
+            cp.max_len = cls_depth
+            self._last_slice = -cls_depth
+            with nogil:
+                rc = walk_class(&prog, &store, &self.trie.c, &self.fb, 0, init.data, 1, 1 << 30,
+                                bits_p, True, base_pm, &cond, exits_p, acc_p, &cp)
+        elif fitting:
             slice_bits, walked = self.trie.slice(fitting[len(fitting) - 1])
             bits = slice_bits.copy()
             bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
@@ -623,10 +911,12 @@ cdef class TokenTables:
                 rc = 0
         store_free(&store)
         vec_free(&init)
+        t_2 = time.perf_counter()
         try:
             if rc != 0:
                 raise MemoryError("mask table computation failed")
             t = make_table(walked, bits, &acc, &cond, &exits, n_words, runs)
+            self._last_times = (t_1 - t_0, t_2 - t_1, time.perf_counter() - t_2)
             t.n_frames = 1 if q < 0 else 2
             return t
         finally:

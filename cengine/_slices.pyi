@@ -1,2 +1,6 @@
 """Type stubs of cengine._slices (Cython): the exact slice search. Its kernel, slice_bfs, is a
-C function for _mask.pyx (declared in _slices.pxd); the module has no public Python names."""
+C function for _mask.pyx (declared in _slices.pxd); the Python names are for tests and
+profiling."""
+
+def u8_next(u: int, b: int) -> int: ...
+def bfs_capped() -> bool: ...

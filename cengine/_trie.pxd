@@ -44,3 +44,6 @@ cdef class TokenTrie:
     cdef object _slice_sizes
     cdef object _suffix_memo
     cdef object _ws_split
+    cdef object _prune
+    cdef object _ascii
+    cdef object _class_slices

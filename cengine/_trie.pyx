@@ -8,6 +8,8 @@
 #     memoised, since the same exit sets recur across positions and grammars;
 #   * slices (llguidance's idea): the plain-string tokens of at most K bytes as a bitset, and
 #     the trie of every other token; _mask.pyx proves which positions take such runs;
+#   * class slices: the tokens of a set of ASCII bytes (TokenTrie.class_slice), and per node
+#     the bytes below it (class_prune), so a walk skips subtrees wholly in such a slice;
 #   * the whitespace split: tokens that start with JSON whitespace as (run length, rest), so
 #     a state where whitespace loops walks each rest once per run length (ws_split).
 # Building is Python and numpy (once per vocabulary); the suffix-trie merge is a nogil kernel.
@@ -108,6 +110,9 @@ cdef class TokenTrie:
         self._slice_sizes = None
         self._suffix_memo = {}
         self._ws_split = False
+        self._prune = None
+        self._ascii = None
+        self._class_slices = {}
         if items is None:
             groups = {}
             for i, data in enumerate(tokens):
@@ -143,20 +148,16 @@ cdef class TokenTrie:
         return arrs
 
     def plain_lengths(self):
-        """Per token: its byte length if it is only plain string characters (valid UTF-8, no
-        quote, backslash or control character), else -1."""
+        """Per token: its byte length if its bytes are plain string characters followed by at
+        most one incomplete one (a prefix of such a run: the slice search of _slices.pyx
+        proves every such prefix, character boundaries or not), else -1. Plain: valid UTF-8,
+        no quote, backslash or C0 control, and not U+2028 or U+2029 (a regex `.` refuses
+        those two, and without them patterns such as `^.*\\.md$` take slices too)."""
         if self._plain_len is None:
             out = np.full(len(self.tokens), -1, np.int32)
             for i, data in enumerate(self.tokens):
-                if not data:
-                    continue
-                try:
-                    text = data.decode("utf-8")
-                except UnicodeDecodeError:
-                    continue
-                if '"' in text or "\\" in text or any(ord(ch) < 0x20 for ch in text):
-                    continue
-                out[i] = len(data)
+                if data and plain_prefix(data):
+                    out[i] = len(data)
             self._plain_len = out
         return self._plain_len
 
@@ -221,9 +222,121 @@ cdef class TokenTrie:
                                             items=sorted(runs.items())))
         return self._ws_split
 
+    @cython.wraparound(True)
+    @cython.boundscheck(True)
+    def class_prune(self):
+        """(bytes[n, 4] uint64, depth[n] int32, plain[n] uint8): per node, the bytes on the
+        nodes of its subtree (itself included), the deepest node there, and whether every
+        path there is a prefix of plain characters (TokenTrie.plain_lengths' class). A walk whose path so far is in
+        an ASCII class skips a child whose whole subtree is in the class and no deeper than
+        the class slice: every token there is in the slice (class_slice)."""
+        if self._prune is None:
+            n = self.c.n_nodes
+            byte = self.node_byte.astype(np.int64)
+            end = self.node_end
+            depth = self.node_depth
+            parent = np.full(n, -1, np.int64)
+            stack = [0]
+            for i in range(1, n):
+                while end[stack[-1]] <= i:
+                    stack.pop()
+                parent[i] = stack[-1]
+                stack.append(i)
+            sub = np.zeros((n, 4), np.uint64)
+            idx = np.arange(1, n)
+            sub[idx, byte[1:] >> 6] = np.left_shift(np.uint64(1), (byte[1:] & 63).astype(np.uint64))
+            sub_depth = depth.astype(np.int32).copy()
+            by_depth = np.argsort(depth, kind="stable")
+            starts = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
+            for d in range(int(depth.max()), 0, -1):
+                nodes = by_depth[starts[d]:starts[d + 1]]
+                np.bitwise_or.at(sub, parent[nodes], sub[nodes])
+                np.maximum.at(sub_depth, parent[nodes], sub_depth[nodes])
+            # per node: whether its path is a prefix of plain characters (the plain class of
+            # _slices.pyx, incomplete last character allowed), then whether all of its
+            # subtree's paths are
+            from cengine._slices import u8_next
+            u = np.zeros(n, np.int8)
+            plain = np.zeros(n, np.uint8)
+            plain[0] = 1
+            bl = self.node_byte.tolist()
+            pl = parent.tolist()
+            for i in range(1, n):
+                j = pl[i]
+                if plain[j]:
+                    nu = u8_next(u[j], bl[i])
+                    if nu >= 0:
+                        plain[i] = 1
+                        u[i] = nu
+            sub_plain = plain.copy()
+            for d in range(int(depth.max()), 0, -1):
+                nodes = by_depth[starts[d]:starts[d + 1]]
+                np.minimum.at(sub_plain, parent[nodes], sub_plain[nodes])
+            self._prune = (sub, sub_depth, sub_plain)
+        return self._prune
+
+    @cython.wraparound(True)
+    @cython.boundscheck(True)
+    def ascii_masks(self):
+        """(lo, hi uint64 per token: the ASCII bytes it holds; whether it holds any other)."""
+        if self._ascii is None:
+            lo = np.zeros(len(self.tokens), np.uint64)
+            hi = np.zeros(len(self.tokens), np.uint64)
+            other = np.zeros(len(self.tokens), bool)
+            for i, data in enumerate(self.tokens):
+                a = 0
+                for b in set(data):
+                    if b >= 128:
+                        other[i] = True
+                    else:
+                        a |= 1 << b
+                lo[i] = a & 0xFFFFFFFFFFFFFFFF
+                hi[i] = a >> 64
+            self._ascii = (lo, hi, other)
+        return self._ascii[:3]
+
+    def class_slice(self, lo, hi, int k, bint mixed=False):
+        """Bitset of the tokens of 1 to k bytes, all in the ASCII class (lo, hi) (eos out);
+        mixed: their ASCII bytes in the class, the rest plain characters (plain_lengths)."""
+        key = (int(lo), int(hi), k, mixed)
+        bits = self._class_slices.get(key)
+        if bits is None:
+            tlo, thi, other = self.ascii_masks()
+            inside = ((tlo & ~np.uint64(lo)) == 0) & ((thi & ~np.uint64(hi)) == 0)
+            inside &= (self.plain_lengths() > 0) if mixed else ~other
+            lens = self.token_lengths()
+            inside &= (lens >= 1) & (lens <= k)
+            if self.eos_ids.shape[0]:
+                inside[self.eos_ids] = False
+            bits = np.packbits(np.concatenate([inside, np.zeros(self.n_words * 32 - inside.shape[0], bool)]),
+                               bitorder="little").view(np.uint32).copy()
+            if len(self._class_slices) >= 256:
+                self._class_slices.clear()
+            self._class_slices[key] = bits
+        return bits
+
+    def token_lengths(self):
+        if self._ascii is None or len(self._ascii) < 4:
+            lo, hi, other = self.ascii_masks()
+            self._ascii = (lo, hi, other, np.asarray([len(t) for t in self.tokens], np.int32))
+        return self._ascii[3]
+
     def nbytes(self):
         return sum(a.nbytes for a in (self.node_byte, self.node_end, self.tok_off, self.tok_ids,
                                       self.node_depth, self.node_big, self.child_tab))
+
+
+def plain_prefix(data):
+    """Whether bytes are plain string characters (see TokenTrie.plain_lengths), the last one
+    possibly incomplete."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.reason != "unexpected end of data" or e.end != len(data):
+            return False
+        text = data[:e.start].decode("utf-8")
+    return not ('"' in text or "\\" in text or "\u2028" in text or "\u2029" in text
+                or any(ord(ch) < 0x20 for ch in text))
 
 
 _TRIES = {}

@@ -188,6 +188,26 @@ SLICE_SCHEMAS = {
         b'{"text": "' + b"A long summary with \\u00e9scapes, \xc3\xa9 and \xe2\x82\xac "
         + b"signs and plenty of words, running past the point where its table is shared "
         + b'with the others.", "n": 3}'),
+    # `.` refuses U+2028/U+2029 (E2 80 A8/A9): the slice class leaves them out, and the em
+    # dash (E2 80 94) and incomplete characters (4-byte pieces) are walked around them
+    "pattern_dot": ({"type": "object", "properties": {"f": {"type": "string",
+                                                            "pattern": "^.*\\.md$"}}},
+                    True, b'{"f": "notes \xe2\x80\x94 caf\xc3\xa9 x.md"}'),
+    # many declared names in an open object: the slice search stops at the generic key
+    # string (it takes every plain run alone) instead of hitting its cap
+    "open_object_many_keys": ({"type": "object", "properties": {
+        k: {"type": "string"} for k in ("campaign", "company", "datetime", "description",
+                                        "lead", "munchkinId", "name", "program", "social",
+                                        "step", "unsubscribe_link", "view_as_webpage_link")}},
+        False, b'{"campaign": "x", "camp": 1, "company": "y", "stepx": null}'),
+    # class slices: restricted ASCII classes (with the other plain characters for a negated
+    # class), pruned subtrees; a first byte whose class differs from the rest's
+    "pattern_classes": ({"type": "object", "properties": {
+        "a": {"type": "string", "pattern": "^[^,]+$"},
+        "b": {"type": "string", "pattern": "^[a-z\\d\\./-]+$"},
+        "c": {"type": "string", "pattern": "^[\\S]+$"},
+        "d": {"type": "string", "pattern": "^[A-Z][a-z]{0,5}$"}}},
+        True, b'{"a": "Jo\xc3\xa9 D", "b": "x.y-2", "c": "n\xc3\xa9-x", "d": "Abc"}'),
     "enum_and_array": ({"type": "array", "items": {"enum": ["red", "green", "blue green"]},
                         "maxItems": 4}, True, b'["red", "blue green", "green"]'),
 }
