@@ -908,6 +908,146 @@ cdef class Builder:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
 
+    cdef void _signature(self, int p, vector[int]& cls, int base, vector[int]& sig) noexcept:
+        """sig = what p does, in classes of cls (indexed from base): its class, its byte edges
+        (adjacent ranges into one class merged), its calls."""
+        cdef int k, t, n_e = 0, at
+        sig.clear()
+        sig.push_back(cls[p - base])
+        sig.push_back(0)                    # edge count, filled below
+        for k in range(self.e_off[p], self.e_off[p + 1]):
+            t = cls[self.e_to[k] - base]
+            at = <int>sig.size()
+            if n_e and sig[at - 3] == self.e_lo[k] - 1 and sig[at - 2] == self.e_ws[k] \
+                    and sig[at - 1] == t:
+                sig[at - 3] = self.e_hi[k]
+                continue
+            sig.push_back(self.e_lo[k])
+            sig.push_back(self.e_hi[k])
+            sig.push_back(self.e_ws[k])
+            sig.push_back(t)
+            n_e += 1
+        sig[1] = n_e
+        for k in range(self.c_off[p], self.c_off[p + 1]):
+            sig.push_back(self.c_rule[k])
+            sig.push_back(cls[self.c_to[k] - base])
+
+    def minimize(self, int max_rounds):
+        """Merge the positions of each rule that behave alike: the subset construction keeps
+        one position per NFA-state set, and front ends copy expressions (the trie of an open
+        object's free keys carries a UTF-8 tail per node, an object of few properties a chain
+        per first property), so equal futures come in many copies.
+
+        Merging from below: two positions with the same final flag, byte edges into the same
+        classes with the same whitespace bit (adjacent ranges into one class merged) and the
+        same callees returning into the same classes behave alike, so each merge keeps the
+        language, the stack behaviour and every flag, whenever the passes stop. A pass visits
+        the positions from the last (the subset construction numbers targets after their
+        first source), so a copied tail merges in one pass; passes repeat while they merge,
+        at most max_rounds. (Copies of a cycle are not merged; a long counted run costs one
+        pass, where refining from one class per flag would take a pass per count.)
+        Returns (positions before, positions after)."""
+        cdef int R = <int>self.starts.size()
+        cdef int P = <int>self.finals.size()
+        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base
+        cdef int64_t work = 0
+        cdef bint merged
+        cdef vector[int] cls, ren, sig, newpos, rep
+        cdef _SetTable table
+        cdef vector[int] finals, pos_rule, starts, e_off, e_lo, e_hi, e_to, e_ws
+        cdef vector[int] c_off, c_rule, c_to
+        newpos.assign(P, 0)
+        e_off.push_back(0)
+        c_off.push_back(0)
+        for r in range(R):
+            b = self.starts[r]
+            e = self.starts[r + 1] if r + 1 < R else P
+            n = e - b
+            cls.assign(n, 0)
+            for p in range(n):
+                cls[p] = p
+            rounds = 0
+            merged = n > 1
+            while merged and rounds < max_rounds:
+                rounds += 1
+                merged = False
+                table = _SetTable()
+                for p in range(e - 1, b - 1, -1):
+                    self._signature(p, cls, b, sig)
+                    sig[0] = self.finals[p]         # the flag, not the class: what p does
+                    j = table.find(sig)
+                    if j < 0:
+                        table.add(sig, cls[p - b])
+                    elif table.vals[j] != cls[p - b]:
+                        cls[p - b] = table.vals[j]
+                        merged = True
+                    work += <int64_t>sig.size()
+                if work >= GIL_YIELD_UNITS:
+                    work = 0
+                    with nogil:     # a thread waiting for the GIL takes it here
+                        _no_op()
+            # classes numbered by first member: the start stays first
+            ren.assign(n, -1)
+            count = 0
+            for p in range(n):
+                if ren[cls[p]] < 0:
+                    ren[cls[p]] = count
+                    count += 1
+            for p in range(n):
+                cls[p] = ren[cls[p]]
+            # the new positions of rule r: one per class, the first member its representative
+            base = <int>finals.size()
+            count = 0
+            rep.clear()
+            for p in range(b, e):
+                c = cls[p - b]
+                newpos[p] = base + c
+                if c == count:
+                    rep.push_back(p)
+                    count += 1
+            starts.push_back(base)
+            for c in range(count):
+                p = rep[c]
+                finals.push_back(self.finals[p])
+                pos_rule.push_back(self.pos_rule[p])
+        # edges and calls of the representatives, targets renumbered (second pass: a target's
+        # new number is known only once its rule is done, and edges stay within their rule)
+        for r in range(R):
+            b = self.starts[r]
+            e = self.starts[r + 1] if r + 1 < R else P
+            for p in range(b, e):
+                if <int>e_off.size() - 1 != newpos[p]:
+                    continue            # not its class's first member, the representative
+                last = -1
+                for k in range(self.e_off[p], self.e_off[p + 1]):
+                    t = newpos[self.e_to[k]]
+                    if last >= 0 and e_to[last] == t and e_ws[last] == self.e_ws[k] \
+                            and e_hi[last] == self.e_lo[k] - 1:
+                        e_hi[last] = self.e_hi[k]
+                        continue
+                    e_lo.push_back(self.e_lo[k])
+                    e_hi.push_back(self.e_hi[k])
+                    e_to.push_back(t)
+                    e_ws.push_back(self.e_ws[k])
+                    last = <int>e_lo.size() - 1
+                e_off.push_back(<int>e_lo.size())
+                for k in range(self.c_off[p], self.c_off[p + 1]):
+                    c_rule.push_back(self.c_rule[k])
+                    c_to.push_back(newpos[self.c_to[k]])
+                c_off.push_back(<int>c_rule.size())
+        self.finals.swap(finals)
+        self.pos_rule.swap(pos_rule)
+        self.starts.swap(starts)
+        self.e_off.swap(e_off)
+        self.e_lo.swap(e_lo)
+        self.e_hi.swap(e_hi)
+        self.e_to.swap(e_to)
+        self.e_ws.swap(e_ws)
+        self.c_off.swap(c_off)
+        self.c_rule.swap(c_rule)
+        self.c_to.swap(c_to)
+        return P, <int>self.finals.size()
+
     def nullable(self):
         """Rules whose start reaches a final position through nullable calls only (fixpoint)."""
         cdef int R = <int>self.starts.size()
