@@ -117,7 +117,30 @@ def expr_refs(e, set out, ws_type):
 cdef double _PINF = float("inf")
 
 
-cdef object _max_match(e, rule_max, ws_type, int depth):
+cdef object _max_match_composite(e, k, rule_max, ws_type, dict memo, int depth):
+    if k is _Seq:
+        total = 0
+        for it in e.items:
+            total = total + _max_match(it, rule_max, ws_type, memo, depth + 1)
+        return total
+    if k is _Alt:
+        items = e.items
+        if not items:
+            return max(())          # the same ValueError as the Python pass
+        best = _max_match(items[0], rule_max, ws_type, memo, depth + 1)
+        for i in range(1, len(items)):
+            v = _max_match(items[i], rule_max, ws_type, memo, depth + 1)
+            if v > best:
+                best = v
+        return best
+    if k is _Repeat:
+        m = _max_match(e.item, rule_max, ws_type, memo, depth + 1)
+        if m == 0:
+            return 0
+        return _PINF if e.hi is None else e.hi * m
+
+
+cdef object _max_match(e, rule_max, ws_type, dict memo, int depth):
     if depth > MAX_EXPR_DEPTH:
         raise RecursionError("grammar expressions nest too deeply")
     k = type(e)
@@ -129,30 +152,17 @@ cdef object _max_match(e, rule_max, ws_type, int depth):
         ranges = e.ranges
         top = ranges[len(ranges) - 1][1] if ranges else 0   # (no negative index: wraparound is off)
         return 1 if top < 0x80 else 2 if top < 0x800 else 3 if top < 0x10000 else 4
-    if k is _Seq:
-        total = 0
-        for it in e.items:
-            total = total + _max_match(it, rule_max, ws_type, depth + 1)
-        return total
-    if k is _Alt:
-        items = e.items
-        if not items:
-            return max(())          # the same ValueError as the Python pass
-        best = _max_match(items[0], rule_max, ws_type, depth + 1)
-        for i in range(1, len(items)):
-            v = _max_match(items[i], rule_max, ws_type, depth + 1)
-            if v > best:
-                best = v
-        return best
-    if k is _Repeat:
-        m = _max_match(e.item, rule_max, ws_type, depth + 1)
-        if m == 0:
-            return 0
-        return _PINF if e.hi is None else e.hi * m
+    if k is _Seq or k is _Alt or k is _Repeat:
+        key = id(e)
+        v = memo.get(key)
+        if v is None:
+            v = _max_match_composite(e, k, rule_max, ws_type, memo, depth)
+            memo[key] = v
+        return v
     if k is _Ref:
         return rule_max(e.name)
     if k is ws_type:
-        return _max_match(e.item, rule_max, ws_type, depth + 1)
+        return _max_match(e.item, rule_max, ws_type, memo, depth + 1)
     if k is _Dfa:
         return _ir.dfa_max_match(e)
     return 0
@@ -161,10 +171,13 @@ cdef object _max_match(e, rule_max, ws_type, int depth):
 def max_match(e, rule_max, ws_type):
     """Longest byte string the expression can match (inf when unbounded); calls of other
     rules are measured by rule_max(name)."""
-    return _max_match(e, rule_max, ws_type, 0)
+    return _max_match(e, rule_max, ws_type, {}, 0)
 
 
-cdef object _subst(e, set inlinable, resolved, int depth):
+cdef object _subst(e, set inlinable, resolved, dict memo, int depth):
+    # memo: id -> result for composite subexpressions. Front ends share subtrees (an
+    # object's chains of optional members), so a tree walk would copy a shared subtree once
+    # per path to it; the same result object stands for every occurrence (same structure)
     if depth > MAX_EXPR_DEPTH:
         raise RecursionError("grammar expressions nest too deeply")
     k = type(e)
@@ -174,15 +187,22 @@ cdef object _subst(e, set inlinable, resolved, int depth):
             if x is not None:
                 return x
         return e
+    if k is not _Seq and k is not _Alt and k is not _Repeat:
+        return e
+    key = id(e)
+    x = memo.get(key)
+    if x is not None:
+        return x
     if k is _Seq:
-        return _Seq(tuple([_subst(it, inlinable, resolved, depth + 1) for it in e.items]))
-    if k is _Alt:
-        return _Alt(tuple([_subst(it, inlinable, resolved, depth + 1) for it in e.items]))
-    if k is _Repeat:
-        if type(e.item) is _Ref and _repeat_count(e) > UNROLL_INLINE_MAX:
-            return e            # a long counted run calls its item: one copy of it, not n
-        return _Repeat(_subst(e.item, inlinable, resolved, depth + 1), e.lo, e.hi)
-    return e
+        x = _Seq(tuple([_subst(it, inlinable, resolved, memo, depth + 1) for it in e.items]))
+    elif k is _Alt:
+        x = _Alt(tuple([_subst(it, inlinable, resolved, memo, depth + 1) for it in e.items]))
+    elif type(e.item) is _Ref and _repeat_count(e) > UNROLL_INLINE_MAX:
+        x = e           # a long counted run calls its item: one copy of it, not n
+    else:
+        x = _Repeat(_subst(e.item, inlinable, resolved, memo, depth + 1), e.lo, e.hi)
+    memo[key] = x
+    return x
 
 
 # A bounded repeat is unrolled into one copy of its item per count; above this count an
@@ -216,7 +236,7 @@ cdef int _long_repeat_refs(e, set out, int depth) except -1:
 
 def subst(e, set inlinable, resolved):
     """e with every call of an inlinable rule replaced by resolved(name) (when not None)."""
-    return _subst(e, inlinable, resolved, 0)
+    return _subst(e, inlinable, resolved, {}, 0)
 
 
 cdef long long _size(e, dict known, ws_type, int depth) except -1:
@@ -280,6 +300,8 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
                 seen.add(m)
                 stack.extend(refs[m])
     maxlen = {n: float("inf") for n in recursive}
+    # max_match of shared composite subexpressions by id (their callees are measured before)
+    mm_memo = {}
 
     def rule_max(n):
         return maxlen[n]
@@ -295,7 +317,7 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
             if n in maxlen:
                 continue
             if ready:
-                maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, 0)
+                maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, mm_memo, 0)
                 continue
             todo.append((n, True))
             todo.extend((m, False) for m in refs[n] if m not in maxlen)
@@ -308,13 +330,18 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
                  if n != grammar.root and n not in recursive and not r.container
                  and (r.whitespace or rule_max(n) <= inline_max_match)}
     done = {}
+    # substituted composite subexpressions by id, for the whole pass: `inlinable` and the
+    # resolved bodies do not change during it, and every expression keyed stays alive in
+    # the grammar (ids are not reused)
+    memo = {}
     # sizes of the inlined bodies kept in `done` (by identity: they are shared, unchanged
     # subtrees of their callers, so a caller's size need not walk them again)
     body_size = {}
 
     def subst_rule(n):
         # a rule that calls nothing inlinable comes out unchanged: skip the copy
-        return _subst(rules[n].expr, inlinable, resolved, 0) if refs[n] & inlinable else rules[n].expr
+        return _subst(rules[n].expr, inlinable, resolved, memo, 0) if refs[n] & inlinable \
+            else rules[n].expr
 
     def resolved(n):
         # the inlined body of an inlinable rule, or None when it is too big to copy
