@@ -429,18 +429,33 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
             for k in must_escape:
                 if k not in kids:
                     opts.append(ir.seq(spelling(k), body))
-            leaving[key] = opts
+            # what alt() would make of them, checked once per set: the node then builds its
+            # Alt directly (the options and the children's branches are pairwise different:
+            # different first bytes)
+            plain = not any(isinstance(o, (ir.Alt, ir.Nothing)) for o in opts)
+            leaving[key] = opts = (opts, plain)
         return opts
+
+    spellings: Dict[int, ir.Bytes] = {}
 
     def spelling(k: int) -> ir.Expr:
         # the one spelling of a name's character inside the trie: the declared keys' own
-        return ir.lit(canonical_string(chr(k))[1:-1])
+        sp = spellings.get(k)
+        if sp is None:
+            sp = spellings[k] = ir.lit(canonical_string(chr(k))[1:-1])
+        return sp
 
     def walk(node) -> ir.Expr:
         kids = tuple(sorted(k for k in node if k is not END))
-        opts = list(leave(kids, END in node))
+        opts, plain = leave(kids, END in node)
+        opts = list(opts)
         for k in kids:
-            opts.append(ir.seq(spelling(k), walk(node[k])))
+            sub = walk(node[k])
+            # ir.seq of a literal and an Alt is their Seq
+            opts.append(ir.Seq((spelling(k), sub)) if type(sub) is ir.Alt
+                        else ir.seq(spelling(k), sub))
+        if plain and len(opts) > 1:
+            return ir.Alt(tuple(opts))
         return alt(*opts)
 
     return ir.seq(ir.lit('"'), walk(trie))
