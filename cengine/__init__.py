@@ -43,8 +43,8 @@ def __getattr__(name):
 def prepare(vocab, *, json: bool = True) -> None:
     """Build what every mask over `vocab` shares, ahead of the first request: the token trie,
     its whitespace-run split and slices, and (json=True) the tables of the JSON rules that
-    every schema reuses (string bodies, numbers, integers). Idempotent; later grammars find
-    these in the shared cache."""
+    every schema reuses (string bodies, numbers, integers) and the schema compiler's validator
+    module. Idempotent; later grammars find these in the shared cache."""
     from ._trie import trie_of
     trie = trie_of(vocab)
     trie.ws_split()
@@ -53,6 +53,9 @@ def prepare(vocab, *, json: bool = True) -> None:
     trie.class_prune()
     trie.token_lengths()
     if json:
+        # the validator the schema compiler checks enum values and oneOf branches with: its
+        # first import builds parsers for a second, which would land on some request
+        import jsonschema  # noqa: F401
         g = compile_any_json()
         tables = g.token_tables(vocab)
         for p in tables.shared_positions():

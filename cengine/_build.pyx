@@ -121,7 +121,30 @@ def expr_refs(e, set out, ws_type):
 cdef double _PINF = float("inf")
 
 
-cdef object _max_match(e, rule_max, ws_type, int depth):
+cdef object _max_match_composite(e, k, rule_max, ws_type, dict memo, int depth):
+    if k is _Seq:
+        total = 0
+        for it in e.items:
+            total = total + _max_match(it, rule_max, ws_type, memo, depth + 1)
+        return total
+    if k is _Alt:
+        items = e.items
+        if not items:
+            return max(())          # the same ValueError as the Python pass
+        best = _max_match(items[0], rule_max, ws_type, memo, depth + 1)
+        for i in range(1, len(items)):
+            v = _max_match(items[i], rule_max, ws_type, memo, depth + 1)
+            if v > best:
+                best = v
+        return best
+    if k is _Repeat:
+        m = _max_match(e.item, rule_max, ws_type, memo, depth + 1)
+        if m == 0:
+            return 0
+        return _PINF if e.hi is None else e.hi * m
+
+
+cdef object _max_match(e, rule_max, ws_type, dict memo, int depth):
     if depth > MAX_EXPR_DEPTH:
         raise RecursionError("grammar expressions nest too deeply")
     k = type(e)
@@ -133,30 +156,17 @@ cdef object _max_match(e, rule_max, ws_type, int depth):
         ranges = e.ranges
         top = ranges[len(ranges) - 1][1] if ranges else 0   # (no negative index: wraparound is off)
         return 1 if top < 0x80 else 2 if top < 0x800 else 3 if top < 0x10000 else 4
-    if k is _Seq:
-        total = 0
-        for it in e.items:
-            total = total + _max_match(it, rule_max, ws_type, depth + 1)
-        return total
-    if k is _Alt:
-        items = e.items
-        if not items:
-            return max(())          # the same ValueError as the Python pass
-        best = _max_match(items[0], rule_max, ws_type, depth + 1)
-        for i in range(1, len(items)):
-            v = _max_match(items[i], rule_max, ws_type, depth + 1)
-            if v > best:
-                best = v
-        return best
-    if k is _Repeat:
-        m = _max_match(e.item, rule_max, ws_type, depth + 1)
-        if m == 0:
-            return 0
-        return _PINF if e.hi is None else e.hi * m
+    if k is _Seq or k is _Alt or k is _Repeat:
+        key = id(e)
+        v = memo.get(key)
+        if v is None:
+            v = _max_match_composite(e, k, rule_max, ws_type, memo, depth)
+            memo[key] = v
+        return v
     if k is _Ref:
         return rule_max(e.name)
     if k is ws_type:
-        return _max_match(e.item, rule_max, ws_type, depth + 1)
+        return _max_match(e.item, rule_max, ws_type, memo, depth + 1)
     if k is _Dfa:
         return _ir.dfa_max_match(e)
     return 0
@@ -165,10 +175,13 @@ cdef object _max_match(e, rule_max, ws_type, int depth):
 def max_match(e, rule_max, ws_type):
     """Longest byte string the expression can match (inf when unbounded); calls of other
     rules are measured by rule_max(name)."""
-    return _max_match(e, rule_max, ws_type, 0)
+    return _max_match(e, rule_max, ws_type, {}, 0)
 
 
-cdef object _subst(e, set inlinable, resolved, int depth):
+cdef object _subst(e, set inlinable, resolved, dict memo, int depth):
+    # memo: id -> result for composite subexpressions. Front ends share subtrees (an
+    # object's chains of optional members), so a tree walk would copy a shared subtree once
+    # per path to it; the same result object stands for every occurrence (same structure)
     if depth > MAX_EXPR_DEPTH:
         raise RecursionError("grammar expressions nest too deeply")
     k = type(e)
@@ -178,15 +191,22 @@ cdef object _subst(e, set inlinable, resolved, int depth):
             if x is not None:
                 return x
         return e
+    if k is not _Seq and k is not _Alt and k is not _Repeat:
+        return e
+    key = id(e)
+    x = memo.get(key)
+    if x is not None:
+        return x
     if k is _Seq:
-        return _Seq(tuple([_subst(it, inlinable, resolved, depth + 1) for it in e.items]))
-    if k is _Alt:
-        return _Alt(tuple([_subst(it, inlinable, resolved, depth + 1) for it in e.items]))
-    if k is _Repeat:
-        if type(e.item) is _Ref and _repeat_count(e) > UNROLL_INLINE_MAX:
-            return e            # a long counted run calls its item: one copy of it, not n
-        return _Repeat(_subst(e.item, inlinable, resolved, depth + 1), e.lo, e.hi)
-    return e
+        x = _Seq(tuple([_subst(it, inlinable, resolved, memo, depth + 1) for it in e.items]))
+    elif k is _Alt:
+        x = _Alt(tuple([_subst(it, inlinable, resolved, memo, depth + 1) for it in e.items]))
+    elif type(e.item) is _Ref and _repeat_count(e) > UNROLL_INLINE_MAX:
+        x = e           # a long counted run calls its item: one copy of it, not n
+    else:
+        x = _Repeat(_subst(e.item, inlinable, resolved, memo, depth + 1), e.lo, e.hi)
+    memo[key] = x
+    return x
 
 
 # A bounded repeat is unrolled into one copy of its item per count; above this count an
@@ -220,7 +240,7 @@ cdef int _long_repeat_refs(e, set out, int depth) except -1:
 
 def subst(e, set inlinable, resolved):
     """e with every call of an inlinable rule replaced by resolved(name) (when not None)."""
-    return _subst(e, inlinable, resolved, 0)
+    return _subst(e, inlinable, resolved, {}, 0)
 
 
 cdef long long _size(e, dict known, ws_type, int depth) except -1:
@@ -326,6 +346,8 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
                                    line=line, column=col)
     recursive = _recursive_rules(refs)
     maxlen = {n: float("inf") for n in recursive}
+    # max_match of shared composite subexpressions by id (their callees are measured before)
+    mm_memo = {}
 
     def rule_max(n):
         return maxlen[n]
@@ -341,7 +363,7 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
             if n in maxlen:
                 continue
             if ready:
-                maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, 0)
+                maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, mm_memo, 0)
                 continue
             todo.append((n, True))
             todo.extend((m, False) for m in refs[n] if m not in maxlen)
@@ -354,13 +376,18 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
                  if n != grammar.root and n not in recursive and not r.container
                  and (r.whitespace or rule_max(n) <= inline_max_match)}
     done = {}
+    # substituted composite subexpressions by id, for the whole pass: `inlinable` and the
+    # resolved bodies do not change during it, and every expression keyed stays alive in
+    # the grammar (ids are not reused)
+    memo = {}
     # sizes of the inlined bodies kept in `done` (by identity: they are shared, unchanged
     # subtrees of their callers, so a caller's size need not walk them again)
     body_size = {}
 
     def subst_rule(n):
         # a rule that calls nothing inlinable comes out unchanged: skip the copy
-        return _subst(rules[n].expr, inlinable, resolved, 0) if refs[n] & inlinable else rules[n].expr
+        return _subst(rules[n].expr, inlinable, resolved, memo, 0) if refs[n] & inlinable \
+            else rules[n].expr
 
     def resolved(n):
         # the inlined body of an inlinable rule, or None when it is too big to copy
@@ -989,6 +1016,146 @@ cdef class Builder:
         if base + nsets > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
+
+    cdef void _signature(self, int p, vector[int]& cls, int base, vector[int]& sig) noexcept:
+        """sig = what p does, in classes of cls (indexed from base): its class, its byte edges
+        (adjacent ranges into one class merged), its calls."""
+        cdef int k, t, n_e = 0, at
+        sig.clear()
+        sig.push_back(cls[p - base])
+        sig.push_back(0)                    # edge count, filled below
+        for k in range(self.e_off[p], self.e_off[p + 1]):
+            t = cls[self.e_to[k] - base]
+            at = <int>sig.size()
+            if n_e and sig[at - 3] == self.e_lo[k] - 1 and sig[at - 2] == self.e_ws[k] \
+                    and sig[at - 1] == t:
+                sig[at - 3] = self.e_hi[k]
+                continue
+            sig.push_back(self.e_lo[k])
+            sig.push_back(self.e_hi[k])
+            sig.push_back(self.e_ws[k])
+            sig.push_back(t)
+            n_e += 1
+        sig[1] = n_e
+        for k in range(self.c_off[p], self.c_off[p + 1]):
+            sig.push_back(self.c_rule[k])
+            sig.push_back(cls[self.c_to[k] - base])
+
+    def minimize(self, int max_rounds):
+        """Merge the positions of each rule that behave alike: the subset construction keeps
+        one position per NFA-state set, and front ends copy expressions (the trie of an open
+        object's free keys carries a UTF-8 tail per node, an object of few properties a chain
+        per first property), so equal futures come in many copies.
+
+        Merging from below: two positions with the same final flag, byte edges into the same
+        classes with the same whitespace bit (adjacent ranges into one class merged) and the
+        same callees returning into the same classes behave alike, so each merge keeps the
+        language, the stack behaviour and every flag, whenever the passes stop. A pass visits
+        the positions from the last (the subset construction numbers targets after their
+        first source), so a copied tail merges in one pass; passes repeat while they merge,
+        at most max_rounds. (Copies of a cycle are not merged; a long counted run costs one
+        pass, where refining from one class per flag would take a pass per count.)
+        Returns (positions before, positions after)."""
+        cdef int R = <int>self.starts.size()
+        cdef int P = <int>self.finals.size()
+        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base
+        cdef int64_t work = 0
+        cdef bint merged
+        cdef vector[int] cls, ren, sig, newpos, rep
+        cdef _SetTable table
+        cdef vector[int] finals, pos_rule, starts, e_off, e_lo, e_hi, e_to, e_ws
+        cdef vector[int] c_off, c_rule, c_to
+        newpos.assign(P, 0)
+        e_off.push_back(0)
+        c_off.push_back(0)
+        for r in range(R):
+            b = self.starts[r]
+            e = self.starts[r + 1] if r + 1 < R else P
+            n = e - b
+            cls.assign(n, 0)
+            for p in range(n):
+                cls[p] = p
+            rounds = 0
+            merged = n > 1
+            while merged and rounds < max_rounds:
+                rounds += 1
+                merged = False
+                table = _SetTable()
+                for p in range(e - 1, b - 1, -1):
+                    self._signature(p, cls, b, sig)
+                    sig[0] = self.finals[p]         # the flag, not the class: what p does
+                    j = table.find(sig)
+                    if j < 0:
+                        table.add(sig, cls[p - b])
+                    elif table.vals[j] != cls[p - b]:
+                        cls[p - b] = table.vals[j]
+                        merged = True
+                    work += <int64_t>sig.size()
+                if work >= GIL_YIELD_UNITS:
+                    work = 0
+                    with nogil:     # a thread waiting for the GIL takes it here
+                        _no_op()
+            # classes numbered by first member: the start stays first
+            ren.assign(n, -1)
+            count = 0
+            for p in range(n):
+                if ren[cls[p]] < 0:
+                    ren[cls[p]] = count
+                    count += 1
+            for p in range(n):
+                cls[p] = ren[cls[p]]
+            # the new positions of rule r: one per class, the first member its representative
+            base = <int>finals.size()
+            count = 0
+            rep.clear()
+            for p in range(b, e):
+                c = cls[p - b]
+                newpos[p] = base + c
+                if c == count:
+                    rep.push_back(p)
+                    count += 1
+            starts.push_back(base)
+            for c in range(count):
+                p = rep[c]
+                finals.push_back(self.finals[p])
+                pos_rule.push_back(self.pos_rule[p])
+        # edges and calls of the representatives, targets renumbered (second pass: a target's
+        # new number is known only once its rule is done, and edges stay within their rule)
+        for r in range(R):
+            b = self.starts[r]
+            e = self.starts[r + 1] if r + 1 < R else P
+            for p in range(b, e):
+                if <int>e_off.size() - 1 != newpos[p]:
+                    continue            # not its class's first member, the representative
+                last = -1
+                for k in range(self.e_off[p], self.e_off[p + 1]):
+                    t = newpos[self.e_to[k]]
+                    if last >= 0 and e_to[last] == t and e_ws[last] == self.e_ws[k] \
+                            and e_hi[last] == self.e_lo[k] - 1:
+                        e_hi[last] = self.e_hi[k]
+                        continue
+                    e_lo.push_back(self.e_lo[k])
+                    e_hi.push_back(self.e_hi[k])
+                    e_to.push_back(t)
+                    e_ws.push_back(self.e_ws[k])
+                    last = <int>e_lo.size() - 1
+                e_off.push_back(<int>e_lo.size())
+                for k in range(self.c_off[p], self.c_off[p + 1]):
+                    c_rule.push_back(self.c_rule[k])
+                    c_to.push_back(newpos[self.c_to[k]])
+                c_off.push_back(<int>c_rule.size())
+        self.finals.swap(finals)
+        self.pos_rule.swap(pos_rule)
+        self.starts.swap(starts)
+        self.e_off.swap(e_off)
+        self.e_lo.swap(e_lo)
+        self.e_hi.swap(e_hi)
+        self.e_to.swap(e_to)
+        self.e_ws.swap(e_ws)
+        self.c_off.swap(c_off)
+        self.c_rule.swap(c_rule)
+        self.c_to.swap(c_to)
+        return P, <int>self.finals.size()
 
     def nullable(self):
         """Rules whose start reaches a final position through nullable calls only (fixpoint)."""

@@ -16,6 +16,11 @@ runtime never searches:
 * flags: final, whitespace (bytes spend the document's whitespace budget), container
   (frames of this rule count toward max_depth).
 
+Before those passes the positions of each rule that behave alike are merged (hash-consing
+from the rules' last positions, Builder.minimize): front ends copy expressions, so the
+subset construction's positions repeat the same futures many times; fewer positions are less to build and fewer
+mask tables to fill.
+
 Left recursion (direct, indirect, behind nullable prefixes) is refused here, naming the rule.
 """
 from __future__ import annotations
@@ -220,7 +225,14 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     return inline_small_rules(grammar, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE)
 
 
-def build(grammar: ir.GrammarIR) -> Automaton:
+# passes of merging equal positions per rule (each pass keeps the language; copies nested
+# deeper than this stay partly unmerged)
+MINIMIZE_MAX_ROUNDS = 16
+
+
+def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
+    """The automaton of `grammar`. minimize=False keeps the positions exactly as the subset
+    construction numbers them (the frozen reference builder's tables, which tests compare)."""
     if grammar.root not in grammar.rules:
         raise CompileError(f"root rule '{grammar.root}' is not defined", rule=grammar.root)
     exprs, calls = _inline_small_rules(grammar)
@@ -255,6 +267,8 @@ def build(grammar: ir.GrammarIR) -> Automaton:
             line, col = origins.get(name) or (None, None)
             raise LimitError(e.reason, limit=e.limit, rule=name, line=line,
                              column=col) from None
+    if minimize:
+        builder.minimize(MINIMIZE_MAX_ROUNDS)
 
     nullable = builder.nullable()
     _check_left_recursion(names, builder.left_callees(nullable), origins)

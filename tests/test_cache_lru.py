@@ -99,3 +99,57 @@ def test_grammar_cache_is_a_byte_lru():
 def test_shared_tables_use_the_byte_lru():
     assert isinstance(_tables.SHARED_TABLES, ByteLRU)
     assert _tables.shared_tables_nbytes() == _tables.SHARED_TABLES.nbytes()
+
+
+# (collector enabled before, the compile raises) -> the collector is paused during the compile
+# and left as it was found
+PAUSE_CASES = [(True, False), (True, True), (False, False), (False, True)]
+
+
+@pytest.mark.parametrize("enabled,fails", PAUSE_CASES)
+def test_grammar_cache_pauses_the_collector_while_compiling(enabled, fails):
+    import gc
+    cache = GrammarCache(1 << 20)
+    seen = []
+
+    def build():
+        seen.append(gc.isenabled())
+        if fails:
+            raise cengine.CompileError("no")
+        return cengine.Grammar.from_ir(regex_to_ir("a+"))
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        if fails:
+            with pytest.raises(cengine.CompileError):
+                cache.get_or_compile(("k", enabled), build)
+        else:
+            cache.get_or_compile(("k", enabled), build)
+        assert seen == [False]
+        assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_collector_pause_nests_across_threads():
+    import gc
+    from cengine.grammar import COLLECTOR_PAUSE
+    assert gc.isenabled()
+    inside, release, states = threading.Event(), threading.Event(), []
+
+    def hold():
+        with COLLECTOR_PAUSE:
+            inside.set()
+            release.wait(5)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    inside.wait(5)
+    with COLLECTOR_PAUSE:
+        states.append(gc.isenabled())
+    states.append(gc.isenabled())        # the other thread still compiles
+    release.set()
+    t.join(5)
+    states.append(gc.isenabled())
+    assert states == [False, False, True]

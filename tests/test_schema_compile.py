@@ -142,6 +142,11 @@ OBJECT_CASES = [
      {}, ['{"x":{"y":1}}'], ['{"x":{}}', '{"x":{"y":2}}']),
     ({"type": "object", "properties": {"a\"b": {}, "é/~": {}}}, {},
      ['{"a\\"b":1,"é/~":2}'], ['{"a\\u0022b":1}']),
+    # an escaped name character ('"' here, next to '!' in code point order) leaves the trie
+    # of the declared names where it is not the next character of one
+    ({"type": "object", "properties": {"!": {}, "\"x": {}}}, {"closed_objects": False},
+     ['{"!\\"": 1}', '{"\\"": 1}', '{"\\"y": 1}', '{"!": 1, "\\"x": 2}'],
+     ['{"!": 1, "!": 2}', '{"\\"x": 1, "\\"x": 2}']),
 ]
 
 

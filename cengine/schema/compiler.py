@@ -1396,6 +1396,12 @@ class _Compiler:
         first_req = next((i for i, (_, _, r) in enumerate(present) if r), None)
         starts = list(range(n if first_req is None else first_req + 1))
         inline = len(starts) * max(n, 1) <= 64 and not counted
+        # inlined, every first property's chain would end in its own copy of the extra
+        # members' loop (a copy of the free keys' trie each): the loop follows them all once
+        # instead, the same language
+        tail = None
+        if inline and extra is not None:
+            tail = ir.repeat(ir.seq(sep, extra), 0, None)
         cache: Dict[Tuple[int, int], ir.Expr] = {}
 
         def cap(c: int) -> int:
@@ -1410,7 +1416,7 @@ class _Compiler:
             if hi is not None and c > hi:
                 e = ir.NOTHING
             elif i == n:
-                if extra is None:
+                if extra is None or tail is not None:
                     e = ir.EMPTY if c >= lo else ir.NOTHING
                 else:
                     e = ir.repeat(ir.seq(sep, extra), max(lo - c, 0),
@@ -1430,6 +1436,8 @@ class _Compiler:
         if first_req is None and extra is not None:
             firsts.append(_seq_onto(extra, after(n, 1)))
         members = jg.alt(*firsts)
+        if tail is not None:
+            members = ir.seq(members, tail)
         empty_ok = first_req is None and lo == 0
         expr = jg.container(g, "{", members, "}", nullable_members=empty_ok)
         return g.add(self._rule_name(ptr, "object"), expr, container=True)

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import math
+from json.encoder import encode_basestring as _encode_basestring
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .. import ir
@@ -383,7 +384,9 @@ def canonical_string(s: str) -> bytes:
     """The spelling used for key names and enum/const strings: `json.dumps(ensure_ascii=False)`
     (raw UTF-8, short escapes for `"` `\\` and \\b\\f\\n\\r\\t, \\u00XX for other controls)."""
     try:
-        return json.dumps(s, ensure_ascii=False).encode("utf-8")
+        # what json.dumps(s, ensure_ascii=False) returns for a str, without making an
+        # encoder per call (an enum of 10,000 strings calls this 10,000 times)
+        return _encode_basestring(s).encode("utf-8")
     except UnicodeEncodeError:     # a lone surrogate: only the escaped spelling exists
         return json.dumps(s, ensure_ascii=True).encode("ascii")
 
@@ -442,6 +445,12 @@ def value_literal(g: ir.GrammarIR, v, *, integer: bool = False) -> ir.Expr:
 
 
 # --- key names outside a set ----------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)
+def _ascii_leaving(kids: Tuple[int, ...]) -> ir.Expr:
+    """The ASCII characters other than `kids`, as themselves in a string."""
+    return _literal_in(_minus(((0, 0x7F),), tuple((k, k) for k in kids)))
+
+
 def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     """A JSON string (with quotes) whose decoded value is none of `names`.
 
@@ -472,32 +481,61 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     # non-ASCII characters no name contains stay in each node (a few positions): plain
     # characters must be the node's own, or the mask could not prove a slice of plain runs
     wide_out = ir.seq(_literal_in(_intersect(others, 0x80, ir.MAX_UNICODE)), body)
+    used_wide = _intersect(used, 0x80, ir.MAX_UNICODE)
+    # names' characters whose only spelling is an escape (a quote, a backslash, a control)
+    must_escape = [k for a, b in used for k in range(a, b + 1) if k < 0x20 or k in (0x22, 0x5C)]
+    # what leaves the trie at a node depends only on the node's children (and whether a name
+    # ends there): most nodes are single-child links or leaves, so it is built once per set
+    leaving: Dict = {}
+
+    def leave(kids: tuple, is_end: bool) -> list:
+        key = (kids, is_end)
+        opts = leaving.get(key)
+        if opts is None:
+            opts = []
+            if not is_end:
+                opts.append(ir.lit('"'))
+            # ASCII characters that leave the trie here, as themselves
+            opts.append(ir.seq(_ascii_leaving(tuple(k for k in kids if k < 0x80)), body))
+            # names' non-ASCII characters that are not kids here leave it too
+            if used_wide:
+                wide_used = _minus(used_wide, tuple((k, k) for k in kids))
+                if wide_used:
+                    opts.append(ir.seq(_literal_in(wide_used), body))
+            opts.append(wide_out)
+            opts.append(esc_out)
+            # names' characters in escaped spelling that are not kids here leave the trie
+            # only when JSON requires the escape
+            for k in must_escape:
+                if k not in kids:
+                    opts.append(ir.seq(spelling(k), body))
+            # what alt() would make of them, checked once per set: the node then builds its
+            # Alt directly (the options and the children's branches are pairwise different:
+            # different first bytes)
+            plain = not any(isinstance(o, (ir.Alt, ir.Nothing)) for o in opts)
+            leaving[key] = opts = (opts, plain)
+        return opts
+
+    spellings: Dict[int, ir.Bytes] = {}
 
     def spelling(k: int) -> ir.Expr:
         # the one spelling of a name's character inside the trie: the declared keys' own
-        return ir.lit(canonical_string(chr(k))[1:-1])
+        sp = spellings.get(k)
+        if sp is None:
+            sp = spellings[k] = ir.lit(canonical_string(chr(k))[1:-1])
+        return sp
 
     def walk(node) -> ir.Expr:
-        kids = sorted(k for k in node if k is not END)
-        opts: List[ir.Expr] = []
-        if END not in node:
-            opts.append(ir.lit('"'))
-        kid_ranges = tuple((k, k) for k in kids)
-        # ASCII characters that leave the trie here, as themselves
-        opts.append(ir.seq(_literal_in(_minus(((0, 0x7F),), kid_ranges)), body))
-        # names' non-ASCII characters that are not kids here leave it too
-        wide_used = _minus(_intersect(used, 0x80, ir.MAX_UNICODE), kid_ranges)
-        if wide_used:
-            opts.append(ir.seq(_literal_in(wide_used), body))
-        opts.append(wide_out)
-        opts.append(esc_out)
-        # names' characters in escaped spelling that are not kids here leave the trie only
-        # when JSON requires the escape (a quote, a backslash, a control character)
-        for k in sorted(set(c for c, _ in used) - set(kids)):
-            if k < 0x20 or k in (0x22, 0x5C):
-                opts.append(ir.seq(spelling(k), body))
+        kids = tuple(sorted(k for k in node if k is not END))
+        opts, plain = leave(kids, END in node)
+        opts = list(opts)
         for k in kids:
-            opts.append(ir.seq(spelling(k), walk(node[k])))
+            sub = walk(node[k])
+            # ir.seq of a literal and an Alt is their Seq
+            opts.append(ir.Seq((spelling(k), sub)) if type(sub) is ir.Alt
+                        else ir.seq(spelling(k), sub))
+        if plain and len(opts) > 1:
+            return ir.Alt(tuple(opts))
         return alt(*opts)
 
     return ir.seq(ir.lit('"'), walk(trie))
