@@ -17,7 +17,8 @@ from .compose import (Concat, Gbnf, JsonSchema, OneOf, Part, Regex, Repeat, Tagg
                       TriggeredGrammar, TriggeredRegion, compile_structural, compile_triggered)
 
 __all__ = [
-    "CompileError", "LimitError", "CompileBudget", "budget_scope", "Grammar", "GrammarCache", "Vocabulary", "Matcher",
+    "CompileError", "LimitError", "CompileBudget", "budget_scope",
+    "Grammar", "GrammarCache", "Vocabulary", "Matcher",
     "compile_json_schema", "compile_gbnf", "compile_regex", "compile_lexicon", "compile_any_json",
     "apply_mask", "mask_words", "prepare",
     "Part", "Text", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat", "Tagged",

@@ -18,8 +18,8 @@ runtime never searches:
 
 Before those passes the positions of each rule that behave alike are merged (hash-consing
 from the rules' last positions, Builder.minimize): front ends copy expressions, so the
-subset construction's positions repeat the same futures many times; fewer positions are less to build and fewer
-mask tables to fill.
+subset construction's positions repeat the same futures many times; fewer positions are
+less to build and fewer mask tables to fill.
 
 Left recursion (direct, indirect, behind nullable prefixes) is refused here, naming the rule.
 """
@@ -35,7 +35,8 @@ import numpy as np
 from . import ir
 from .errors import CompileError
 from ._build import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF  # noqa: F401  (defined in _automaton.pxd)
-from ._build import DFA_GROWTH_SLACK, Builder, RuleNfa, inline_small_rules
+from ._build import DFA_GROWTH_SLACK  # noqa: F401  (re-exported beside MAX_DFA_GROWTH)
+from ._build import Builder, RuleNfa, inline_small_rules
 from .errors import LimitError
 
 # documented limits

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 import cengine
-from fuzz_bodies import MSGS, base_body
+from fuzz_bodies import base_body
 from server.api.settings import Limits
 from server_harness import LiveServer
 from test_server_limits import message_of

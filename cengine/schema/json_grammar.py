@@ -17,7 +17,7 @@ import hashlib
 import json
 import math
 from json.encoder import encode_basestring as _encode_basestring
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 from .. import ir
 
