@@ -213,3 +213,23 @@ def test_pattern_length_closer_ends_validly_and_shortest(pattern, lo, hi):
             except ValueError:             # the prefix stops inside a character
                 continue
             assert len(value) == max(lo or (pattern.endswith("+$") and 1) or 0, n)
+
+
+# --- masks: the kernel's fill_mask against brute force on the real vocabulary -------------
+
+MASK_SCHEMA = {"type": "object", "properties": {
+    "slug": {"type": "string", "pattern": "^[0-9a-z-]*$", "minLength": 4, "maxLength": 40},
+    "name": {"type": "string", "pattern": "^mystring-[a-zA-Z0-9]+$", "maxLength": 24}},
+    "required": ["slug", "name"]}
+MASK_DOC = b'{"slug": "a-slug-\\u0061nd-more-words-to-count", "name": "mystring-Ab12"}'
+
+
+def test_pattern_length_masks_exact():
+    from material import vocab_gguf
+    from test_mask_exact import check_random_states
+    vocab = cengine.Vocabulary.from_gguf(vocab_gguf("llama-bpe"))
+    cengine.CACHE.clear()
+    g = cengine.compile_json_schema(MASK_SCHEMA)
+    pieces = [MASK_DOC[i:i + 3] for i in range(0, len(MASK_DOC), 3)]
+    n = len(pieces) + 1 + 12
+    assert check_random_states(g, vocab, n, seed=5, docs=[pieces]) == n
