@@ -64,8 +64,9 @@ CASES = {
     "head": ("^mystring-[a-zA-Z0-9]+$", 10, 24, ["mystring-a", "mystring-" + "a" * 15],
              ["mystring-", "mystring-" + "a" * 16, "xystring-a"]),
     "foot": ("^[a-z]*\\.json$", 7, 8, ["ab.json", "abc.json"], ["a.json", "abcd.json"]),
-    "printable_30": ("^[ !\"#$%&\\'()*+,\\-./0-9:;<=>?@A-Z\\[\\\\\\]\\^_`a-z{\\|}]+$", 30, 30,
-                     ["a" * 29 + "\\", "\"" * 30], ["a" * 29, "a" * 31, "a" * 29 + "~"]),
+    "printable_30": ("^[ !\"#$%&\\'()*+,\\-./0-9:;<=>?@A-Z\\[\\\\\\]\\^_`a-z{\\|}]+$",
+                     30, 30, ["a" * 29 + "\\", "\"" * 30],
+                     ["a" * 29, "a" * 31, "a" * 29 + "~"]),
     # above the unrolling limit: counted in blocks over the class
     "large_max": ("^[0-9a-f]*$", None, 32767, ["", "f" * 32767], ["f" * 32768, "g"]),
     "large_min": ("^[a-z]+$", 20000, None, ["q" * 20000, "q" * 25000], ["q" * 19999]),

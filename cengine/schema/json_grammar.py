@@ -325,12 +325,12 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
     """A string (quotes included) `head`, then lo..hi characters whose code points lie in
     `ranges` (every JSON spelling, as char_in), then `foot`: what a pattern `^C{n,m}$` beside
     minLength/maxLength leaves. Counted like bounded_string (one position per count up to
-    UNROLL_LENGTH_MAX, blocks above), over rules of this class and foot."""
+    UNROLL_LENGTH_MAX, blocks above; the block rules are named by class and foot)."""
     ranges = ir.normalize_ranges(ranges)
     tag = "-" + hashlib.sha1(repr((ranges, foot)).encode()).hexdigest()[:12]
     # unrolled, the character is inline, not a rule of its own: the build calls it past 32
-    # counts anyway, and a call at every count made the masks ~1.5x slower (measured on maskbench-dev's
-    # `^[\w\.\- ]+$` with maxLength 64; the same as the pattern `^[\w\.\- ]{3,64}$` now)
+    # counts anyway, and a call at every count made the masks ~1.5x slower (measured on
+    # `^[\w\.\- ]+$` with maxLength 64; now the same as the pattern `^[\w\.\- ]{3,64}$`)
     ch = char_in(ranges)
     close = ir.seq(foot, ir.lit('"'))
     open_ = ir.seq(ir.lit('"'), head)
