@@ -63,6 +63,8 @@ LENGTHS = [
     ({"pattern": "^[A-Z]{2,4}$", "minLength": 2, "maxLength": 4}, ['"AB"', '"ABCD"'], ['"A"']),
     ({"pattern": "^[A-Z]{2,4}$", "maxLength": 10}, ['"ABC"'], []),
     ({"pattern": "^[A-Z]{2,4}$", "minLength": 1}, ['"AB"'], []),
+    # not implied, but one class repeated: counted (test_schema_pattern_length.py)
+    ({"pattern": "^[A-Z]{2,4}$", "minLength": 3}, ['"ABC"', '"ABCD"'], ['"AB"']),
 ]
 
 
@@ -89,7 +91,8 @@ REFUSED = [
     ({"type": "string", "pattern": 5}, "pattern", "/pattern"),
     ({"properties": {"a": {"type": "string", "pattern": "a{5000}"}}}, "pattern",
      "/properties/a/pattern"),
-    ({"type": "string", "pattern": "^[A-Z]{2,4}$", "minLength": 3}, "minLength", "/minLength"),
+    ({"type": "string", "pattern": "^[A-Z]{2,4}(-x)?$", "minLength": 3}, "minLength",
+     "/minLength"),
     ({"type": "string", "pattern": "x", "maxLength": 8}, "maxLength", "/maxLength"),
 ]
 

@@ -1164,10 +1164,10 @@ class _Compiler:
             if "pattern" in schema:
                 raise CompileError("'pattern' beside an enforced 'format' is not enforced",
                                    keyword="pattern", pointer=_ptr(ptr, "pattern"))
-            return js.constrained_string(fmt, lo, hi, ptr, "format")
+            return js.constrained_string(fmt, lo, hi, ptr, "format", self.g)
         if "pattern" in schema:
             return js.constrained_string(js.pattern_expr(schema["pattern"], ptr), lo, hi, ptr,
-                                         "pattern")
+                                         "pattern", self.g)
         self._check_length(lo, "minLength", ptr)
         self._check_length(hi, "maxLength", ptr)
         return jg.bounded_string(self.g, lo, hi)

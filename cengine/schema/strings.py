@@ -10,7 +10,7 @@ escapes), so the grammar accepts exactly the JSON strings whose *decoded* value 
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 from .. import ir
 from . import json_grammar as jg
@@ -72,6 +72,58 @@ def length_range(expr: ir.Expr) -> Tuple[int, Optional[int]]:
     return 0, 0
 
 
+def _class_of(expr: ir.Expr) -> Optional[ir.Ranges]:
+    """The code points of expr when it is one character of a set (a CharSet, a single code
+    point, or an alternative of those); None otherwise."""
+    t = type(expr)
+    if t is ir.CharSet:
+        return expr.ranges
+    if t is ir.Bytes:
+        text = expr.data.decode("utf-8")
+        return ((ord(text), ord(text)),) if len(text) == 1 else None
+    if t is ir.Alt:
+        parts = [_class_of(x) for x in expr.items]
+        if any(p is None for p in parts):
+            return None
+        return ir.normalize_ranges(r for p in parts for r in p)
+    return None
+
+
+class ClassRepetition(NamedTuple):
+    """A language `head C{lo,hi} foot` whose head and foot have fixed lengths: its strings
+    are `fixed` code points plus the count of C."""
+    head: ir.Expr
+    ranges: ir.Ranges
+    lo: int
+    hi: Optional[int]
+    foot: ir.Expr
+    fixed: int
+
+
+def class_repetition(expr: ir.Expr) -> Optional[ClassRepetition]:
+    """expr as one repetition of a character class between fixed-length parts, or None.
+
+    This is what a fully anchored `^C*$`, `^C+$`, `^C{n,m}$` (or `^abc-C+$`) compiles to;
+    an unanchored pattern carries its `.*` padding on both sides and never has this form.
+    Only then is a length bound a bound on the class's count alone, so it can be enforced by
+    counting (the length of every other language would need the pattern's automaton times
+    a counter)."""
+    items = expr.items if type(expr) is ir.Seq else (expr,)
+    reps = [i for i, x in enumerate(items) if type(x) is ir.Repeat
+            and _class_of(x.item) is not None]
+    fixed_len = lambda x: (lambda a, b: a if a == b else None)(*length_range(x))  # noqa: E731
+    for i in reps:
+        rest = items[:i] + items[i + 1:]
+        lens = [fixed_len(x) for x in rest]
+        if any(n is None for n in lens):
+            continue
+        r = items[i]
+        return ClassRepetition(ir.seq(*items[:i]), _class_of(r.item), r.lo, r.hi,
+                               ir.seq(*items[i + 1:]), sum(lens))
+    # a single class character (`^C$`) has a fixed length: implied, handled by the caller
+    return None
+
+
 def _ptr(base: str, key: str) -> str:
     return base + "/" + key
 
@@ -92,13 +144,28 @@ def pattern_expr(pattern, ptr: str) -> ir.Expr:
 
 
 def constrained_string(language: ir.Expr, lo: int, hi: Optional[int], ptr: str,
-                       what: str) -> ir.Expr:
+                       what: str, g: Optional[ir.GrammarIR] = None) -> ir.Expr:
     """A JSON string (quotes included) whose decoded value is in `language` and has lo..hi
-    code points. The length keywords are enforced only where they are implied by the
-    language or exclude it entirely; a real intersection is refused naming the keyword."""
+    code points. The length keywords are enforced where they are implied by the language or
+    exclude it entirely, and (given the grammar g, for the counting rules) where the
+    language is one class repetition (class_repetition): the class is counted with both
+    bounds intersected. Any other real intersection is refused naming the keyword."""
     a, b = length_range(language)
     if (hi is not None and a > hi) or (b is not None and b < lo):
         return ir.NOTHING
+    implied = a >= lo and (hi is None or (b is not None and b <= hi))
+    rep = None if implied or g is None else class_repetition(language)
+    if rep is not None:
+        n_lo = max(rep.lo, lo - rep.fixed)
+        caps = [n for n in (rep.hi, None if hi is None else hi - rep.fixed) if n is not None]
+        n_hi = min(caps) if caps else None
+        for n, key in ((n_lo, "minLength"), (n_hi, "maxLength")):
+            if n is not None and n > jg.MAX_STRING_LENGTH:
+                raise LimitError(f"'{key}' beside '{what}' counts {n} characters, above the "
+                                 f"documented limit of {jg.MAX_STRING_LENGTH}", keyword=key,
+                                 pointer=_ptr(ptr, key))
+        return jg.class_string(g, rep.ranges, n_lo, n_hi, decoded_to_json(rep.head),
+                               decoded_to_json(rep.foot))
     if a < lo:
         raise CompileError(f"'minLength' beside '{what}' is only enforced when '{what}' implies "
                            "it (every match is at least that long)", keyword="minLength",
