@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import cengine
 from cengine import CompileError, LimitError
 from cengine.schema import MAX_ORDER_STATES, compiler
-from test_schema_combinators import CASES, _near
+from test_schema_combinators import CASES, _assert_closes, _near
 from walks import walk_random
 
 ANY = {"closed_objects": False, "whitespace_budget": None, "property_order": "any"}
@@ -331,14 +331,6 @@ def test_combinator_cases_in_any_order(name, schema, good, bad):
         for _ in range(4):
             e = _shuffled(d, rng)
             assert not _accepts(g, e), e
-
-
-def _assert_closes(m, prefix: bytes, v) -> None:
-    tail = m.completion()
-    doc = prefix + tail
-    assert v.is_valid(json.loads(doc)), doc
-    done = m.copy()
-    assert done.accept_bytes(tail) and done.is_accepting(), doc
 
 
 @pytest.mark.parametrize("name,schema,good,bad", CASES, ids=[c[0] for c in CASES])
