@@ -89,6 +89,12 @@ def _class_of(expr: ir.Expr) -> Optional[ir.Ranges]:
     return None
 
 
+def _fixed_length(expr: ir.Expr) -> Optional[int]:
+    """The one length (in code points) of every string of expr, or None if lengths vary."""
+    a, b = length_range(expr)
+    return a if a == b else None
+
+
 class ClassRepetition(NamedTuple):
     """A language `head C{lo,hi} foot` whose head and foot have fixed lengths: its strings
     are `fixed` code points plus the count of C."""
@@ -111,10 +117,9 @@ def class_repetition(expr: ir.Expr) -> Optional[ClassRepetition]:
     items = expr.items if type(expr) is ir.Seq else (expr,)
     reps = [i for i, x in enumerate(items) if type(x) is ir.Repeat
             and _class_of(x.item) is not None]
-    fixed_len = lambda x: (lambda a, b: a if a == b else None)(*length_range(x))  # noqa: E731
     for i in reps:
         rest = items[:i] + items[i + 1:]
-        lens = [fixed_len(x) for x in rest]
+        lens = [_fixed_length(x) for x in rest]
         if any(n is None for n in lens):
             continue
         r = items[i]
