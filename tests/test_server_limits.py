@@ -72,6 +72,15 @@ def test_json_depth_scan(text, depth):
     assert json_depth(text) == depth
 
 
+def test_compile_budget_defaults_are_the_engines():
+    # the server restates the engine's defaults (it may use only cengine's public names);
+    # this keeps the two from drifting apart
+    from cengine import automaton
+    limits = Limits()
+    assert limits.max_compile_work == automaton.MAX_COMPILE_WORK
+    assert limits.max_dfa_growth == automaton.MAX_DFA_GROWTH
+
+
 def test_json_depth_scan_has_no_recursion_limit():
     assert json_depth(b"[" * 200_000 + b"]" * 200_000) == 200_000
 
