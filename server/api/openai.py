@@ -41,6 +41,15 @@ def sampling(f: Fields, *, max_tokens: Optional[int], logprobs: Optional[int]) -
     )
 
 
+async def _read_generation_request(request: Request):
+    """What every generation route starts with: the server state, the body (a JSON object),
+    its field reader, and the model it names (checked against the one served)."""
+    st = state_of(request)
+    body = await read_json_object(request)
+    f = Fields(body)
+    return st, body, f, st.check_model(f.str("model"))
+
+
 def _budget(f: Fields, default: int, *keys: str) -> int:
     for k in keys:
         v = f.int(k, lo=1)
@@ -181,10 +190,7 @@ def _call_json(call, index: Optional[int] = None) -> dict:
 
 @endpoint(API)
 async def chat_completions(request: Request):
-    st = state_of(request)
-    body = await read_json_object(request)
-    f = Fields(body)
-    model_name = st.check_model(f.str("model"))
+    st, body, f, model_name = await _read_generation_request(request)
     _check_n(f)
     messages = chat_messages(body.get("messages"))
     structured.refuse_unknown(body, CHAT_CONSTRAINT_FIELDS)
@@ -275,10 +281,7 @@ def _prompt(body: dict):
 
 @endpoint(API)
 async def completions(request: Request):
-    st = state_of(request)
-    body = await read_json_object(request)
-    f = Fields(body)
-    model_name = st.check_model(f.str("model"))
+    st, body, f, model_name = await _read_generation_request(request)
     _check_n(f)
     prompt = _prompt(body)
     if body.get("suffix"):
@@ -403,10 +406,7 @@ def responses_messages(body: dict, f: Fields) -> List[dict]:
 
 @endpoint(API)
 async def responses(request: Request):
-    st = state_of(request)
-    body = await read_json_object(request)
-    f = Fields(body)
-    model_name = st.check_model(f.str("model"))
+    st, body, f, model_name = await _read_generation_request(request)
     messages = responses_messages(body, f)
     structured.refuse_unknown(body, RESPONSES_CONSTRAINT_FIELDS)
     tools, mode, tool_name, parallel = _tools(body, f, "responses")
