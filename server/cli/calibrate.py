@@ -21,6 +21,20 @@ def calibrate() -> None:
     """Calibration of the posteriors from llamay_choice_logprobs (docs/calibration.md)."""
 
 
+def _read_decisions(decisions: str, sum_tolerance: float, *, require_logprobs: bool):
+    """DECISIONS.jsonl ('-': stdin) as checked rows; a bad file is an InputError (exit 2)."""
+    from calibrate.decisions import DecisionFileError, load_decisions, parse_decisions
+    try:
+        if decisions == "-":
+            return parse_decisions(click.get_binary_stream("stdin").read(), "<stdin>",
+                                   sum_tolerance=sum_tolerance,
+                                   require_logprobs=require_logprobs)
+        return load_decisions(decisions, sum_tolerance=sum_tolerance,
+                              require_logprobs=require_logprobs)
+    except DecisionFileError as e:
+        raise InputError(str(e)) from None
+
+
 @calibrate.command("report")
 @click.argument("decisions", metavar="DECISIONS.jsonl",
                 type=click.Path(dir_okay=False, allow_dash=True))
@@ -53,7 +67,6 @@ def report(decisions: str, n_bins: int, max_ece: Optional[float], max_brier: Opt
     {"alternatives": [...], "posterior": [...], "chosen": ..., "label": ...}
     Exit 0: every gate passed; 1: a gate failed; 2: bad usage or input.
     """
-    from calibrate.decisions import DecisionFileError, load_decisions, parse_decisions
     from calibrate.gates import check_gates, gates_from_options
     from calibrate.metrics import evaluate
     from calibrate.report import format_report, write_json
@@ -66,15 +79,7 @@ def report(decisions: str, n_bins: int, max_ece: Optional[float], max_brier: Opt
             calibration = load_calibration(calibration_path)
         except CalibrationError as e:
             raise InputError(f"--calibration: {e}") from None
-    need = calibration is not None
-    try:
-        if decisions == "-":
-            rows = parse_decisions(click.get_binary_stream("stdin").read(), source,
-                                   sum_tolerance=sum_tolerance, require_logprobs=need)
-        else:
-            rows = load_decisions(decisions, sum_tolerance=sum_tolerance, require_logprobs=need)
-    except DecisionFileError as e:
-        raise InputError(str(e)) from None
+    rows = _read_decisions(decisions, sum_tolerance, require_logprobs=calibration is not None)
     if calibration is not None:
         from calibrate.temperature import calibrate_decisions
         rows = calibrate_decisions(rows, calibration)
@@ -127,18 +132,10 @@ def fit(decisions: str, out_path: str, split: Optional[float], seed: int, n_bins
     """
     import json
 
-    from calibrate.decisions import DecisionFileError, load_decisions, parse_decisions
     from calibrate.fit import format_fit, run_fit
 
     source = "<stdin>" if decisions == "-" else decisions
-    try:
-        if decisions == "-":
-            rows = parse_decisions(click.get_binary_stream("stdin").read(), source,
-                                   sum_tolerance=sum_tolerance, require_logprobs=True)
-        else:
-            rows = load_decisions(decisions, sum_tolerance=sum_tolerance, require_logprobs=True)
-    except DecisionFileError as e:
-        raise InputError(str(e)) from None
+    rows = _read_decisions(decisions, sum_tolerance, require_logprobs=True)
     try:
         result = run_fit(rows, split, seed, n_bins)
     except ValueError as e:
