@@ -11,7 +11,7 @@ from typing import Iterable, Optional, Union
 from .alternatives import Alternative, value_alternatives, value_key
 from .automaton import CompileBudget, budget_scope
 from .errors import CompileError, LimitError
-from .grammar import CACHE, Grammar, GrammarCache
+from .grammar import CACHE, Grammar, GrammarCache, freeze_after_compiles
 # grammar composition (docs/composition.md)
 from .compose import (Concat, Gbnf, JsonSchema, OneOf, Part, Regex, Repeat, Tagged, Text,
                       TriggeredGrammar, TriggeredRegion, compile_structural, compile_triggered)
@@ -20,7 +20,7 @@ __all__ = [
     "CompileError", "LimitError", "CompileBudget", "budget_scope",
     "Grammar", "GrammarCache", "Vocabulary", "Matcher",
     "compile_json_schema", "compile_gbnf", "compile_regex", "compile_lexicon", "compile_any_json",
-    "apply_mask", "mask_words", "prepare",
+    "apply_mask", "mask_words", "prepare", "freeze_after_compiles",
     "Part", "Text", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat", "Tagged",
     "TriggeredRegion", "TriggeredGrammar", "compile_structural", "compile_triggered",
     "Alternative", "value_alternatives", "value_key",

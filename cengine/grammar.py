@@ -76,6 +76,7 @@ class _CollectorPause:
         self._lock = threading.Lock()
         self._depth = 0
         self._resume = False
+        self.freeze_after = False     # freeze_after_compiles()
 
     def __enter__(self):
         with self._lock:
@@ -88,11 +89,29 @@ class _CollectorPause:
         with self._lock:
             self._depth -= 1
             if self._depth == 0 and self._resume:
+                if self.freeze_after:
+                    # under the lock with no compile running, so no compile's half-built IR
+                    # is frozen: the collection frees this compile's cycles (its IR, in the
+                    # compiling thread rather than wherever the next allocation lands) and
+                    # whatever became garbage since the last freeze; the survivors (this
+                    # grammar, the compilers' caches) leave the collector's generations
+                    gc.collect()
+                    gc.freeze()
                 gc.enable()
         return False
 
 
 COLLECTOR_PAUSE = _CollectorPause()
+
+
+def freeze_after_compiles(enabled: bool = True) -> None:
+    """After every compile (when no other is running): collect, then `gc.freeze()` what
+    survives. For a server whose long-lived heap (vocabulary, caches, compiled grammars)
+    would otherwise be walked again by every full collection, each one a pause of 100 ms and
+    more that lands on whatever allocates next, a mask included (docs/benchmarks.md). A
+    process-wide choice for the application to make: objects alive at a freeze that later
+    become cyclic garbage are not collected (`gc.unfreeze()` returns them). Off by default."""
+    COLLECTOR_PAUSE.freeze_after = bool(enabled)
 
 
 class GrammarCache(ByteLRU):

@@ -6,7 +6,11 @@ instance `json.dumps(data, ensure_ascii=False)` is tokenised with the llama-bpe 
 token by token, the mask is filled (timed), the token checked against it and consumed. An
 instance is accepted when every token was allowed and the matcher accepts at the end. The
 engines run interleaved schema by schema in one worker process (one core,
-RAYON_NUM_THREADS=1), each with its per-vocabulary set-up done before timing (bench_mask.Engines).
+RAYON_NUM_THREADS=1), each with its per-vocabulary set-up done before timing (bench_mask.Engines),
+the collector run as the server runs it (frozen after start-up and after each compile,
+cengine.freeze_after_compiles: the collection after a compile counts in its time to first mask).
+Every mask over 20 ms is listed with its thread CPU time and the load average: on a shared
+machine a mask can wait for the core, which the CPU time tells apart from the engine's work.
 Ours compiles with closed_objects=False, whitespace_budget=None, property_order="any" (JSON
 Schema semantics: open objects, free whitespace, properties in any order, as the corpus
 procedure asks); --property-order declared measures the generation default instead.
@@ -17,6 +21,7 @@ a timeout: the worker is killed and restarted, so one pathological schema cannot
     python scripts/bench_maskbench.py FOLDER [--limit N] [--filter SPLIT] [--json OUT]
                                              [--byte-level] [--timeout SECONDS]
                                              [--property-order any|declared]
+                                             [--plain-collector]
 
 --byte-level checks exactness only: documents as bytes (llguidance over its byte tokenizer),
 no tokenizer, no mask timing; compile times are then byte-level compiles.
@@ -173,13 +178,17 @@ def bench_schema(eng, entry: dict, byte_level: bool, phase) -> dict:
                 if "crash" in r:
                     irec[label + "_crash"] = r["crash"]
                 irec[label + "_mask_ns"] = times
+                if r.get("slow"):        # masks over 20 ms: (token index, wall ns, CPU ns)
+                    irec[label + "_slow"] = r["slow"]
         rec["instances"].append(irec)
+    rec["loadavg"] = os.getloadavg()[0]     # the machine beside the run (1-minute average)
     return rec
 
 
-def _worker(conn, byte_level: bool, options: dict) -> None:
+def _worker(conn, byte_level: bool, options: dict, server_collector: bool) -> None:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    eng = ByteEngines(options) if byte_level else bench_mask.Engines(options)
+    eng = (ByteEngines(options) if byte_level
+           else bench_mask.Engines(options, server_collector=server_collector))
     conn.send(("ready", None))
     while True:
         path = conn.recv()
@@ -195,16 +204,18 @@ def _worker(conn, byte_level: bool, options: dict) -> None:
 class Worker:
     """The engines in a child process, restarted after a schema exceeds the time cap."""
 
-    def __init__(self, byte_level: bool, options: dict):
+    def __init__(self, byte_level: bool, options: dict, server_collector: bool = True):
         self.byte_level = byte_level
         self.options = options
+        self.server_collector = server_collector
         self.proc = None
         self._start()
 
     def _start(self):
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, self.byte_level, self.options),
+        self.proc = ctx.Process(target=_worker, args=(child, self.byte_level, self.options,
+                                                       self.server_collector),
                                 daemon=True)
         self.proc.start()
         child.close()
@@ -296,6 +307,11 @@ def summarize(records: dict) -> dict:
                         for i in records[n]["instances"] if i.get(label + "_mask_ns")),
                        reverse=True)
         e["slowest"] = [(n, k, t / 1e3) for t, n, k in worst[:5]]
+        # every mask over 20 ms with its thread CPU time: one that ran well under 20 ms of CPU
+        # waited for the core (another process), one that did not is the engine's own time
+        e["over_20ms"] = [(n, i["index"], tok, wall / 1e6, cpu / 1e6, records[n].get("loadavg"))
+                          for n in common for i in records[n]["instances"]
+                          for tok, wall, cpu in i.get(label + "_slow", ())]
         us = np.asarray(masks, dtype=np.float64) / 1e3
         comp = np.asarray([records[n][label]["ttfm_ns"] for n in common], dtype=np.float64) / 1e6
         e["n_masks"] = int(len(us))
@@ -339,6 +355,10 @@ def markdown(s: dict, byte_level: bool) -> str:
             out.append(f"| mask {key} µs (common schemas) | {a:.1f} | {b:.1f} | "
                        f"{_ratio(a, b):.2f} |")
         out.append(f"| masks | {o['n_masks']} | {l_['n_masks']} | |")
+        slow = [(len(e["over_20ms"]), sum(1 for x in e["over_20ms"] if x[4] < 20))
+                for e in (o, l_)]
+        out.append(f"| masks over 20 ms (of them under 20 ms of thread CPU) | "
+                   f"{slow[0][0]} ({slow[0][1]}) | {slow[1][0]} ({slow[1][1]}) | |")
     what = "compile" if byte_level else "time to first mask"
     for key in ("p50", "p90", "max"):
         a, b = o["ttfm_ms"][key], l_["ttfm_ms"][key]
@@ -351,6 +371,14 @@ def markdown(s: dict, byte_level: bool) -> str:
         for label, title in ENGINES:
             out += ["", f"Slowest masks, {title} (schema, instance, µs):", ""]
             out += [f"- {n} #{k}: {us:,.0f}" for n, k, us in s["engines"][label]["slowest"]]
+            over = s["engines"][label]["over_20ms"]
+            if over:
+                out += ["", f"Masks over 20 ms, {title} (schema, instance, token: wall / "
+                            f"thread CPU ms, load average):", ""]
+                out += [f"- {n} #{k} token {t}: {w:.1f} / {c:.1f} ms, load {la:.2f}"
+                        for n, k, t, w, c, la in sorted(over, key=lambda x: -x[3])[:20]]
+                if len(over) > 20:
+                    out.append(f"- ... {len(over) - 20} more (--json has all)")
     for label, title in ENGINES:
         out += ["", f"Refusals, {title} "
                     f"({'keyword' if label == 'ours' else 'first line of the error'}):", ""]
@@ -385,6 +413,9 @@ def main(argv=None) -> None:
     ap.add_argument("--property-order", choices=("any", "declared"), default="any",
                     help="ours: properties in any order (default, JSON Schema semantics) or "
                          "in declared order (the generation default)")
+    ap.add_argument("--plain-collector", action="store_true",
+                    help="leave the collector as the interpreter sets it (no gc.freeze after "
+                         "start-up and compiles), to compare with the server's policy")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     options = {**OURS_OPTIONS, "property_order": args.property_order}
@@ -392,7 +423,7 @@ def main(argv=None) -> None:
     if not files:
         raise SystemExit(f"no .json files in {args.folder}"
                          + (f" for split {args.filter}" if args.filter else ""))
-    worker = Worker(args.byte_level, options)
+    worker = Worker(args.byte_level, options, server_collector=not args.plain_collector)
     records = {}
     t_start = time.monotonic()
     try:
@@ -405,7 +436,8 @@ def main(argv=None) -> None:
         worker.close()
     s = summarize(records)
     s["ours_options"] = options
-    print("llamay options: " + ", ".join(f"{k}={v!r}" for k, v in options.items()))
+    print("llamay options: " + ", ".join(f"{k}={v!r}" for k, v in options.items())
+          + ("; plain collector" if args.plain_collector else ""))
     print(markdown(s, args.byte_level))
     print(f"\nwall time {time.monotonic() - t_start:.0f} s")
     if args.json:

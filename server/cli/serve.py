@@ -37,6 +37,7 @@ from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Limits, Settings
 def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_tokens, model_alias,
           calibration_path, api_key, limit_items, shutdown_timeout):
     """Serve one model over HTTP (OpenAI, Anthropic and Ollama APIs)."""
+    import cengine
     from ..api.app import create_app, serve_app
     limits = Limits()
     for item in limit_items:
@@ -58,9 +59,13 @@ def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_token
         raise click.ClickException(str(exc)) from None
     # what loading built (vocabulary, token trie, shared mask tables) lives as long as the
     # process: out of the collector's generations, a full collection during a request no
-    # longer walks it (one such collection cost a 27 ms mask in the benchmark)
+    # longer walks it (one such collection cost a 27 ms mask in the benchmark). Each compile
+    # does the same for what it leaves (its grammar, the compilers' caches) once its own
+    # garbage is collected, on the compile thread: otherwise the heap grows back and a full
+    # collection of 100-200 ms lands on whatever allocates next, a decode step's mask too
     gc.collect()
     gc.freeze()
+    cengine.freeze_after_compiles()
     key_note = " (API key required)" if settings.api_key else ""
     click.echo(f"llamay: serving {app.state.llamay.model_name} on http://{host}:{port}{key_note}",
                err=True)

@@ -1,0 +1,95 @@
+"""cengine.freeze_after_compiles: after a compile (none other running) the collector collects,
+then freezes what survives; garbage is collected, never frozen; off by default, and a caller
+that disabled the collector is left alone."""
+import gc
+import threading
+import weakref
+
+import pytest
+
+import cengine
+from cengine.grammar import GrammarCache
+from cengine.regex import regex_to_ir
+
+
+class Node:
+    pass
+
+
+@pytest.fixture(autouse=True)
+def restore_collector():
+    was = gc.isenabled()
+    yield
+    cengine.freeze_after_compiles(False)
+    gc.unfreeze()
+    (gc.enable if was else gc.disable)()
+
+
+def garbage_cycle() -> weakref.ref:
+    """A cycle that only the collector can free, made while it cannot run."""
+    gc.disable()
+    node = Node()
+    node.me = node
+    ref = weakref.ref(node)
+    del node
+    return ref
+
+
+def compile_fresh(fails=False):
+    def build():
+        if fails:
+            raise cengine.CompileError("no")
+        return cengine.Grammar.from_ir(regex_to_ir("a+b"))
+    try:
+        GrammarCache(1 << 20).get_or_compile(("k",), build)
+    except cengine.CompileError:
+        pass
+
+
+# (name, freeze_after_compiles, collector enabled by the caller, the compile fails,
+#  objects frozen, the earlier garbage cycle freed)
+CASES = [
+    ("off: nothing frozen", False, True, False, False, None),
+    ("on: collected, then frozen", True, True, False, True, True),
+    ("on, the compile fails: the same", True, True, True, True, True),
+    ("on, collector disabled by the caller: left alone", True, False, False, False, False),
+]
+
+
+@pytest.mark.parametrize("name,on,enabled,fails,frozen,freed", CASES, ids=[c[0] for c in CASES])
+def test_freeze_after_compiles(name, on, enabled, fails, frozen, freed):
+    gc.collect()
+    gc.unfreeze()
+    cengine.freeze_after_compiles(on)
+    ref = garbage_cycle()
+    (gc.enable if enabled else gc.disable)()
+    compile_fresh(fails)
+    assert (gc.get_freeze_count() > 0) == frozen
+    assert gc.isenabled() == enabled
+    if freed is not None:
+        assert (ref() is None) == freed
+
+
+def test_no_freeze_while_another_compile_runs():
+    # a compile still running holds half-built IR: freezing it would keep its cycles forever
+    gc.collect()
+    gc.unfreeze()
+    gc.enable()
+    cengine.freeze_after_compiles(True)
+    inside, release, counts = threading.Event(), threading.Event(), []
+
+    def hold():
+        from cengine.grammar import COLLECTOR_PAUSE
+        with COLLECTOR_PAUSE:
+            inside.set()
+            release.wait(5)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    inside.wait(5)
+    compile_fresh()
+    counts.append(gc.get_freeze_count())
+    release.set()
+    t.join(5)
+    counts.append(gc.get_freeze_count())
+    assert counts[0] == 0 and counts[1] > 0
