@@ -264,3 +264,31 @@ def test_counter_string_closes_with_the_shortest_legal_ending(i):
             except ValueError:         # the prefix stops inside a character
                 continue
             assert len(s) == max(lo, n)
+
+
+def test_counter_frames_do_not_count_toward_max_depth():
+    # four levels of counter frames below the character, inside an array at the depth limit
+    g = cengine.compile_json_schema({"type": "array", "items": {"type": "string",
+                                                                "maxLength": 1 << 20}},
+                                    max_depth=1)
+    assert accepts(g, b"[" + doc(70000, 3) + b"]")
+    assert not accepts(g, b"[[]]")
+
+
+def test_counter_level_ends_are_decided_by_tables(llama_bpe):
+    """Along a walk across level-1 ends, the character's frame on a level-1 position near
+    its end is tabled with the counter frames below it, and in the string's body no token
+    is left to a walk with the real stack (no exit groups)."""
+    g = cengine.compile_json_schema({"type": "string", "maxLength": 32767})
+    m = g.matcher(llama_bpe)
+    words = cengine.mask_words(llama_bpe.size)
+    tok = [t for t in range(llama_bpe.size) if llama_bpe.tokens[t] == b"abc"][0]
+    assert m.accept_bytes(b'"')
+    for _ in range(3 * jg.COUNT_FIRST // 3):
+        m.fill_mask(np.zeros(words, np.int32))
+        assert m.accept_token(tok)
+    tables = g.token_tables(llama_bpe).tables
+    deep = [t for key, t in tables.items() if isinstance(key, tuple) and len(key) >= 3]
+    assert deep and all(t.n_frames == 3 for t in deep)
+    full = [t for t in deep if not t.groups]
+    assert len(full) * 2 > len(deep)      # the E1 stacks' (the U2 / top-rule ones end strings)

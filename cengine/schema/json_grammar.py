@@ -263,17 +263,18 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
 # a bound n costs about 2 * COUNT_FIRST + 4 * COUNT_BASE * log_COUNT_BASE(n / COUNT_FIRST)
 # positions. Measured in docs/benchmarks.md (scripts/bench_union.py --max-length).
 COUNT_FIRST = 256
-COUNT_BASE = 16
+COUNT_BASE = 64
 # a run of at most this many characters is inlined by the builder (_build.UNROLL_INLINE_MAX,
 # ~44 positions a character): the counter keeps its last run longer, as calls
 _INLINED_RUN = 32
 
 
-def counter_string(g: ir.GrammarIR, lo: int, hi: Optional[int], first: int = COUNT_FIRST,
-                   base: int = COUNT_BASE) -> ir.Expr:
+def counter_string(g: ir.GrammarIR, lo: int, hi: Optional[int], first: Optional[int] = None,
+                   base: Optional[int] = None) -> ir.Expr:
     """A string of lo..hi code points (hi None: unbounded) counted on the stack: rule E1 is
-    exactly `first` characters, E(k) exactly `base` E(k-1); U1 is fewer than `first`
-    characters then the quote, U(k) fewer than `base` E(k-1) then U(k-1).
+    exactly `first` (default COUNT_FIRST) characters, E(k) exactly `base` (COUNT_BASE)
+    E(k-1); U1 is fewer than `first` characters then the quote, U(k) fewer than `base`
+    E(k-1) then U(k-1).
 
     "Exactly lo" is lo's digits of E(k) from the top level down, then a run of characters;
     "at most n more, then the quote" takes at each level, with d the digit of n there,
@@ -284,7 +285,7 @@ def counter_string(g: ir.GrammarIR, lo: int, hi: Optional[int], first: int = COU
     call of the character rule is one code point in any spelling.
     """
     return _counter(g, ir.lit('"'), string_char(g), ir.lit('"'), string_body(g), lo, hi,
-                    first, base, "")
+                    first or COUNT_FIRST, base or COUNT_BASE, "")
 
 
 def _run_and_blocks(n: int, first: int, sizes: Sequence[int]) -> Tuple[list, int]:
