@@ -260,8 +260,10 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
 # Above UNROLL_LENGTH_MAX a length is a counter on the pushdown stack (counter_string): the
 # level-1 rule is COUNT_FIRST calls of the character (positions farther than the longest
 # token from its end share one mask table), level k is COUNT_BASE calls of level k - 1, so
-# a bound n costs about 2 * COUNT_FIRST + 4 * COUNT_BASE * log_COUNT_BASE(n / COUNT_FIRST)
-# positions. Measured in docs/benchmarks.md (scripts/bench_union.py --max-length).
+# a bound n costs at most about 4 * COUNT_FIRST positions (E1, U1, two last runs) plus
+# 4 * COUNT_BASE per level (log_COUNT_BASE(n / COUNT_FIRST) levels). Fewer levels mean fewer
+# contexts near a level's end whose mask tables are built cold: 256 x 64 was the best mean
+# mask of the shapes measured (docs/benchmarks.md).
 COUNT_FIRST = 256
 COUNT_BASE = 64
 # a run of at most this many characters is inlined by the builder (_build.UNROLL_INLINE_MAX,
