@@ -19,7 +19,11 @@
 #     byte -> child table on nodes with many children, so refused children cost nothing;
 #   * pair tables: a short rule called once per count of a long run (a character of a
 #     maxLength 2000 string) is tabled together with the run's position, and positions
-#     farther than the longest token from the run's end share one table (horizon_key).
+#     farther than the longest token from the run's end share one table (horizon_key);
+#   * counter frames: where the run is a level of a length counter (a rule called again
+#     right where its call returns) and a token can reach its end, the table takes the
+#     frames below too, down to one that no token can pop (at most MAX_TABLE_FRAMES):
+#     tokens that cross a level's end are decided by the table, not walked with the stack.
 # Split across modules, hot calls stay direct: helpers are inline in .pxd files
 # (_bitmask, _i32vec, _trie.set_tokens); only whole walks cross a module boundary.
 from libc.stdlib cimport malloc, calloc, realloc, free
@@ -633,6 +637,27 @@ NARROW_FIRST_BYTES = 16    # positions with fewer legal first bytes are walked d
 DIRECT_VISITS = 1          # ... this many times before their table is built
 
 
+def _repeated_rules(a):
+    """Per rule: whether some call of it returns to a position that calls it again (a
+    level of a length counter, a long counted run of calls): a token that pops such a frame
+    goes on in a copy of the same rule, so its tables take the frame below too."""
+    n_rules = len(a.rule_start)
+    out = np.zeros(n_rules, bool)
+    if a.call_rule.shape[0] == 0:
+        return out.tolist()
+    n_pos = a.n_positions
+    sites = np.repeat(np.arange(n_pos), np.diff(a.call_off[:n_pos + 1])).astype(np.int64)
+    site_rule = sites * n_rules + a.call_rule
+    again = a.call_to.astype(np.int64) * n_rules + a.call_rule
+    out[a.call_rule[np.isin(again, site_rule)]] = True
+    return out.tolist()
+
+
+# frames at most in one table: the top one and the counter frames below it (a counter of
+# 2^20 characters has 4 levels)
+MAX_TABLE_FRAMES = 8
+
+
 def _pair_starts(a):
     """Per position: whether it starts a rule that calls nothing and is called again right
     where one of its calls returns (a repeated item kept as a call, see
@@ -657,14 +682,22 @@ cdef inline int32_t _frame_depth(const Prog* p, int32_t q) noexcept nogil:
     return 1 if q >= 0 and p.pos_flags[q] & FLAG_CONTAINER else 0
 
 
-cdef int32_t _intern_base(const Prog* p, Store* s, int32_t q, int32_t top):
-    """The stack a local walk starts from: a frame at top, on a frame at q when q >= 0,
-    on the walk's base (NODE_EXIT)."""
-    cdef int32_t d = _frame_depth(p, q)
-    cdef int32_t below = NODE_EXIT
-    if q >= 0:
-        below = store_intern(s, q, NODE_EXIT, d)
-    return store_intern(s, top, below, d + _frame_depth(p, top))
+cdef int32_t _intern_frames(const Prog* p, Store* s, tuple frames):
+    """The stack a local walk starts from: frames at the positions `frames` (bottom first,
+    the top last) on the walk's base (NODE_EXIT)."""
+    cdef int32_t d = 0
+    cdef int32_t node = NODE_EXIT
+    for f in frames:
+        d += _frame_depth(p, f)
+        node = store_intern(s, f, node, d)
+    return node
+
+
+cdef int32_t _frames_depth(const Prog* p, tuple frames):
+    cdef int32_t d = 0
+    for f in frames:
+        d += _frame_depth(p, f)
+    return d
 
 
 cdef class TokenTables:
@@ -679,6 +712,9 @@ cdef class TokenTables:
     cdef object seen_once
     cdef object _narrow
     cdef object _pair_start
+    cdef object _repeated        # per rule: _repeated_rules
+    cdef object _short           # per position: the fewest bytes to its rule's end
+    cdef object _rule_of         # per position: its rule
     cdef FirstBytes fb
     cdef SliceMemo memo          # slice depths of lone frames, for the slice search
     cdef object _last_depth, _last_slice, _last_walked, _last_times
@@ -706,6 +742,9 @@ cdef class TokenTables:
         per_pos = cum[automaton.edge_off[1:n_pos + 1]] - cum[automaton.edge_off[0:n_pos]]
         self._narrow = (per_pos < NARROW_FIRST_BYTES).tolist()
         self._pair_start = _pair_starts(automaton)
+        self._repeated = _repeated_rules(automaton)
+        self._short = automaton.short_len.tolist()
+        self._rule_of = automaton.pos_rule.tolist()
 
     def __dealloc__(self):
         free(self.fb.bits)
@@ -720,7 +759,7 @@ cdef class TokenTables:
         """The table of a frame at p (built on first need, shared across grammars when p's
         rule is small and self-contained)."""
         t = self.tables.get(p)
-        return t if t is not None else self._table(p, -1, p)
+        return t if t is not None else self._table(p, (p,))
 
     def pair_table(self, int q, int p):
         """The table of a frame at p sitting on a frame at q, for p the start of a short rule
@@ -729,37 +768,47 @@ cdef class TokenTables:
         whole vocabulary to a suffix walk at every mask. Keyed (q, p) in `tables`."""
         key = (q, p)
         t = self.tables.get(key)
-        return t if t is not None else self._table(key, q, p)
+        return t if t is not None else self._table(key, key)
 
-    cdef PosTable _table(self, key, int32_t q, int32_t p):
+    def frames_table(self, tuple frames):
+        """The table of frames at the positions `frames` (bottom first, the top last; more
+        than two: a pair whose frame is a counter level near its end, with the frames below
+        it, see fill). Keyed by `frames` in `tables`."""
+        t = self.tables.get(frames)
+        return t if t is not None else self._table(frames, frames)
+
+    cdef PosTable _table(self, key, tuple frames):
         cdef PosTable t
+        cdef int32_t p = frames[len(frames) - 1]
         with self.lock:
             t = self.tables.get(key)
             if t is not None:
                 return t
             skey = self.shared_keys.get(p)
             if skey is not None:
-                if q < 0:
+                if len(frames) == 1:
                     skey = (self.trie.node_byte.shape[0], id(self.trie), skey)
                 else:
                     # positions of a long counted run farther than the longest token from
                     # its end see the same structure: one table serves them all, across
-                    # grammars too
+                    # grammars too (and so do the frames below a counter level's end)
+                    horizon = self.trie.c.max_len
                     skey = (self.trie.node_byte.shape[0], id(self.trie), "pair",
-                            self.shared_keys.horizon_key(q, self.trie.c.max_len), skey,
-                            self.automaton.pos_rule[q] in self.called_rules)
+                            tuple([self.shared_keys.horizon_key(f, horizon)
+                                   for f in frames[:len(frames) - 1]]), skey,
+                            self.automaton.pos_rule[frames[0]] in self.called_rules)
                 t = SHARED_TABLES.get(skey)
             if t is None:
-                t = self._compute(q, p)
+                t = self._compute(frames)
                 if skey is not None:
                     t = SHARED_TABLES.put(skey, t)
             self.tables[key] = t
             return t
 
-    cdef int32_t _slice_depth(self, int32_t q, int32_t p, int32_t base_pm,
+    cdef int32_t _slice_depth(self, tuple frames, int32_t base_pm,
                               int32_t limit, const uint64_t* cls=NULL) except -1:
-        """Largest d <= limit such that from p (on a frame at q, when q >= 0) every sequence
-        of plain string characters of at most d bytes keeps the base frame alive with no
+        """Largest d <= limit such that from the frames (bottom first) every sequence of
+        plain string characters of at most d bytes keeps the base frame alive with no
         whitespace or depth cost (exact BFS over the automaton configurations, slice_bfs;
         gives up, conservatively, past SLICE_MAX_CONFIGS of them)."""
         cdef Prog prog = self.program.c
@@ -769,7 +818,7 @@ cdef class TokenTables:
         prog.max_depth = 1 << 30
         if store_init(&store, 256) != 0:
             raise MemoryError()
-        start = _intern_base(&prog, &store, q, p)
+        start = _intern_frames(&prog, &store, frames)
         with nogil:
             d = slice_bfs(&prog, &store, start, base_pm, limit, &self.memo, cls)
         store_free(&store)
@@ -787,29 +836,30 @@ cdef class TokenTables:
         cls[3] = 0
         sizes = self.trie.slice_sizes()
         base_pm = 1 if self.program.c.pos_flags[p] & FLAG_CONTAINER else 0
-        return self._slice_depth(-1, p, base_pm, sizes[len(sizes) - 1], cls)
+        return self._slice_depth((p,), base_pm, sizes[len(sizes) - 1], cls)
 
     def slice_depth(self, int p):
         """How many bytes of plain string characters position p provably accepts (tests)."""
         sizes = self.trie.slice_sizes()
         base_pm = 1 if self.program.c.pos_flags[p] & FLAG_CONTAINER else 0
-        return self._slice_depth(-1, p, base_pm, sizes[len(sizes) - 1])
+        return self._slice_depth((p,), base_pm, sizes[len(sizes) - 1])
 
-    cdef PosTable _compute(self, int32_t q, int32_t p):
-        """The table of a frame at p (sitting on a frame at q when q >= 0: a pair table)."""
+    cdef PosTable _compute(self, tuple frames):
+        """The table of frames at the positions `frames` (bottom first, the top last)."""
         if TABLE_LOG is None:
-            return self._compute_table(q, p)
+            return self._compute_table(frames)
         t0 = time.perf_counter()
-        t = self._compute_table(q, p)
-        TABLE_LOG.append(((q, p), time.perf_counter() - t0,
+        t = self._compute_table(frames)
+        TABLE_LOG.append((frames, time.perf_counter() - t0,
                           (self._last_depth, bfs_capped()) if self._last_depth < 32 else self._last_depth,
                           self._last_slice,
                           self._last_walked, t.n_accepted, t.n_cond, t.n_groups,
                           self._last_times))
         return t
 
-    cdef PosTable _compute_table(self, int32_t q, int32_t p):
+    cdef PosTable _compute_table(self, tuple frames):
         cdef PosTable t
+        cdef int32_t p = frames[len(frames) - 1]
         cdef Prog prog = self.program.c
         cdef Store store
         cdef EntryVec init
@@ -825,7 +875,7 @@ cdef class TokenTables:
         acc.n = acc.cap = 0
         prog.ws_budget = -1          # budgets are applied at run time from the recorded costs
         prog.max_depth = 1 << 30
-        base_pm = _frame_depth(&prog, q) + _frame_depth(&prog, p)
+        base_pm = _frames_depth(&prog, frames)
         cond.data = NULL
         cond.n = cond.cap = 0
         exits.data = NULL
@@ -836,16 +886,15 @@ cdef class TokenTables:
             raise MemoryError()
         if vec_reserve(&init, 1) != 0:
             raise MemoryError()
-        # the frame at p (or the pair q, p) sits on the walk's base (NODE_EXIT): popping the
-        # bottom one is an exit
-        init.data[0].node = _intern_base(&prog, &store, q, p)
+        # the frames sit on the walk's base (NODE_EXIT): popping the bottom one is an exit
+        init.data[0].node = _intern_frames(&prog, &store, frames)
         init.data[0].ws = 0
         init.data[0].pmax = 0
         init.n = 1
         # a frame that is always the bottom of the stack (a root nobody calls) has no frame
         # below it to continue in: its exits are never walked, so don't record them
         cdef I32Vec* exits_p = &exits \
-            if self.automaton.pos_rule[p if q < 0 else q] in self.called_rules else NULL
+            if self.automaton.pos_rule[frames[0]] in self.called_rules else NULL
         # slices (llguidance's idea, made exact): when p provably accepts every run of plain
         # string characters up to K bytes, all such tokens are in without a walk, and only the
         # trie of the other tokens is walked
@@ -853,7 +902,7 @@ cdef class TokenTables:
         sizes = self.trie.slice_sizes()
         # a narrow position (few first bytes) never admits the ~90 plain first bytes
         t_0 = time.perf_counter()
-        depth = 0 if self._narrow[p] else self._slice_depth(q, p, base_pm, sizes[len(sizes) - 1])
+        depth = 0 if self._narrow[p] else self._slice_depth(frames, base_pm, sizes[len(sizes) - 1])
         t_1 = time.perf_counter()
         fitting = [k for k in sizes if k <= depth]
         self._last_depth = depth
@@ -877,10 +926,10 @@ cdef class TokenTables:
                 # mixed first (`[^,]`: other characters in too), else ASCII alone (`\\S`
                 # refuses some non-ASCII spaces)
                 cp.cls[2] = 1
-                cls_depth = self._slice_depth(q, p, base_pm, sizes[len(sizes) - 1], cp.cls)
+                cls_depth = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], cp.cls)
                 if cls_depth < CLASS_MIN_DEPTH:
                     cp.cls[2] = 0
-                    cls_depth = self._slice_depth(q, p, base_pm, sizes[len(sizes) - 1], cp.cls)
+                    cls_depth = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], cp.cls)
         if cls_depth > depth and cls_depth >= CLASS_MIN_DEPTH:
             bits = self.trie.class_slice(cp.cls[0], cp.cls[1], cls_depth, cp.cls[2] != 0).copy()
             bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
@@ -917,12 +966,29 @@ cdef class TokenTables:
                 raise MemoryError("mask table computation failed")
             t = make_table(walked, bits, &acc, &cond, &exits, n_words, runs)
             self._last_times = (t_1 - t_0, t_2 - t_1, time.perf_counter() - t_2)
-            t.n_frames = 1 if q < 0 else 2
+            t.n_frames = len(frames)
             return t
         finally:
             free(acc.data)
             free(cond.data)
             free(exits.data)
+
+    cdef tuple _counter_frames(self, Matcher m, int32_t below, int32_t p):
+        """The positions of the frames from `below` down while a token can pop them and
+        they are counter levels (at most MAX_TABLE_FRAMES with p), bottom first, then p."""
+        cdef int32_t node = below, q
+        spent = self._short[p]          # a Python int: INF lengths add without overflow
+        out = [p]
+        while True:
+            q = m.store.pos[node]
+            out.append(q)
+            spent += self._short[q]
+            node = m.store.parent[node]
+            if node < 0 or spent > self.trie.c.max_len or not self._repeated[self._rule_of[q]] \
+                    or len(out) >= MAX_TABLE_FRAMES:
+                break
+        out.reverse()
+        return tuple(out)
 
     def fill(self, Matcher m, out):
         cdef cnp.ndarray arr = out
@@ -945,7 +1011,15 @@ cdef class TokenTables:
                 continue
             p = m.store.pos[node]
             if self._pair_start[p] and m.store.parent[node] >= 0:
-                q = m.store.pos[m.store.parent[node]]
+                below = m.store.parent[node]
+                q = m.store.pos[below]
+                if self._repeated[self._rule_of[q]] and \
+                        self._short[p] + self._short[q] <= self.trie.c.max_len:
+                    # a counter level that a token can leave: the frames below go in too
+                    t = self.tables.get(self._counter_frames(m, below, p))
+                    tabs.append(t if t is not None else
+                                self.frames_table(self._counter_frames(m, below, p)))
+                    continue
                 t = self.tables.get((q, p))
                 tabs.append(t if t is not None else self.pair_table(q, p))
                 continue
@@ -991,7 +1065,7 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
             continue
         t = <PosTable> tabs[i]
         parent = m.store.parent[node]
-        if t.n_frames == 2:          # a pair table: its exits continue below both frames
+        for k in range(t.n_frames - 1):     # a pair's (or counter's) exits go on below all
             parent = m.store.parent[parent]
         headroom = p.max_depth - (m.store.depth[parent] if parent >= 0 else 0)
         remaining = (p.ws_budget - m.cur.data[i].ws) if p.ws_budget >= 0 else (1 << 30)

@@ -47,18 +47,18 @@ def counted() -> ir.GrammarIR:
     return g
 
 
-def blocked_strings() -> ir.GrammarIR:
-    """JSON strings whose lengths are counted in blocks (json_grammar.blocked_string) with
-    small blocks, so the two stacks of a block, the block ends and minimum lengths are all
-    a few bytes away."""
+def counter_strings() -> ir.GrammarIR:
+    """JSON strings whose lengths are counted on the stack (json_grammar.counter_string)
+    with small levels, so the stacks of each level, the level ends and minimum lengths are
+    all a few bytes away."""
     from cengine.schema import json_grammar as jg
     g = ir.GrammarIR()
-    parts = [jg.blocked_string(g, 0, 7, 2), jg.blocked_string(g, 2, 11, 3),
-             jg.blocked_string(g, 5, None, 4), jg.blocked_string(g, 4, 9, 4)]
+    parts = [jg.counter_string(g, 0, 7, 2, 2), jg.counter_string(g, 2, 11, 3, 2),
+             jg.counter_string(g, 5, None, 2, 2), jg.counter_string(g, 4, 19, 2, 3)]
     g.add("root", ir.seq(ir.lit("["), parts[0], ir.lit(","), parts[1], ir.lit(","), parts[2],
                          ir.lit(","), parts[3], ir.lit("]")))
     return g
 
 
 ALL = {"json_like": json_like, "ambiguous": ambiguous, "counted": counted,
-       "blocked_strings": blocked_strings}
+       "counter_strings": counter_strings}

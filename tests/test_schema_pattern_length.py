@@ -67,7 +67,7 @@ CASES = {
     "printable_30": ("^[ !\"#$%&\\'()*+,\\-./0-9:;<=>?@A-Z\\[\\\\\\]\\^_`a-z{\\|}]+$",
                      30, 30, ["a" * 29 + "\\", "\"" * 30],
                      ["a" * 29, "a" * 31, "a" * 29 + "~"]),
-    # above the unrolling limit: counted in blocks over the class
+    # above the unrolling limit: counted on the stack over the class
     "large_max": ("^[0-9a-f]*$", None, 32767, ["", "f" * 32767], ["f" * 32768, "g"]),
     "large_min": ("^[a-z]+$", 20000, None, ["q" * 20000, "q" * 25000], ["q" * 19999]),
     "large_both_head": ("^id-[a-z]*$", 4100, 6000, ["id-" + "a" * 4097,
@@ -94,9 +94,9 @@ def test_pattern_length_cases_exact(name):
             assert not accepts(g, data), (name, data[:60])
 
 
-def test_pattern_length_large_bounds_are_counted_in_blocks():
+def test_pattern_length_large_bounds_are_counted_on_the_stack():
     g = cengine.compile_json_schema(schema("^[0-9a-f]*$", None, 32767))
-    assert g.automaton.n_positions < 32767 // 1024 + 3 * 1024 + 2 * 32 * 50
+    assert g.automaton.n_positions < 4 * jg.COUNT_FIRST + 3 * 4 * jg.COUNT_BASE + 200
     # an out-of-class character far past the unrolling limit, and in an escaped spelling
     assert not accepts(g, b'"' + b"a" * 9000 + b"g" + b'"')
     assert accepts(g, b'"' + b"a" * 9000 + b"\\u0062" * 3 + b'"')
@@ -158,10 +158,10 @@ def test_pattern_length_brute_force_against_jsonschema(pattern, lo, hi):
     assert valid and checked > valid          # both verdicts occur
 
 
-# --- counted in blocks: the same language as one position per count ------------------------
+# --- counted on the stack: the same language as one position per count --------------------
 
-@pytest.mark.parametrize("block", [2, 3])
-def test_class_string_blocked_same_language_as_unrolled(monkeypatch, block):
+@pytest.mark.parametrize("first,base", [(2, 2), (3, 2), (2, 3)])
+def test_class_string_counted_same_language_as_unrolled(monkeypatch, first, base):
     """class_string past its unrolling limit (lowered here) against class_string below it,
     with a foot after the count: same acceptance of every string over in-class, escaped and
     out-of-class characters."""
@@ -179,14 +179,16 @@ def test_class_string_blocked_same_language_as_unrolled(monkeypatch, block):
             want = build(lo, hi)
             with monkeypatch.context() as mp:
                 mp.setattr(jg, "UNROLL_LENGTH_MAX", 0)
-                mp.setattr(jg, "block_size", lambda n: block)
+                mp.setattr(jg, "COUNT_FIRST", first)
+                mp.setattr(jg, "COUNT_BASE", base)
+                mp.setattr(jg, "_INLINED_RUN", 0)
                 got = build(lo, hi)
             for n in range(0, (hi or lo + 3) + 3):
                 for word in itertools.product(alphabet, repeat=n) if n < 5 else \
                         [tuple(random.Random(n * 7 + k).choice(alphabet) for _ in range(n))
                          for k in range(40)]:
                     data = b'"' + b"".join(word) + b'"'
-                    assert accepts(got, data) == accepts(want, data), (lo, hi, block, data)
+                    assert accepts(got, data) == accepts(want, data), (lo, hi, first, base, data)
 
 
 # --- the closer ---------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""minLength / maxLength past the unrolling limit: strings counted in blocks
-(json_grammar.blocked_string) accept exactly the strings of lo..hi code points, mask like the
+"""minLength / maxLength past the unrolling limit: strings counted on the stack
+(json_grammar.counter_string) accept exactly the strings of lo..hi code points, mask like the
 one-position-per-count construction, and close with the shortest legal ending."""
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import numpy as np
@@ -73,12 +74,31 @@ def test_string_length_bounds_exact(name):
         assert not accepts(g, doc(n, n)), n
 
 
-@pytest.mark.parametrize("hi", [5000, 32767, 65536])
-def test_string_length_positions_do_not_follow_the_bound(hi):
-    a = cengine.compile_json_schema({"type": "string", "maxLength": hi}).automaton
-    # the count of blocks, two blocks, and at most two runs of <= 32 inlined characters (a
-    # character is ~44 positions) for a remainder shorter than a block
-    assert a.n_positions < hi // jg.block_size(hi) + 3 * jg.block_size(hi) + 2 * 32 * 50
+@pytest.mark.parametrize("lo,hi", [(0, 5000), (0, 32767), (0, 65536), (0, 1 << 20),
+                                   (4097, 1 << 20), (40000, 40000), (5000, None)])
+def test_string_length_positions_grow_with_the_log_of_the_bound(lo, hi):
+    schema = {"type": "string", "minLength": lo}
+    if hi is not None:
+        schema["maxLength"] = hi
+    a = cengine.compile_json_schema(schema).automaton
+    levels = math.ceil(math.log(max(lo, hi or 0) / jg.COUNT_FIRST, jg.COUNT_BASE))
+    # the level-1 rules (E1, U1), at most two runs of fewer than COUNT_FIRST + 33 characters
+    # (one call each), and per level E(k), U(k) and two digits' calls (JSON string rules and
+    # the character's ~44 positions besides)
+    assert a.n_positions < 2 * jg.COUNT_FIRST + 2 * (jg.COUNT_FIRST + 33) \
+        + 4 * jg.COUNT_BASE * levels + 100, levels
+
+
+def test_string_length_live_stacks_stay_few():
+    """One stack per level where the string may still end, along a long walk."""
+    g = cengine.compile_json_schema({"type": "string", "maxLength": 1 << 20})
+    m = g.matcher()
+    assert m.accept_bytes(b'"')
+    most = 0
+    for i in range(70000 // 7):
+        assert m.accept_bytes(SPELLINGS[i % len(SPELLINGS)])
+        most = max(most, m.n_stacks)
+    assert most <= 6
 
 
 def test_string_length_format_and_pattern_combinations():
@@ -89,7 +109,7 @@ def test_string_length_format_and_pattern_combinations():
                                      "minLength": 1, "maxLength": 65536})
     assert accepts(g, b'"abc"') and not accepts(g, b'"a"')
     assert not accepts(g, b'"' + b"a" * 5000 + b'"')
-    # one class repeated: counted in blocks over the class (test_schema_pattern_length.py)
+    # one class repeated: counted on the stack over the class (test_schema_pattern_length.py)
     g = cengine.compile_json_schema({"type": "string", "pattern": "^a+$", "maxLength": 32767})
     assert accepts(g, b'"' + b"a" * 32767 + b'"') and not accepts(g, b'"' + b"a" * 32768 + b'"')
     with pytest.raises(CompileError) as ei:
@@ -125,20 +145,24 @@ def unrolled(lo, hi):
     return _grammar(make)
 
 
-def blocked(lo, hi, block):
-    return _grammar(lambda g: jg.blocked_string(g, lo, hi, block))
+def counted(lo, hi, first, base):
+    return _grammar(lambda g: jg.counter_string(g, lo, hi, first, base))
 
 
 BOUNDS = [(lo, hi) for lo in range(0, 6) for hi in list(range(lo, 10)) + [None]]
 
 
-@pytest.mark.parametrize("block", [2, 3, 4])
-def test_blocked_string_same_prefix_language_as_unrolled(block):
+@pytest.mark.parametrize("first,base,run", [(2, 2, 0), (2, 2, 32), (3, 2, 1), (2, 3, 0),
+                                            (4, 2, 0)])
+def test_counter_string_same_prefix_language_as_unrolled(monkeypatch, first, base, run):
     """Every prefix over two spellings of different widths (and the quote after it): the
-    same next bytes, the same acceptance, the same completion, up to hi + 1 characters."""
+    same next bytes, the same acceptance, the same completion, up to hi + 1 characters.
+    `run`: the longest last run the counter leaves inlined (the real one is 32)."""
+    monkeypatch.setattr(jg, "_INLINED_RUN", run)
     alphabet = [b"a", b"\\u00e9"]
-    for lo, hi in BOUNDS:
-        want_g, got_g = unrolled(lo, hi), blocked(lo, hi, block)
+    block = (first, base)
+    for lo, hi in BOUNDS + [(0, 17), (5, 23), (9, None), (13, 13)]:
+        want_g, got_g = unrolled(lo, hi), counted(lo, hi, first, base)
         top = (hi if hi is not None else lo + 3) + 1
         frontier = [(want_g.matcher(), got_g.matcher())]
         assert frontier[0][0].accept_bytes(b'["') and frontier[0][1].accept_bytes(b'["')
@@ -168,15 +192,17 @@ def llama_bpe():
     return cengine.Vocabulary.from_gguf(vocab_gguf("llama-bpe"))
 
 
-@pytest.mark.parametrize("lo,hi,block,skip", [(0, 300, 16, 0), (3, 300, 128, 0),
-                                              (70, 200, 64, 0), (130, None, 128, 0),
-                                              (0, 2100, 1024, 990), (1500, 2100, 1024, 990)])
-def test_blocked_string_masks_equal_unrolled_masks(llama_bpe, lo, hi, block, skip):
-    """Real vocabulary: along token walks that cross block ends, fill_mask of the blocked
-    string equals fill_mask of the unrolled one (itself checked against brute force in
-    test_mask_exact)."""
+@pytest.mark.parametrize("lo,hi,first,base,skip", [(0, 300, 16, 2, 0), (3, 300, 40, 3, 0),
+                                                   (70, 200, 34, 2, 0), (130, None, 64, 2, 0),
+                                                   (0, 2100, 256, 2, 200),
+                                                   (1500, 2100, 256, 16, 220)])
+def test_counter_string_masks_equal_unrolled_masks(llama_bpe, lo, hi, first, base, skip):
+    """Real vocabulary: along token walks that cross the ends of level rules, fill_mask of
+    the counted string equals fill_mask of the unrolled one (itself checked against brute
+    force in test_mask_exact)."""
     vocab = llama_bpe
-    want_g, got_g = unrolled(lo, hi), blocked(lo, hi, block)
+    block = first
+    want_g, got_g = unrolled(lo, hi), counted(lo, hi, first, base)
     words = cengine.mask_words(vocab.size)
     rng = random.Random(lo * 1000 + block)
     checked = 0
@@ -216,7 +242,7 @@ CLOSER_SCHEMAS = [{"type": "string", "maxLength": 5000},
 
 
 @pytest.mark.parametrize("i", range(len(CLOSER_SCHEMAS)))
-def test_blocked_string_closes_with_the_shortest_legal_ending(i):
+def test_counter_string_closes_with_the_shortest_legal_ending(i):
     schema = CLOSER_SCHEMAS[i]
     validator = Draft202012Validator(schema)
     g = cengine.compile_json_schema(schema)
@@ -238,3 +264,31 @@ def test_blocked_string_closes_with_the_shortest_legal_ending(i):
             except ValueError:         # the prefix stops inside a character
                 continue
             assert len(s) == max(lo, n)
+
+
+def test_counter_frames_do_not_count_toward_max_depth():
+    # four levels of counter frames below the character, inside an array at the depth limit
+    g = cengine.compile_json_schema({"type": "array", "items": {"type": "string",
+                                                                "maxLength": 1 << 20}},
+                                    max_depth=1)
+    assert accepts(g, b"[" + doc(70000, 3) + b"]")
+    assert not accepts(g, b"[[]]")
+
+
+def test_counter_level_ends_are_decided_by_tables(llama_bpe):
+    """Along a walk across level-1 ends, the character's frame on a level-1 position near
+    its end is tabled with the counter frames below it, and in the string's body no token
+    is left to a walk with the real stack (no exit groups)."""
+    g = cengine.compile_json_schema({"type": "string", "maxLength": 32767})
+    m = g.matcher(llama_bpe)
+    words = cengine.mask_words(llama_bpe.size)
+    tok = [t for t in range(llama_bpe.size) if llama_bpe.tokens[t] == b"abc"][0]
+    assert m.accept_bytes(b'"')
+    for _ in range(3 * jg.COUNT_FIRST // 3):
+        m.fill_mask(np.zeros(words, np.int32))
+        assert m.accept_token(tok)
+    tables = g.token_tables(llama_bpe).tables
+    deep = [t for key, t in tables.items() if isinstance(key, tuple) and len(key) >= 3]
+    assert deep and all(t.n_frames == 3 for t in deep)
+    full = [t for t in deep if not t.groups]
+    assert len(full) * 2 > len(deep)      # the E1 stacks' (the U2 / top-rule ones end strings)

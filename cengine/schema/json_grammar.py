@@ -235,7 +235,7 @@ def string(g: ir.GrammarIR) -> ir.Ref:
 
 
 # Bounds up to this are one position per count (a call of the character rule each, pair
-# tables in the mask); above it a string is counted in blocks (see blocked_string).
+# tables in the mask); above it the count is a counter on the stack (see counter_string).
 UNROLL_LENGTH_MAX = 4096
 # the largest minLength/maxLength a string compiles with (documented in docs/limits.md)
 MAX_STRING_LENGTH = 1 << 20
@@ -250,74 +250,94 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
     if max(lo, hi or 0) > UNROLL_LENGTH_MAX:
         # a rule of its own: called, not copied, wherever the schema repeats it (array items)
         return _ensure(g, f"json-string-length-{lo}-{hi}",
-                       lambda: blocked_string(g, lo, hi, block_size(max(lo, hi or 0))))
+                       lambda: counter_string(g, lo, hi))
     ch = string_char(g)
     if hi is None:
         return ir.seq(ir.lit('"'), ir.repeat(ch, lo, lo), string_body(g))
     return ir.seq(ir.lit('"'), ir.repeat(ch, lo, hi), ir.lit('"'))
 
 
-# The smallest block: the mask can share one table between the positions of a block only
-# farther than the longest token (128 bytes in llama-bpe) from its end, and tokens that cross
-# a block's end are walked with the real stack; at 1024 that is the last eighth of a block.
-# Measured on a 32,767-character document (scripts/bench_union.py walk, cold tables): mean
-# mask 372 / 216 / 165 / 106 us for blocks of 256 / 1024 / 2048 / 4096, for 950 / 3.2k /
-# 6.2k / 12.3k positions.
-BLOCK_MIN = 1024
+# Above UNROLL_LENGTH_MAX a length is a counter on the pushdown stack (counter_string): the
+# level-1 rule is COUNT_FIRST calls of the character (positions farther than the longest
+# token from its end share one mask table), level k is COUNT_BASE calls of level k - 1, so
+# a bound n costs at most about 4 * COUNT_FIRST positions (E1, U1, two last runs) plus
+# 4 * COUNT_BASE per level (log_COUNT_BASE(n / COUNT_FIRST) levels). Fewer levels mean fewer
+# contexts near a level's end whose mask tables are built cold: 256 x 64 was the best mean
+# mask of the shapes measured (docs/benchmarks.md).
+COUNT_FIRST = 256
+COUNT_BASE = 64
+# a run of at most this many characters is inlined by the builder (_build.UNROLL_INLINE_MAX,
+# ~44 positions a character): the counter keeps its last run longer, as calls
+_INLINED_RUN = 32
 
 
-def block_size(n: int) -> int:
-    """The block of blocked_string for a bound n: the power of two at or above sqrt(n), at
-    least BLOCK_MIN (so up to MAX_STRING_LENGTH it is 1024: n/1024 + ~3k positions)."""
-    b = BLOCK_MIN
-    while b * b < n:
-        b *= 2
-    return b
+def counter_string(g: ir.GrammarIR, lo: int, hi: Optional[int], first: Optional[int] = None,
+                   base: Optional[int] = None) -> ir.Expr:
+    """A string of lo..hi code points (hi None: unbounded) counted on the stack: rule E1 is
+    exactly `first` (default COUNT_FIRST) characters, E(k) exactly `base` (COUNT_BASE)
+    E(k-1); U1 is fewer than `first` characters then the quote, U(k) fewer than `base`
+    E(k-1) then U(k-1).
 
-
-def blocked_string(g: ir.GrammarIR, lo: int, hi: Optional[int], block: int) -> ir.Expr:
-    """A string of lo..hi code points counted in blocks of `block` characters: about
-    lo/block + hi/block + 3 block positions instead of one per count (a shorter remainder,
-    up to 32 characters, is inlined: at most ~1.4k positions more).
-
-    Exact and unambiguous: a body of n characters is q full blocks (rule `block`, exactly
-    `block` characters) and a last partial block of n - q*block characters closed by the
-    quote (rule `part`, fewer than `block` characters and the quote), or, at the top count,
-    the rest up to hi. A pushdown frame cannot tell its caller whether it ended full or
-    partial, so while a block is read the matcher carries two stacks (full so far, partial
-    so far); the one that turns out wrong dies at the block's end or at the quote. Minimum
-    lengths are whole blocks then single characters, no choice involved.
+    "Exactly lo" is lo's digits of E(k) from the top level down, then a run of characters;
+    "at most n more, then the quote" takes at each level, with d the digit of n there,
+    either fewer than d E(k) and U(k) (the string ends below this level) or d E(k) and the
+    lower levels. Unambiguous, so the matcher carries one stack per level where the string
+    may still end (a pushdown frame cannot tell its caller whether it ended full or
+    partial; the wrong guess dies at the quote or a block's end). Exact in code points: a
+    call of the character rule is one code point in any spelling.
     """
-    return _counted(g, ir.lit('"'), string_char(g), ir.lit('"'), string_body(g), lo, hi,
-                    block, "")
+    return _counter(g, ir.lit('"'), string_char(g), ir.lit('"'), string_body(g), lo, hi,
+                    first or COUNT_FIRST, base or COUNT_BASE, "")
 
 
-def _counted(g: ir.GrammarIR, open_: ir.Expr, ch: ir.Expr, close: ir.Expr, tail: ir.Expr,
-             lo: int, hi: Optional[int], block: int, tag: str) -> ir.Expr:
-    """`open_`, lo..hi repetitions of the one-character `ch` counted in blocks, `close`
-    (which ends the string). `tail` is `ch* close` (the unbounded rest), `tag` names the
-    block rules of this (ch, close) pair ("" for any character then the quote)."""
-    blk = _ensure(g, f"json-string-block{tag}-{block}", lambda: ir.repeat(ch, block, block))
-    part = _ensure(g, f"json-string-part{tag}-{block}",
-                   lambda: ir.seq(ir.repeat(ch, 0, block - 1), close))
-    full, rest = divmod(lo, block)
-    prefix = ir.seq(open_, ir.repeat(blk, full, full), ir.repeat(ch, rest, rest))
+def _run_and_blocks(n: int, first: int, sizes: Sequence[int]) -> Tuple[list, int]:
+    """n = sum(digits[k] * sizes[k]) + run: digits per level (top first) and the last run of
+    single characters; the run is kept past _INLINED_RUN (one block borrowed) when n allows."""
+    run = n % first
+    if run <= _INLINED_RUN and n >= first:
+        run += first
+    m = n - run
+    digits = []
+    for s in reversed(sizes):
+        d, m = divmod(m, s)
+        digits.append(d)
+    return digits, run
+
+
+def _counter(g: ir.GrammarIR, open_: ir.Expr, ch: ir.Expr, close: ir.Expr, tail: ir.Expr,
+             lo: int, hi: Optional[int], first: int, base: int, tag: str) -> ir.Expr:
+    """`open_`, lo..hi repetitions of the one-character `ch`, `close` (which ends the
+    string); `tail` is `ch* close` (the unbounded rest), `tag` names the level rules of this
+    (ch, close) pair ("" for any character then the quote)."""
+    sizes = [first]                     # characters of E1, E2, ...
+    while sizes[-1] * base <= max(lo, hi or 0):
+        sizes.append(sizes[-1] * base)
+    name = f"json-count{tag}-{first}x{base}"
+
+    def exact(k: int) -> ir.Ref:         # E(k): exactly sizes[k - 1] characters
+        if k == 1:
+            return _ensure(g, f"{name}-e1", lambda: ir.repeat(ch, first, first))
+        return _ensure(g, f"{name}-e{k}", lambda: ir.repeat(exact(k - 1), base, base))
+
+    def under(k: int) -> ir.Ref:         # U(k): fewer than sizes[k - 1] characters, close
+        if k == 1:
+            return _ensure(g, f"{name}-u1", lambda: ir.seq(ir.repeat(ch, 0, first - 1), close))
+        return _ensure(g, f"{name}-u{k}",
+                       lambda: ir.seq(ir.repeat(exact(k - 1), 0, base - 1), under(k - 1)))
+
+    levels = range(len(sizes), 0, -1)
+    digits, run = _run_and_blocks(lo, first, sizes)
+    prefix = ir.seq(open_, *(ir.repeat(exact(k), d, d) for k, d in zip(levels, digits)),
+                    ir.repeat(ch, run, run))
     if hi is None:
         return ir.seq(prefix, tail)
-    # after the prefix: rest..rest + (hi - lo) more characters, i.e. a free count of up to
-    # span = hi - lo with the first `rest` of the current block already read
-    span = hi - lo
-    if rest:
-        # finish the block the prefix began (or stop inside it), then count whole blocks
-        first = block - rest
-        if span < first:
-            return ir.seq(prefix, ir.repeat(ch, 0, span), close)
-        rest_of_block = ir.seq(ir.repeat(ch, 0, first - 1), close)
-        then_blocks = ir.seq(ir.repeat(ch, first, first),
-                             _blocks(blk, part, ch, close, block, span - first))
-        head = ir.alt(rest_of_block, then_blocks)
-        return ir.seq(prefix, head)
-    return ir.seq(prefix, _blocks(blk, part, ch, close, block, span))
+    digits, run = _run_and_blocks(hi - lo, first, sizes)
+    rest = ir.seq(ir.repeat(ch, 0, run), close)
+    for k, d in reversed(list(zip(levels, digits))):
+        if d:
+            rest = ir.alt(ir.seq(ir.repeat(exact(k), 0, d - 1), under(k)),
+                          ir.seq(ir.repeat(exact(k), d, d), rest))
+    return ir.seq(prefix, rest)
 
 
 def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
@@ -326,7 +346,7 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
     """A string (quotes included) `head`, then lo..hi characters whose code points lie in
     `ranges` (every JSON spelling, as char_in), then `foot`: what a pattern `^C{n,m}$` beside
     minLength/maxLength leaves. Counted like bounded_string (one position per count up to
-    UNROLL_LENGTH_MAX, blocks above; the block rules are named by class and foot)."""
+    UNROLL_LENGTH_MAX, a counter above; the level rules are named by class and foot)."""
     ranges = ir.normalize_ranges(ranges)
     tag = "-" + hashlib.sha1(repr((ranges, foot)).encode()).hexdigest()[:12]
     # unrolled, the character is inline, not a rule of its own: the build calls it past 32
@@ -339,25 +359,12 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
     if hi is not None and hi < lo:
         return ir.NOTHING
     if max(lo, hi or 0) > UNROLL_LENGTH_MAX:
-        # in blocks the character is a rule, called from the block rules (as string_char)
+        # in the counter the character is a rule, called from the level rules (as string_char)
         ch_rule = _ensure(g, f"json-class-char{tag}", lambda: ch)
-        return _counted(g, open_, ch_rule, close, tail, lo, hi, block_size(max(lo, hi or 0)),
-                        tag)
+        return _counter(g, open_, ch_rule, close, tail, lo, hi, COUNT_FIRST, COUNT_BASE, tag)
     if hi is None:
         return ir.seq(open_, ir.repeat(ch, lo, lo), tail)
     return ir.seq(open_, ir.repeat(ch, lo, hi), close)
-
-
-def _blocks(blk: ir.Expr, part: ir.Expr, ch: ir.Expr, close: ir.Expr, block: int,
-            span: int) -> ir.Expr:
-    """0..span characters then `close`: j whole blocks and a partial one (j below the
-    top count), or all the top count's blocks and the remainder."""
-    top, tail = divmod(span, block)
-    last = ir.seq(ir.repeat(ch, 0, tail), close)
-    if top == 0:
-        return last
-    return ir.alt(ir.seq(ir.repeat(blk, 0, top - 1), part),
-                  ir.seq(ir.repeat(blk, top, top), last))
 
 
 def _int_part() -> ir.Expr:
