@@ -45,41 +45,9 @@ _SURR_LO, _SURR_HI = 0xD800, 0xDFFF
 _ALL = ((0, ir.MAX_UNICODE),)
 
 
-# --- alternatives without hashing whole expressions -----------------------------------------
-_LEAVES = (ir.Bytes, ir.ByteSet, ir.CharSet, ir.Ref, ir.Nothing)
-
-
-def _sig(e, depth: int = 2):
-    """A cheap summary of e: equal expressions have equal summaries."""
-    t = type(e)
-    if t in _LEAVES:
-        return e
-    if t is ir.Seq or t is ir.Alt:
-        return (t, len(e.items), _sig(e.items[0], depth - 1) if depth > 0 and e.items else None)
-    if t is ir.Repeat:
-        return (t, e.lo, e.hi, _sig(e.item, depth - 1) if depth > 0 else None)
-    return t
-
-
-def alt(*items: ir.Expr) -> ir.Expr:
-    """ir.alt(*items), the same result. ir.alt removes duplicates by hashing every item, which
-    walks whole expressions (the IR does not cache hashes); when the items' summaries are all
-    different no two items can be equal, so that walk is skipped."""
-    flat = []
-    for it in items:
-        if isinstance(it, ir.Alt):
-            flat.extend(it.items)
-        elif not isinstance(it, ir.Nothing):
-            flat.append(it)
-    if len(flat) > 1:
-        sigs = set()
-        for it in flat:
-            sg = _sig(it)
-            if sg in sigs:
-                return ir.alt(*items)
-            sigs.add(sg)
-        return ir.Alt(tuple(flat))
-    return ir.alt(*items)
+# ir.alt skips the deduplicating hash when the items' cheap summaries differ (it used to be
+# done here, for the trie of free keys); the name stays for the callers
+alt = ir.alt
 
 
 # --- code point sets --------------------------------------------------------------------
