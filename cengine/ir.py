@@ -328,13 +328,24 @@ def productive_rules(g: GrammarIR) -> set:
             if id(e) in ok:
                 return True
             for x in e.items:
-                if not prod(x, blockers):
+                # calls and terminals inline: most items are one or the other
+                tx = type(x)
+                if tx is Ref:
+                    if x.name not in done:
+                        blockers.append(x.name)
+                        return False
+                elif tx not in terminals and not prod(x, blockers):
                     return False
         elif t is Alt:
             if id(e) in ok:
                 return True
             for x in e.items:
-                if prod(x, blockers):
+                tx = type(x)
+                if tx is Ref:
+                    if x.name in done:
+                        break
+                    blockers.append(x.name)
+                elif tx in terminals or prod(x, blockers):
                     break
             else:
                 return False

@@ -1569,28 +1569,27 @@ class _Compiler:
         # the seam) and nxt is a call, an Alt or a Seq ir.seq made: ir.seq's result, unscanned
         sep_items = sep.items if type(sep) is Seq and type(sep.items[-1]) is Ref else None
 
-        def then(x: ir.Expr, r: ir.Ref) -> ir.Expr:
-            # ir.seq(x, r) for a call r
-            return Seq((x, r)) if type(x) is Ref else ir.seq(x, r)
+        # ir.seq(kv, r) of a member call and a state call is their Seq
+        kv_calls = all(type(kv) is Ref for kv in kvs)
 
         def body(s: int, c: int) -> ir.Expr:
             # one member, then the rest of the object (the alternatives are distinct: no
             # ir.alt, whose deduplication would hash them all)
             c1 = cap(c + 1)
-            alts = [then(kvs[j], state(t, c1)) for j, t in moves(s)
-                    if not bounded or viable(t, c1)]
+            alts = []
+            for j, t in moves(s):
+                if bounded and not viable(t, c1):
+                    continue
+                r = rules.get((t, c1)) or state(t, c1)
+                alts.append(Seq((kvs[j], r)) if kv_calls else ir.seq(kvs[j], r))
             if extra is not None and (not bounded or viable(s, c1)):
-                alts.append(then(extra, state(s, c1)))
+                alts.append(Seq((extra, rules.get((s, c1)) or state(s, c1))))
             return Alt(tuple(alts)) if len(alts) > 1 else alts[0] if alts else ir.NOTHING
 
         def state(s: int, c: int) -> ir.Expr:
-            # after a member: a separator and another member, or the end
-            c = cap(c)
-            ref = rules.get((s, c))
-            if ref is not None:
-                return ref
-            # the name is known before the rule is made (extra keys loop back to it); rules
-            # are added callees first, so productive_rules settles them in one pass
+            # after a member (c counted and capped already): a separator and another member,
+            # or the end. The name is known before the rule is made (extra keys loop back to
+            # it); rules are added callees first, so productive_rules settles them in one pass
             name = f"{base}~{s:x}.{c}"
             rules[(s, c)] = ref = Ref(name)
             nxt = body(s, c)
