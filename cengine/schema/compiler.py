@@ -1682,20 +1682,6 @@ def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget:
                  property_order: str = "declared") -> ir.GrammarIR:
     """The whole document: optional whitespace, one instance of schema, optional whitespace
     (without surrounding_whitespace: the instance alone, so generation ends with its root)."""
-    from ..grammar import COLLECTOR_PAUSE
-    # the collector paused as for every cached compile (cengine.grammar): the IR is many small
-    # objects that all live until the compile ends, which collections would walk again and
-    # again (maskbench-dev, every 4th schema: 3.3x the CPU time in this phase in total)
-    with COLLECTOR_PAUSE:
-        return _schema_to_ir(schema, closed_objects=closed_objects,
-                             whitespace_budget=whitespace_budget, max_depth=max_depth,
-                             surrounding_whitespace=surrounding_whitespace,
-                             property_order=property_order)
-
-
-def _schema_to_ir(schema: Any, *, closed_objects: bool, whitespace_budget: Optional[int],
-                  max_depth: int, surrounding_whitespace: bool,
-                  property_order: str) -> ir.GrammarIR:
     g = ir.GrammarIR()
     w = jg.ws(g) if surrounding_whitespace else None
     body = add_schema(g, schema, prefix="s-", closed_objects=closed_objects,
