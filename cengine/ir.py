@@ -15,19 +15,22 @@ from typing import Dict, Iterable, Optional, Tuple, Union
 Ranges = Tuple[Tuple[int, int], ...]
 
 
-@dataclass(frozen=True)
+# slots: a compile makes hundreds of thousands of these; without a __dict__ each is half the
+# memory and half the objects for the cyclic collector to walk
+
+@dataclass(frozen=True, slots=True)
 class Bytes:
     """A literal byte string (b"" is the empty string, epsilon)."""
     data: bytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ByteSet:
     """One byte whose value falls in one of the inclusive ranges."""
     ranges: Ranges
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CharSet:
     """One Unicode scalar value (encoded as UTF-8) in one of the inclusive ranges.
 
@@ -38,8 +41,9 @@ class CharSet:
 
 class _HashOnce:
     """Composite expressions are hashed (alt() deduplicates, compilers key tables on them)
-    again and again; their structural hash is computed once and kept."""
-    __slots__ = ()
+    again and again; their structural hash is computed once and kept (in the _hash slot,
+    unset until then)."""
+    __slots__ = ("_hash",)
 
     def __hash__(self):
         try:
@@ -50,21 +54,21 @@ class _HashOnce:
             return h
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=True, slots=True)
 class Seq(_HashOnce):
     items: Tuple["Expr", ...]
     _fields = ("items",)
     __hash__ = _HashOnce.__hash__
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=True, slots=True)
 class Alt(_HashOnce):
     items: Tuple["Expr", ...]
     _fields = ("items",)
     __hash__ = _HashOnce.__hash__
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=True, slots=True)
 class Repeat(_HashOnce):
     """`item` repeated between lo and hi times (hi None = unbounded)."""
     item: "Expr"
@@ -74,13 +78,13 @@ class Repeat(_HashOnce):
     __hash__ = _HashOnce.__hash__
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ref:
     """A call of another rule by name."""
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Dfa:
     """A ready deterministic automaton over bytes, matched within its rule's own frame: state
     0 starts; edges[q] holds (lo, hi, target) byte ranges, sorted and disjoint; accepting[q]
@@ -90,7 +94,7 @@ class Dfa:
     accepting: Tuple[bool, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Nothing:
     """Matches no string at all (false schema, empty enum)."""
 
