@@ -266,9 +266,16 @@ class GrammarIR:
     def fresh_name(self, base: str) -> str:
         if base not in self.rules:
             return base
-        i = 1
+        # the smallest free suffix: rules are only ever added, so the search for a base goes
+        # on from where it stopped last time (a per-base probe from 1 was quadratic in the
+        # names sharing a base); kept per rules dict, which a front end may replace
+        memo = self.__dict__.get("_fresh")
+        if memo is None or memo[0] is not self.rules:
+            memo = self.__dict__["_fresh"] = (self.rules, {})
+        i = memo[1].get(base, 1)
         while f"{base}-{i}" in self.rules:
             i += 1
+        memo[1][base] = i
         return f"{base}-{i}"
 
 
