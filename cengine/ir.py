@@ -10,24 +10,27 @@ Expressions are immutable tuples so compilers can share and hash them freely.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Tuple, Union
+from typing import Dict, Iterable, Optional, Tuple, Union
 
 Ranges = Tuple[Tuple[int, int], ...]
 
 
-@dataclass(frozen=True)
+# slots: a compile makes hundreds of thousands of these; without a __dict__ each is half the
+# memory and half the objects for the cyclic collector to walk
+
+@dataclass(frozen=True, slots=True)
 class Bytes:
     """A literal byte string (b"" is the empty string, epsilon)."""
     data: bytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ByteSet:
     """One byte whose value falls in one of the inclusive ranges."""
     ranges: Ranges
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CharSet:
     """One Unicode scalar value (encoded as UTF-8) in one of the inclusive ranges.
 
@@ -38,8 +41,9 @@ class CharSet:
 
 class _HashOnce:
     """Composite expressions are hashed (alt() deduplicates, compilers key tables on them)
-    again and again; their structural hash is computed once and kept."""
-    __slots__ = ()
+    again and again; their structural hash is computed once and kept (in the _hash slot,
+    unset until then)."""
+    __slots__ = ("_hash",)
 
     def __hash__(self):
         try:
@@ -50,21 +54,21 @@ class _HashOnce:
             return h
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=True, slots=True)
 class Seq(_HashOnce):
     items: Tuple["Expr", ...]
     _fields = ("items",)
     __hash__ = _HashOnce.__hash__
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=True, slots=True)
 class Alt(_HashOnce):
     items: Tuple["Expr", ...]
     _fields = ("items",)
     __hash__ = _HashOnce.__hash__
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=True, slots=True)
 class Repeat(_HashOnce):
     """`item` repeated between lo and hi times (hi None = unbounded)."""
     item: "Expr"
@@ -74,13 +78,13 @@ class Repeat(_HashOnce):
     __hash__ = _HashOnce.__hash__
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ref:
     """A call of another rule by name."""
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Dfa:
     """A ready deterministic automaton over bytes, matched within its rule's own frame: state
     0 starts; edges[q] holds (lo, hi, target) byte ranges, sorted and disjoint; accepting[q]
@@ -90,7 +94,7 @@ class Dfa:
     accepting: Tuple[bool, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Nothing:
     """Matches no string at all (false schema, empty enum)."""
 
@@ -108,24 +112,33 @@ def lit(data: Union[str, bytes]) -> Bytes:
 
 
 def seq(*items: Expr) -> Expr:
-    flat = []
-    for it in items:
-        if isinstance(it, Seq):
-            flat.extend(it.items)
-        elif isinstance(it, Nothing):
-            return NOTHING
-        else:
-            flat.append(it)
-    # merge adjacent literals: fewer NFA states, same language
+    # one pass, dispatching on the exact type (the IR classes have no subclasses): flatten
+    # Seq items one level, give up on Nothing, drop empty literals and merge adjacent ones
+    # (fewer NFA states, same language)
     merged: list = []
-    for it in flat:
-        if isinstance(it, Bytes):
+    append = merged.append
+    for it in items:
+        t = type(it)
+        if t is Seq:
+            for x in it.items:
+                if type(x) is Bytes:
+                    if not x.data:
+                        continue
+                    if merged and type(merged[-1]) is Bytes:
+                        merged[-1] = Bytes(merged[-1].data + x.data)
+                        continue
+                append(x)
+        elif t is Bytes:
             if not it.data:
                 continue
-            if merged and isinstance(merged[-1], Bytes):
+            if merged and type(merged[-1]) is Bytes:
                 merged[-1] = Bytes(merged[-1].data + it.data)
                 continue
-        merged.append(it)
+            append(it)
+        elif t is Nothing:
+            return NOTHING
+        else:
+            append(it)
     if not merged:
         return EMPTY
     if len(merged) == 1:
@@ -133,18 +146,44 @@ def seq(*items: Expr) -> Expr:
     return Seq(tuple(merged))
 
 
+_LEAVES = (Bytes, ByteSet, CharSet, Ref, Nothing)
+
+
+def _sig(e, depth: int = 2):
+    """A cheap summary of e: equal expressions have equal summaries (leaves are their own)."""
+    t = type(e)
+    if t is Seq or t is Alt:
+        return (t, len(e.items), _sig(e.items[0], depth - 1) if depth > 0 and e.items else None)
+    if t is Repeat:
+        return (t, e.lo, e.hi, _sig(e.item, depth - 1) if depth > 0 else None)
+    if t in _LEAVES:
+        return e
+    return t
+
+
 def alt(*items: Expr) -> Expr:
     flat = []
     for it in items:
-        if isinstance(it, Alt):
+        t = type(it)
+        if t is Alt:
             flat.extend(it.items)
-        elif isinstance(it, Nothing):
-            continue
-        else:
+        elif t is not Nothing:
             flat.append(it)
-    uniq = list(dict.fromkeys(flat))
-    if not uniq:
+    if not flat:
         return NOTHING
+    if len(flat) == 1:
+        return flat[0]
+    # duplicates are removed by hashing, which walks a whole expression the first time; when
+    # the items' cheap summaries all differ no two items are equal, and that walk is skipped
+    sigs = set()
+    for it in flat:
+        sg = _sig(it)
+        if sg in sigs:
+            break
+        sigs.add(sg)
+    else:
+        return Alt(tuple(flat))
+    uniq = list(dict.fromkeys(flat))
     if len(uniq) == 1:
         return uniq[0]
     return Alt(tuple(uniq))
@@ -227,9 +266,16 @@ class GrammarIR:
     def fresh_name(self, base: str) -> str:
         if base not in self.rules:
             return base
-        i = 1
+        # the smallest free suffix: rules are only ever added, so the search for a base goes
+        # on from where it stopped last time (a per-base probe from 1 was quadratic in the
+        # names sharing a base); kept per rules dict, which a front end may replace
+        memo = self.__dict__.get("_fresh")
+        if memo is None or memo[0] is not self.rules:
+            memo = self.__dict__["_fresh"] = (self.rules, {})
+        i = memo[1].get(base, 1)
         while f"{base}-{i}" in self.rules:
             i += 1
+        memo[1][base] = i
         return f"{base}-{i}"
 
 
@@ -266,29 +312,76 @@ def dfa_size(d: Dfa) -> int:
     return len(d.accepting) + sum(len(e) for e in d.edges)
 
 
+_TERMINALS = frozenset((Bytes, ByteSet, CharSet, Dfa))
+
+
 def productive_rules(g: GrammarIR) -> set:
     """Names of the rules that derive at least one finite string (least fixpoint). A front end
-    whose root is not among them accepts nothing and refuses the grammar."""
+    whose root is not among them accepts nothing and refuses the grammar.
+
+    A worklist, not repeated passes over every rule: a rule that fails is checked again only
+    once one of the rules that blocked it (the first undone reference of a sequence, every
+    one of a failing alternation) is found productive. Composite expressions found productive
+    are remembered by identity (rules share them; g keeps them alive meanwhile)."""
     done: set = set()
+    ok: set = set()
+    waiting: Dict[str, list] = {}
+    terminals = _TERMINALS
 
-    def prod(e) -> bool:
-        if isinstance(e, (Bytes, ByteSet, CharSet, Dfa)):
-            return True
-        if isinstance(e, Ref):
-            return e.name in done
-        if isinstance(e, Seq):
-            return all(prod(x) for x in e.items)
-        if isinstance(e, Alt):
-            return any(prod(x) for x in e.items)
-        if isinstance(e, Repeat):
-            return e.lo == 0 or prod(e.item)
-        return False
+    def prod(e, blockers: list) -> bool:
+        t = type(e)
+        if t is Ref:
+            if e.name in done:
+                return True
+            blockers.append(e.name)
+            return False
+        if t is Seq:
+            if id(e) in ok:
+                return True
+            for x in e.items:
+                # calls and terminals inline: most items are one or the other
+                tx = type(x)
+                if tx is Ref:
+                    if x.name not in done:
+                        blockers.append(x.name)
+                        return False
+                elif tx not in terminals and not prod(x, blockers):
+                    return False
+        elif t is Alt:
+            if id(e) in ok:
+                return True
+            for x in e.items:
+                tx = type(x)
+                if tx is Ref:
+                    if x.name in done:
+                        break
+                    blockers.append(x.name)
+                elif tx in terminals or prod(x, blockers):
+                    break
+            else:
+                return False
+        elif t is Repeat:
+            if e.lo != 0 and not prod(e.item, blockers):
+                return False
+        else:
+            return t in terminals
+        ok.add(id(e))
+        return True
 
-    changed = True
-    while changed:
-        changed = False
-        for name, rule in g.rules.items():
-            if name not in done and prod(rule.expr):
+    rules = g.rules
+    for first in rules:
+        if first in done:
+            continue
+        todo = [first]
+        while todo:
+            name = todo.pop()
+            if name in done:
+                continue
+            blockers: list = []
+            if prod(rules[name].expr, blockers):
                 done.add(name)
-                changed = True
+                todo.extend(waiting.pop(name, ()))
+            else:
+                for b in set(blockers):
+                    waiting.setdefault(b, []).append(name)
     return done

@@ -1498,8 +1498,17 @@ class _Compiler:
 
         if subsets:
             # state s: the bit set of the declared properties written
+            every = (1 << n) - 1
+
             def moves(s: int):
-                return [(j, s | (1 << j)) for j in range(n) if not s >> j & 1]
+                # the properties not written yet, lowest first
+                out = []
+                free = every & ~s
+                while free:
+                    low = free & -free
+                    out.append((low.bit_length() - 1, s | low))
+                    free ^= low
+                return out
 
             def missing(s: int) -> int:
                 return bin(req_mask & ~s).count("1")
@@ -1555,28 +1564,46 @@ class _Compiler:
         base = obj.name
         rules: Dict[Tuple[int, int], ir.Expr] = {}
 
+        Seq, Alt, Ref, Nothing = ir.Seq, ir.Alt, ir.Ref, ir.Nothing
+        # `sep nxt` is the Seq of their items when sep ends in a call (no literals to merge at
+        # the seam) and nxt is a call, an Alt or a Seq ir.seq made: ir.seq's result, unscanned
+        sep_items = sep.items if type(sep) is Seq and type(sep.items[-1]) is Ref else None
+
+        # ir.seq(kv, r) of a member call and a state call is their Seq
+        kv_calls = all(type(kv) is Ref for kv in kvs)
+
         def body(s: int, c: int) -> ir.Expr:
             # one member, then the rest of the object (the alternatives are distinct: no
             # ir.alt, whose deduplication would hash them all)
-            alts = [ir.seq(kvs[j], state(t, c + 1)) for j, t in moves(s)
-                    if viable(t, cap(c + 1))]
-            if extra is not None and viable(s, cap(c + 1)):
-                alts.append(ir.seq(extra, state(s, c + 1)))
-            return ir.Alt(tuple(alts)) if len(alts) > 1 else alts[0] if alts else ir.NOTHING
+            c1 = cap(c + 1)
+            alts = []
+            for j, t in moves(s):
+                if bounded and not viable(t, c1):
+                    continue
+                r = rules.get((t, c1)) or state(t, c1)
+                alts.append(Seq((kvs[j], r)) if kv_calls else ir.seq(kvs[j], r))
+            if extra is not None and (not bounded or viable(s, c1)):
+                alts.append(Seq((extra, rules.get((s, c1)) or state(s, c1))))
+            return Alt(tuple(alts)) if len(alts) > 1 else alts[0] if alts else ir.NOTHING
 
         def state(s: int, c: int) -> ir.Expr:
-            # after a member: a separator and another member, or the end
-            c = cap(c)
-            if (s, c) in rules:
-                return rules[(s, c)]
-            # the name is known before the rule is made (extra keys loop back to it); rules
-            # are added callees first, so productive_rules settles them in one pass
+            # after a member (c counted and capped already): a separator and another member,
+            # or the end. The name is known before the rule is made (extra keys loop back to
+            # it); rules are added callees first, so productive_rules settles them in one pass
             name = f"{base}~{s:x}.{c}"
-            rules[(s, c)] = ref = ir.Ref(name)
+            rules[(s, c)] = ref = Ref(name)
             nxt = body(s, c)
-            more = ir.NOTHING if isinstance(nxt, ir.Nothing) else ir.seq(sep, nxt)
+            t = type(nxt)
+            if t is Nothing:
+                more = ir.NOTHING
+            elif sep_items is not None and t is Seq:
+                more = Seq(sep_items + nxt.items)
+            elif sep_items is not None and (t is Alt or t is Ref):
+                more = Seq(sep_items + (nxt,))
+            else:
+                more = ir.seq(sep, nxt)
             if can_close(s, c):
-                expr = ir.EMPTY if isinstance(more, ir.Nothing) else ir.Alt((more, ir.EMPTY))
+                expr = ir.EMPTY if type(more) is Nothing else Alt((more, ir.EMPTY))
             else:
                 expr = more
             g.add(name, expr)

@@ -45,54 +45,46 @@ _SURR_LO, _SURR_HI = 0xD800, 0xDFFF
 _ALL = ((0, ir.MAX_UNICODE),)
 
 
-# --- alternatives without hashing whole expressions -----------------------------------------
-_LEAVES = (ir.Bytes, ir.ByteSet, ir.CharSet, ir.Ref, ir.Nothing)
-
-
-def _sig(e, depth: int = 2):
-    """A cheap summary of e: equal expressions have equal summaries."""
-    t = type(e)
-    if t in _LEAVES:
-        return e
-    if t is ir.Seq or t is ir.Alt:
-        return (t, len(e.items), _sig(e.items[0], depth - 1) if depth > 0 and e.items else None)
-    if t is ir.Repeat:
-        return (t, e.lo, e.hi, _sig(e.item, depth - 1) if depth > 0 else None)
-    return t
-
-
-def alt(*items: ir.Expr) -> ir.Expr:
-    """ir.alt(*items), the same result. ir.alt removes duplicates by hashing every item, which
-    walks whole expressions (the IR does not cache hashes); when the items' summaries are all
-    different no two items can be equal, so that walk is skipped."""
-    flat = []
-    for it in items:
-        if isinstance(it, ir.Alt):
-            flat.extend(it.items)
-        elif not isinstance(it, ir.Nothing):
-            flat.append(it)
-    if len(flat) > 1:
-        sigs = set()
-        for it in flat:
-            sg = _sig(it)
-            if sg in sigs:
-                return ir.alt(*items)
-            sigs.add(sg)
-        return ir.Alt(tuple(flat))
-    return ir.alt(*items)
+# ir.alt skips the deduplicating hash when the items' cheap summaries differ (it used to be
+# done here, for the trie of free keys); the name stays for the callers
+alt = ir.alt
 
 
 # --- code point sets --------------------------------------------------------------------
 def _intersect(ranges: Iterable[Tuple[int, int]], lo: int, hi: int) -> ir.Ranges:
-    return ir.normalize_ranges((max(a, lo), min(b, hi)) for a, b in ranges if a <= hi and b >= lo)
+    out = [(max(a, lo), min(b, hi)) for a, b in ranges if a <= hi and b >= lo]
+    # clipped normalized ranges are normalized (the usual input): checked, not sorted again
+    for i in range(len(out)):
+        if out[i][0] > out[i][1] or (i and out[i][0] <= out[i - 1][1] + 1):
+            return ir.normalize_ranges(out)
+    return tuple(out)
 
 
 def _minus(ranges: Iterable[Tuple[int, int]], cut: Iterable[Tuple[int, int]]) -> ir.Ranges:
-    keep = ir.negate_ranges(cut)
+    """The code points of ranges (within 0..MAX_UNICODE) outside cut, normalized: one sweep
+    of the two normalized lists (the pieces left are apart by construction)."""
+    cut = ir.normalize_ranges(cut)
+    n_cut = len(cut)
     out = []
+    j = 0
     for a, b in ir.normalize_ranges(ranges):
-        out.extend(_intersect(keep, a, b))
-    return ir.normalize_ranges(out)
+        a, b = max(a, 0), min(b, ir.MAX_UNICODE)
+        if a > b:
+            continue
+        while j < n_cut and cut[j][1] < a:
+            j += 1
+        k = j
+        while k < n_cut and cut[k][0] <= b:
+            ca, cb = cut[k]
+            if ca > a:
+                out.append((a, ca - 1))
+            a = cb + 1
+            if a > b:
+                break
+            k += 1
+        if a <= b:
+            out.append((a, b))
+    return tuple(out)
 
 
 def _contains(ranges: Iterable[Tuple[int, int]], cp: int) -> bool:
@@ -409,8 +401,23 @@ def container(g: ir.GrammarIR, open_: str, members: ir.Expr, close: str, *,
 
 def value(g: ir.GrammarIR) -> ir.Ref:
     """Any JSON value (the `true` / `{}` schema). Objects and arrays are containers."""
-    if VALUE in g.rules:
-        return ir.Ref(VALUE)
+    if VALUE not in g.rules:
+        # its rules are the same in every grammar: built once, then the missing ones added in
+        # the order a build would add them (the expressions are immutable and shared)
+        for name, expr, is_container, is_ws in _value_rules():
+            if name not in g.rules:
+                g.add(name, expr, container=is_container, whitespace=is_ws)
+    return ir.Ref(VALUE)
+
+
+@functools.lru_cache(maxsize=1)
+def _value_rules() -> tuple:
+    fresh = ir.GrammarIR()
+    _build_value(fresh)
+    return tuple((r.name, r.expr, r.container, r.whitespace) for r in fresh.rules.values())
+
+
+def _build_value(g: ir.GrammarIR) -> None:
     v = ir.Ref(VALUE)
     g.add(VALUE, ir.NOTHING)
     member = ir.seq(string(g), colon(g), v)
@@ -420,7 +427,6 @@ def value(g: ir.GrammarIR) -> ir.Ref:
                            "]", nullable_members=True), container=True)
     g.rules[VALUE].expr = ir.alt(ir.Ref(OBJECT), ir.Ref(ARRAY), string(g), number(g),
                                  boolean(g), null(g))
-    return v
 
 
 # --- literals (enum / const / property names) -----------------------------------------------
@@ -495,6 +501,47 @@ def _ascii_leaving(kids: Tuple[int, ...]) -> ir.Expr:
     return _literal_in(_minus(((0, 0x7F),), tuple((k, k) for k in kids)))
 
 
+@functools.lru_cache(maxsize=4096)
+def _ascii_leaving_rest(kids: Tuple[int, ...]) -> ir.Expr:
+    """_ascii_leaving(kids), then the rest of the string (the body rule)."""
+    return ir.seq(_ascii_leaving(kids), ir.Ref(STRING_BODY))
+
+
+@functools.lru_cache(maxsize=4096)
+def _spelling(k: int) -> ir.Bytes:
+    """The one spelling of a name's character inside the trie: the declared keys' own."""
+    return ir.lit(canonical_string(chr(k))[1:-1])
+
+
+@functools.lru_cache(maxsize=4096)
+def _leaving_head(kids: Tuple[int, ...], is_end: bool) -> tuple:
+    """The options leaving a trie node with these children (ASCII ones) that do not depend
+    on the names (the closing quote unless a name ends there, the other ASCII characters),
+    and whether alt() would keep them as they are."""
+    head = (_ascii_leaving_rest(kids),) if is_end else (ir.lit('"'), _ascii_leaving_rest(kids))
+    return head, not any(type(o) is ir.Alt or type(o) is ir.Nothing for o in head)
+
+
+# What string_not_in builds from the set of characters the names use, whatever the names:
+# memoised across compiles (bounded LRU keyed on that set, which is all it depends on; the
+# expressions are immutable and the rule it names has the same expression in every grammar).
+@functools.lru_cache(maxsize=256)
+def _free_key_parts(used: ir.Ranges) -> tuple:
+    body = ir.Ref(STRING_BODY)
+    tag = hashlib.sha1(repr(used).encode()).hexdigest()[:12]
+    others = _minus(ir.negate_ranges(used), ((_SURR_LO, _SURR_HI),))
+    # any escape of a character no name contains, then the rest of the string: a rule
+    esc_rule = (f"json-key-escape-{tag}", ir.seq(_escaped_in(others), body))
+    # non-ASCII characters no name contains stay in each node (a few positions): plain
+    # characters must be the node's own, or the mask could not prove a slice of plain runs
+    wide_out = ir.seq(_literal_in(_intersect(others, 0x80, ir.MAX_UNICODE)), body)
+    used_wide = _intersect(used, 0x80, ir.MAX_UNICODE)
+    # names' characters whose only spelling is an escape (a quote, a backslash, a control)
+    must_escape = tuple(k for a, b in used for k in range(a, b + 1)
+                        if k < 0x20 or k in (0x22, 0x5C))
+    return esc_rule, wide_out, used_wide, must_escape
+
+
 def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     """A JSON string (with quotes) whose decoded value is none of `names`.
 
@@ -508,78 +555,74 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     """
     if not names:
         return string(g)
+    # the trie: node -> {code point: node}; the nodes where a name ends, by identity
     trie: Dict = {}
-    END = None
+    ends = set()
     for name in names:
         node = trie
         for ch in name:
             node = node.setdefault(ord(ch), {})
-        node[END] = True
+        ends.add(id(node))
     body = string_body(g)
     used = ir.normalize_ranges((ord(c), ord(c)) for name in names for c in name)
-    tag = hashlib.sha1(repr(used).encode()).hexdigest()[:12]
-    others = _minus(ir.negate_ranges(used), ((_SURR_LO, _SURR_HI),))
-    # any escape of a character no name contains, then the rest of the string
-    esc_out = _ensure(g, f"json-key-escape-{tag}",
-                      lambda: ir.seq(_escaped_in(others), body))
-    # non-ASCII characters no name contains stay in each node (a few positions): plain
-    # characters must be the node's own, or the mask could not prove a slice of plain runs
-    wide_out = ir.seq(_literal_in(_intersect(others, 0x80, ir.MAX_UNICODE)), body)
-    used_wide = _intersect(used, 0x80, ir.MAX_UNICODE)
-    # names' characters whose only spelling is an escape (a quote, a backslash, a control)
-    must_escape = [k for a, b in used for k in range(a, b + 1) if k < 0x20 or k in (0x22, 0x5C)]
+    (esc_name, esc_expr), wide_out, used_wide, must_escape = _free_key_parts(used)
+    if esc_name not in g.rules:
+        g.add(esc_name, esc_expr)
+    esc_out = ir.Ref(esc_name)
+    quote = ir.lit('"')
     # what leaves the trie at a node depends only on the node's children (and whether a name
     # ends there): most nodes are single-child links or leaves, so it is built once per set
     leaving: Dict = {}
+    # without non-ASCII or must-escape characters in the names (the usual case) a node's
+    # options are a head that depends only on its ASCII children (memoised across compiles)
+    # and the same two calls for every node
+    simple = not used_wide and not must_escape
+    tail_plain = type(wide_out) is not ir.Alt and type(wide_out) is not ir.Nothing
 
-    def leave(kids: tuple, is_end: bool) -> list:
-        key = (kids, is_end)
-        opts = leaving.get(key)
-        if opts is None:
-            opts = []
-            if not is_end:
-                opts.append(ir.lit('"'))
-            # ASCII characters that leave the trie here, as themselves
-            opts.append(ir.seq(_ascii_leaving(tuple(k for k in kids if k < 0x80)), body))
-            # names' non-ASCII characters that are not kids here leave it too
-            if used_wide:
-                wide_used = _minus(used_wide, tuple((k, k) for k in kids))
-                if wide_used:
-                    opts.append(ir.seq(_literal_in(wide_used), body))
-            opts.append(wide_out)
-            opts.append(esc_out)
-            # names' characters in escaped spelling that are not kids here leave the trie
-            # only when JSON requires the escape
-            for k in must_escape:
-                if k not in kids:
-                    opts.append(ir.seq(spelling(k), body))
-            # what alt() would make of them, checked once per set: the node then builds its
-            # Alt directly (the options and the children's branches are pairwise different:
-            # different first bytes)
-            plain = not any(isinstance(o, (ir.Alt, ir.Nothing)) for o in opts)
-            leaving[key] = opts = (opts, plain)
-        return opts
+    def leave(kids: tuple, is_end: bool) -> tuple:
+        opts = []
+        if not is_end:
+            opts.append(quote)
+        # ASCII characters that leave the trie here, as themselves
+        opts.append(_ascii_leaving_rest(tuple(k for k in kids if k < 0x80)))
+        # names' non-ASCII characters that are not kids here leave it too
+        if used_wide:
+            wide_used = _minus(used_wide, tuple((k, k) for k in kids))
+            if wide_used:
+                opts.append(ir.seq(_literal_in(wide_used), body))
+        opts.append(wide_out)
+        opts.append(esc_out)
+        # names' characters in escaped spelling that are not kids here leave the trie
+        # only when JSON requires the escape
+        for k in must_escape:
+            if k not in kids:
+                opts.append(ir.seq(_spelling(k), body))
+        # what alt() would make of them, checked once per set: the node then builds its
+        # Alt directly (the options and the children's branches are pairwise different:
+        # different first bytes)
+        plain = not any(type(o) is ir.Alt or type(o) is ir.Nothing for o in opts)
+        out = leaving[(kids, is_end)] = (opts, plain)
+        return out
 
-    spellings: Dict[int, ir.Bytes] = {}
-
-    def spelling(k: int) -> ir.Expr:
-        # the one spelling of a name's character inside the trie: the declared keys' own
-        sp = spellings.get(k)
-        if sp is None:
-            sp = spellings[k] = ir.lit(canonical_string(chr(k))[1:-1])
-        return sp
+    Alt, Seq = ir.Alt, ir.Seq
 
     def walk(node) -> ir.Expr:
-        kids = tuple(sorted(k for k in node if k is not END))
-        opts, plain = leave(kids, END in node)
-        opts = list(opts)
+        kids = tuple(node) if len(node) < 2 else tuple(sorted(node))
+        is_end = id(node) in ends
+        if simple:
+            head, plain = _leaving_head(kids, is_end)
+            opts = [*head, wide_out, esc_out]
+            plain = plain and tail_plain
+        else:
+            opts, plain = leaving.get((kids, is_end)) or leave(kids, is_end)
+            opts = list(opts)
         for k in kids:
             sub = walk(node[k])
             # ir.seq of a literal and an Alt is their Seq
-            opts.append(ir.Seq((spelling(k), sub)) if type(sub) is ir.Alt
-                        else ir.seq(spelling(k), sub))
+            sp = _spelling(k)
+            opts.append(Seq((sp, sub)) if type(sub) is Alt else ir.seq(sp, sub))
         if plain and len(opts) > 1:
-            return ir.Alt(tuple(opts))
+            return Alt(tuple(opts))
         return alt(*opts)
 
-    return ir.seq(ir.lit('"'), walk(trie))
+    return ir.seq(quote, walk(trie))

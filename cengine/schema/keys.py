@@ -19,6 +19,8 @@ with no newline to stand before), so a key gets the same schema under both readi
 """
 from __future__ import annotations
 
+import bisect
+import functools
 from typing import Dict, FrozenSet, List, Sequence, Tuple
 
 from .. import ir
@@ -116,6 +118,61 @@ def key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Sequence[str]
     """A JSON string (quotes included) whose decoded value is in `language` (negate: not in
     it), is none of `names` and has only characters in `alphabet` (an inclusive code-point
     range). `language` is IR over code points (cengine.regex)."""
+    trans, groups, in_language, on_name = _key_dfa(language, tuple(names), alphabet, keyword,
+                                                   pointer)
+    accepting = [lang != negate and not nm for lang, nm in zip(in_language, on_name)]
+
+    # keep the states that can still reach an accepting one (backwards from those)
+    preds: List[List[int]] = [[] for _ in trans]
+    for k, row in enumerate(groups):
+        for t, _ in row:
+            preds[t].append(k)
+    live = {k for k, acc in enumerate(accepting) if acc}
+    stack = list(live)
+    while stack:
+        for k in preds[stack.pop()]:
+            if k not in live:
+                live.add(k)
+                stack.append(k)
+    if 0 not in live:
+        return ir.NOTHING
+    rule = {k: (name if k == 0 else g.fresh_name(f"{name}-{k}")) for k in sorted(live)}
+    for k in sorted(live):
+        g.add(rule[k], ir.NOTHING)
+    quote = ir.lit('"')
+    for k in sorted(live):
+        alts = [quote] if accepting[k] else []
+        for t, ranges in groups[k]:
+            if t in live:
+                alts.append(ir.seq(jg.char_in(ranges), ir.Ref(rule[t])))
+        g.rules[rule[k]].expr = ir.alt(*alts)
+    return ir.seq(quote, ir.Ref(rule[0]))
+
+
+# The DFA of a key language minus names, before negation and pruning: the two key
+# languages of one patternProperties (the pattern's keys and the rest) share it, and so do
+# objects that repeat a pattern and names. Keyed on everything it depends on (the language
+# as IR, the names in order, the alphabet); bounded; its tuples are never changed.
+@functools.lru_cache(maxsize=64)
+def _key_dfa_cached(language: ir.Expr, names: Tuple[str, ...], alphabet: Tuple[int, int]):
+    return _build_key_dfa(language, names, alphabet, "", "")
+
+
+def _key_dfa(language, names, alphabet, keyword: str, pointer: str):
+    try:
+        return _key_dfa_cached(language, names, alphabet)
+    except LimitError as e:
+        # the cached call knows no pointer: name this one
+        raise LimitError(e.reason, keyword=keyword, pointer=pointer) from None
+
+
+def _build_key_dfa(language: ir.Expr, names: Tuple[str, ...], alphabet: Tuple[int, int],
+                   keyword: str, pointer: str):
+    """(transitions, groups, in_language, on_name): the subset construction over the
+    code-point intervals, each state a (set of NFA states, trie node or -1 once off the trie)
+    pair; transitions[q][k] is the state after interval k, groups[q] the same as (target,
+    code-point ranges) pairs by target; in_language[q]: the NFA accepts; on_name[q]: the key
+    read so far is one of names."""
     nfa = _Nfa(keyword, pointer)
     start, final = nfa.frag(language)
     # the trie of the excluded names: node -> {code point: node}; ends: nodes that are names
@@ -141,53 +198,104 @@ def key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Sequence[str]
     intervals = [(a, b - 1) for a, b in zip(cuts, cuts[1:])
                  if not (a >= _SURROGATES[0] and b - 1 <= _SURROGATES[1])
                  and alphabet[0] <= a and b - 1 <= alphabet[1]]
+    n_iv = len(intervals)
+    starts = [a for a, _ in intervals]
+    stops = [b for _, b in intervals]
+    # every edge covers a run of whole intervals (the intervals are cut at every edge's
+    # bounds): the run's first and past-the-end index, found once per edge
+    runs: List[List[Tuple[int, int, int]]] = []
+    for row in nfa.edges:
+        out = []
+        for lo, hi, t in row:
+            k0, k1 = bisect.bisect_left(starts, lo), bisect.bisect_right(stops, hi)
+            if k0 < k1:
+                out.append((k0, k1, t))
+        runs.append(out)
+    closures: Dict[FrozenSet[int], FrozenSet[int]] = {frozenset(): frozenset()}
+    segments: Dict[FrozenSet[int], list] = {}
 
-    # DFA states: (NFA set, trie node or -1 once off the trie)
+    def segments_of(nset: FrozenSet[int]) -> list:
+        # the NFA side of a state's transitions: (k0, k1, closure) runs of intervals with the
+        # same target set, covering every interval (sweeping the edges' runs once)
+        segs = segments.get(nset)
+        if segs is not None:
+            return segs
+        events: Dict[int, list] = {}
+        for q in nset:
+            for k0, k1, t in runs[q]:
+                events.setdefault(k0, []).append((t, 1))
+                events.setdefault(k1, []).append((t, -1))
+        active: Dict[int, int] = {}
+        segs = []
+        at = 0
+        cur: FrozenSet[int] = frozenset()
+        for k in sorted(events):
+            if k > at:
+                segs.append((at, k, cur))
+            for t, d in events[k]:
+                c = active.get(t, 0) + d
+                if c:
+                    active[t] = c
+                else:
+                    del active[t]
+            targets = frozenset(active)
+            cur = closures.get(targets)
+            if cur is None:
+                cur = closures[targets] = nfa.closure(targets)
+            at = k
+        if at < n_iv:
+            segs.append((at, n_iv, cur))
+        segments[nset] = segs
+        return segs
+
     first = (nfa.closure([start]), 0)
     index = {first: 0}
     order = [first]
-    trans: List[Dict[int, int]] = []      # state -> {interval index: state}
+    trans: List[List[int]] = []      # state -> [state after interval k]
     i = 0
     while i < len(order):
         nset, node = order[i]
-        row: Dict[int, int] = {}
-        for k, (a, b) in enumerate(intervals):
-            targets = [t for s in nset for lo, hi, t in nfa.edges[s] if lo <= a and b <= hi]
-            nxt_node = trie[node].get(a, -1) if node >= 0 and a == b else -1
-            tgt = (nfa.closure(targets) if targets else frozenset(), nxt_node)
-            j = index.get(tgt)
-            if j is None:
-                if len(order) >= MAX_KEY_DFA_STATES:
-                    raise LimitError(f"the key language needs more than {MAX_KEY_DFA_STATES} "
-                                     "DFA states", keyword=keyword, pointer=pointer)
-                j = index[tgt] = len(order)
-                order.append(tgt)
-            row[k] = j
+        kids = trie[node] if node >= 0 else None
+        row = [0] * n_iv
+        for k0, k1, clo in segments_of(nset):
+            if kids:
+                ks = range(k0, k1)
+            else:
+                ks = None
+                tgt = (clo, -1)
+            for k in (ks if ks is not None else (k0,)):
+                if ks is not None:
+                    a, b = intervals[k]
+                    tgt = (clo, kids.get(a, -1) if a == b else -1)
+                j = index.get(tgt)
+                if j is None:
+                    if len(order) >= MAX_KEY_DFA_STATES:
+                        raise LimitError(f"the key language needs more than "
+                                         f"{MAX_KEY_DFA_STATES} DFA states", keyword=keyword,
+                                         pointer=pointer)
+                    j = index[tgt] = len(order)
+                    order.append(tgt)
+                if ks is not None:
+                    row[k] = j
+                else:
+                    row[k0:k1] = [j] * (k1 - k0)
         trans.append(row)
         i += 1
-    accepting = [((final in nset) != negate) and node not in ends for nset, node in order]
-
-    # keep the states that can still reach an accepting one
-    live = {k for k, acc in enumerate(accepting) if acc}
-    changed = True
-    while changed:
-        changed = False
-        for k, row in enumerate(trans):
-            if k not in live and any(t in live for t in row.values()):
-                live.add(k)
-                changed = True
-    if 0 not in live:
-        return ir.NOTHING
-    rule = {k: (name if k == 0 else g.fresh_name(f"{name}-{k}")) for k in sorted(live)}
-    for k in sorted(live):
-        g.add(rule[k], ir.NOTHING)
-    for k in sorted(live):
-        by_target: Dict[int, List[Tuple[int, int]]] = {}
-        for iv, t in trans[k].items():
-            if t in live:
-                by_target.setdefault(t, []).append(intervals[iv])
-        alts = [ir.lit('"')] if accepting[k] else []
-        for t, ranges in sorted(by_target.items()):
-            alts.append(ir.seq(jg.char_in(ir.normalize_ranges(ranges)), ir.Ref(rule[t])))
-        g.rules[rule[k]].expr = ir.alt(*alts)
-    return ir.seq(ir.lit('"'), ir.Ref(rule[0]))
+    # per state, the intervals leading to each target as normalized ranges (ascending and
+    # disjoint already: adjacent ones merged), by target
+    groups = []
+    for row in trans:
+        by_target: Dict[int, list] = {}
+        for k, t in enumerate(row):
+            a, b = intervals[k]
+            rs = by_target.get(t)
+            if rs is None:
+                by_target[t] = [(a, b)]
+            elif rs[-1][1] + 1 == a:
+                rs[-1] = (rs[-1][0], b)
+            else:
+                rs.append((a, b))
+        groups.append(tuple((t, tuple(rs)) for t, rs in sorted(by_target.items())))
+    in_language = tuple(final in nset for nset, _ in order)
+    on_name = tuple(node in ends for _, node in order)
+    return tuple(tuple(r) for r in trans), tuple(groups), in_language, on_name
