@@ -384,4 +384,5 @@ def productive_rules(g: GrammarIR) -> set:
             else:
                 for b in set(blockers):
                     waiting.setdefault(b, []).append(name)
+    prod = None     # its closure holds itself: unbound, the cycle goes with the call
     return done

@@ -1222,6 +1222,7 @@ class _Compiler:
             return ir.repeat(ir.seq(sep, rest), max(lo - i, 0), n_hi)
 
         members = ir.NOTHING if hi == 0 else ir.seq(elem(0), tail(1))
+        tail = None     # a recursive closure is a cycle (see _object_expr_any_order)
         expr = jg.container(g, "[", members, "]", nullable_members=(lo == 0))
         return g.add(self._rule_name(ptr, "array"), expr, container=True)
 
@@ -1610,6 +1611,10 @@ class _Compiler:
             return ref
 
         members = body(0, 0)
+        # body and state call each other through their closure cells, a cycle holding the
+        # compiler and its grammar: unbound now, reference counting frees them with the
+        # compile instead of a full collection walking the whole IR later
+        body = state = None  # noqa: F811,F841  (unbinding the cells is the point)
         empty_ok = not required and lo == 0
         return g.add(base, jg.container(g, "{", members, "}", nullable_members=empty_ok),
                      container=True)

@@ -318,18 +318,23 @@ def _counter(g: ir.GrammarIR, open_: ir.Expr, ch: ir.Expr, close: ir.Expr, tail:
                        lambda: ir.seq(ir.repeat(exact(k - 1), 0, base - 1), under(k - 1)))
 
     levels = range(len(sizes), 0, -1)
-    digits, run = _run_and_blocks(lo, first, sizes)
-    prefix = ir.seq(open_, *(ir.repeat(exact(k), d, d) for k, d in zip(levels, digits)),
-                    ir.repeat(ch, run, run))
-    if hi is None:
-        return ir.seq(prefix, tail)
-    digits, run = _run_and_blocks(hi - lo, first, sizes)
-    rest = ir.seq(ir.repeat(ch, 0, run), close)
-    for k, d in reversed(list(zip(levels, digits))):
-        if d:
-            rest = ir.alt(ir.seq(ir.repeat(exact(k), 0, d - 1), under(k)),
-                          ir.seq(ir.repeat(exact(k), d, d), rest))
-    return ir.seq(prefix, rest)
+    try:
+        digits, run = _run_and_blocks(lo, first, sizes)
+        prefix = ir.seq(open_, *(ir.repeat(exact(k), d, d) for k, d in zip(levels, digits)),
+                        ir.repeat(ch, run, run))
+        if hi is None:
+            return ir.seq(prefix, tail)
+        digits, run = _run_and_blocks(hi - lo, first, sizes)
+        rest = ir.seq(ir.repeat(ch, 0, run), close)
+        for k, d in reversed(list(zip(levels, digits))):
+            if d:
+                rest = ir.alt(ir.seq(ir.repeat(exact(k), 0, d - 1), under(k)),
+                              ir.seq(ir.repeat(exact(k), d, d), rest))
+        return ir.seq(prefix, rest)
+    finally:
+        # exact and under call themselves through their cells: unbound, no cycle outlives
+        # the call
+        exact = under = None  # noqa: F841
 
 
 def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
@@ -625,4 +630,8 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
             return Alt(tuple(opts))
         return alt(*opts)
 
-    return ir.seq(quote, walk(trie))
+    out = ir.seq(quote, walk(trie))
+    # walk's closure holds walk itself: unbound, the trie and the grammar are not left to
+    # the cyclic collector
+    walk = None
+    return out
