@@ -742,9 +742,9 @@ cdef class TokenTables:
         per_pos = cum[automaton.edge_off[1:n_pos + 1]] - cum[automaton.edge_off[0:n_pos]]
         self._narrow = (per_pos < NARROW_FIRST_BYTES).tolist()
         self._pair_start = _pair_starts(automaton)
-        self._repeated = _repeated_rules(automaton)
-        self._short = automaton.short_len.tolist()
-        self._rule_of = automaton.pos_rule.tolist()
+        # counter levels: found on the first pair frame a mask meets (most grammars have
+        # none, and this is on the path to the first mask)
+        self._repeated = None
 
     def __dealloc__(self):
         free(self.fb.bits)
@@ -973,6 +973,12 @@ cdef class TokenTables:
             free(cond.data)
             free(exits.data)
 
+    cdef _find_counter_levels(self):
+        a = self.automaton
+        self._short = a.short_len.tolist()
+        self._rule_of = a.pos_rule.tolist()
+        self._repeated = _repeated_rules(a)
+
     cdef tuple _counter_frames(self, Matcher m, int32_t below, int32_t p):
         """The positions of the frames from `below` down while a token can pop them and
         they are counter levels (at most MAX_TABLE_FRAMES with p), bottom first, then p."""
@@ -1013,6 +1019,8 @@ cdef class TokenTables:
             if self._pair_start[p] and m.store.parent[node] >= 0:
                 below = m.store.parent[node]
                 q = m.store.pos[below]
+                if self._repeated is None:
+                    self._find_counter_levels()
                 if self._repeated[self._rule_of[q]] and \
                         self._short[p] + self._short[q] <= self.trie.c.max_len:
                     # a counter level that a token can leave: the frames below go in too
