@@ -630,6 +630,19 @@ cdef class _I64Map:
         self.mask = cap - 1
         self.shift = shift
 
+    cdef void clear(self, int n) noexcept:
+        """Empty again, sized for about n keys (the memory is kept)."""
+        cdef size_t cap = 64
+        cdef int shift = 58
+        while cap < <size_t>(2 * n):
+            cap *= 2
+            shift -= 1
+        self.keys.assign(cap, -1)
+        self.vals.assign(cap, 0)
+        self.mask = cap - 1
+        self.shift = shift
+        self.count = 0
+
     cdef inline uint64_t _slot(self, int64_t k) noexcept:
         return ((<uint64_t>k) * <uint64_t>0x9E3779B97F4A7C15ULL) >> self.shift
 
@@ -689,6 +702,15 @@ cdef class _SetTable:
             h = (h ^ <uint32_t>v[i]) * 0x100000001b3ULL
             h ^= h >> 29
         return <int64_t>(h & 0x7FFFFFFFFFFFFFFFULL)
+
+    cdef void reset(self, int n) noexcept:
+        """Empty again, with room for about n sequences."""
+        self.data.clear()
+        self.off.clear()
+        self.off.push_back(0)
+        self.vals.clear()
+        self.next_same.clear()
+        self.heads.clear(n)
 
     cdef int find(self, vector[int]& v) noexcept:
         """Index of v, or -1."""
@@ -1041,6 +1063,49 @@ cdef class Builder:
             sig.push_back(self.c_rule[k])
             sig.push_back(cls[self.c_to[k] - base])
 
+    cdef bint _post_order(self, int b, int e, vector[int]& order, vector[int]& state,
+                          vector[int]& dfs_p, vector[int]& dfs_k) noexcept:
+        """order = the positions [b, e) of one rule in depth-first post-order from b over
+        byte edges and call returns (positions it does not reach follow, last first).
+        Returns whether the search met a cycle (an edge back into its own path)."""
+        cdef int n = e - b, p, k, ne, nc, t, top
+        cdef bint cyclic = False
+        order.clear()
+        state.assign(n, 0)              # 0 unseen, 1 on the path, 2 done
+        dfs_p.clear()
+        dfs_k.clear()
+        dfs_p.push_back(b)
+        dfs_k.push_back(0)
+        state[0] = 1
+        while dfs_p.size():
+            top = <int>dfs_p.size() - 1
+            p = dfs_p[top]
+            k = dfs_k[top]
+            ne = self.e_off[p + 1] - self.e_off[p]
+            nc = self.c_off[p + 1] - self.c_off[p]
+            if k < ne + nc:
+                dfs_k[top] = k + 1
+                if k < ne:
+                    t = self.e_to[self.e_off[p] + k]
+                else:
+                    t = self.c_to[self.c_off[p] + k - ne]
+                if state[t - b] == 0:
+                    state[t - b] = 1
+                    dfs_p.push_back(t)
+                    dfs_k.push_back(0)
+                elif state[t - b] == 1:
+                    cyclic = True
+            else:
+                state[p - b] = 2
+                order.push_back(p)
+                dfs_p.pop_back()
+                dfs_k.pop_back()
+        for p in range(e - 1, b - 1, -1):
+            if state[p - b] == 0:
+                order.push_back(p)
+                cyclic = True           # (unreached positions: keep the old passes)
+        return cyclic
+
     def minimize(self, int max_rounds):
         """Merge the positions of each rule that behave alike: the subset construction keeps
         one position per NFA-state set, and front ends copy expressions (the trie of an open
@@ -1051,18 +1116,19 @@ cdef class Builder:
         classes with the same whitespace bit (adjacent ranges into one class merged) and the
         same callees returning into the same classes behave alike, so each merge keeps the
         language, the stack behaviour and every flag, whenever the passes stop. A pass visits
-        the positions from the last (the subset construction numbers targets after their
-        first source), so a copied tail merges in one pass; passes repeat while they merge,
-        at most max_rounds. (Copies of a cycle are not merged; a long counted run costs one
-        pass, where refining from one class per flag would take a pass per count.)
+        the positions in post-order from the rule's start (every target before its sources,
+        except along a cycle), so the acyclic part merges in one pass; only a rule with a
+        cycle repeats passes while they merge, at most max_rounds. (Copies of a cycle are not
+        merged; a long counted run costs one pass, where refining from one class per flag
+        would take a pass per count.)
         Returns (positions before, positions after)."""
         cdef int R = <int>self.starts.size()
         cdef int P = <int>self.finals.size()
-        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base
+        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base, m
         cdef int64_t work = 0
-        cdef bint merged
-        cdef vector[int] cls, ren, sig, newpos, rep
-        cdef _SetTable table
+        cdef bint merged, cyclic
+        cdef vector[int] cls, ren, sig, newpos, rep, order, state, dfs_p, dfs_k
+        cdef _SetTable table = _SetTable()
         cdef vector[int] finals, pos_rule, starts, e_off, e_lo, e_hi, e_to, e_ws
         cdef vector[int] c_off, c_rule, c_to
         newpos.assign(P, 0)
@@ -1077,11 +1143,13 @@ cdef class Builder:
                 cls[p] = p
             rounds = 0
             merged = n > 1
+            cyclic = self._post_order(b, e, order, state, dfs_p, dfs_k) if merged else False
             while merged and rounds < max_rounds:
                 rounds += 1
                 merged = False
-                table = _SetTable()
-                for p in range(e - 1, b - 1, -1):
+                table.reset(n)
+                for m in range(n):
+                    p = order[m]
                     self._signature(p, cls, b, sig)
                     sig[0] = self.finals[p]         # the flag, not the class: what p does
                     j = table.find(sig)
@@ -1091,6 +1159,10 @@ cdef class Builder:
                         cls[p - b] = table.vals[j]
                         merged = True
                     work += <int64_t>sig.size()
+                if not cyclic:
+                    # targets came before their sources: every equal future merged in one
+                    # pass, and no later pass can see a class it did not see
+                    merged = False
                 if work >= GIL_YIELD_UNITS:
                     work = 0
                     with nogil:     # a thread waiting for the GIL takes it here
@@ -1223,6 +1295,70 @@ cdef class Builder:
                         stack.push_back(t)
             out.append(callees)
         return out
+
+    def left_cycle(self):
+        """The first left-recursive cycle of rules, [r, ..., r], or None: the rules called
+        before any byte is consumed (through nullable callees) form the graph, searched depth
+        first from each rule in turn, callees ascending (the order the Python check had, so
+        the error names the same cycle)."""
+        cdef int R = <int>self.starts.size()
+        cdef int P = <int>self.finals.size()
+        cdef vector[int] nul, seen, stack, l_off, l_to, colour, path, it, row
+        cdef int r, p, k, cr, t, st = 0, r0, top, nxt, i, j, flag
+        for x in self.nullable():
+            flag = 1 if x else 0      # (a typed local: Cython binds a conditional to a dangling ref)
+            nul.push_back(flag)
+        seen.assign(P, 0)
+        l_off.push_back(0)
+        for r in range(R):
+            st += 1
+            row.clear()
+            stack.clear()
+            stack.push_back(self.starts[r])
+            seen[self.starts[r]] = st
+            while stack.size():
+                p = stack.back()
+                stack.pop_back()
+                for k in range(self.c_off[p], self.c_off[p + 1]):
+                    cr = self.c_rule[k]
+                    t = self.c_to[k]
+                    row.push_back(cr)
+                    if nul[cr] and seen[t] != st:
+                        seen[t] = st
+                        stack.push_back(t)
+            cpp_sort(row.begin(), row.end())
+            row.erase(cpp_unique(row.begin(), row.end()), row.end())
+            l_to.insert(l_to.end(), row.begin(), row.end())
+            l_off.push_back(<int>l_to.size())
+        colour.assign(R, 0)
+        for r0 in range(R):
+            if colour[r0]:
+                continue
+            path.clear()
+            it.clear()
+            path.push_back(r0)
+            it.push_back(l_off[r0])
+            colour[r0] = 1
+            while path.size():
+                top = <int>path.size() - 1
+                r = path[top]
+                if it[top] == l_off[r + 1]:
+                    colour[r] = 2
+                    path.pop_back()
+                    it.pop_back()
+                    continue
+                nxt = l_to[it[top]]
+                it[top] += 1
+                if colour[nxt] == 1:
+                    for i in range(<int>path.size()):
+                        if path[i] == nxt:
+                            break
+                    return [path[j] for j in range(i, <int>path.size())] + [nxt]
+                if colour[nxt] == 0:
+                    colour[nxt] = 1
+                    path.push_back(nxt)
+                    it.push_back(l_off[nxt])
+        return None
 
     def shortest(self):
         """Shortest completion per position: Bellman-Ford sweeps from the last position down

@@ -173,35 +173,6 @@ KERNEL_TABLES: Tuple[Tuple[str, np.dtype], ...] = tuple(
     if "dtype" in f.metadata and f.metadata["kernel"])
 
 
-def _check_left_recursion(names, left, origins):
-    # left[r]: rules called at positions reachable from r's start without consuming a byte
-    # (through nullable callees), computed by the builder
-    # cycle detection (iterative DFS, colours)
-    colour = [0] * len(names)
-    for r0 in range(len(names)):
-        if colour[r0]:
-            continue
-        path = [r0]
-        iters = [iter(sorted(left[r0]))]
-        colour[r0] = 1
-        while path:
-            nxt = next(iters[-1], None)
-            if nxt is None:
-                colour[path.pop()] = 2
-                iters.pop()
-                continue
-            if colour[nxt] == 1:
-                cyc = path[path.index(nxt):] + [nxt]
-                rule = names[nxt]
-                line, col = origins.get(rule) or (None, None)
-                raise CompileError("left recursion: " + " -> ".join(names[c] for c in cyc),
-                                   rule=rule, line=line, column=col)
-            if colour[nxt] == 0:
-                colour[nxt] = 1
-                path.append(nxt)
-                iters.append(iter(sorted(left[nxt])))
-
-
 INLINE_MAX_SIZE = 256
 
 
@@ -233,7 +204,17 @@ MINIMIZE_MAX_ROUNDS = 16
 
 def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     """The automaton of `grammar`. minimize=False keeps the positions exactly as the subset
-    construction numbers them (the frozen reference builder's tables, which tests compare)."""
+    construction numbers them (the frozen reference builder's tables, which tests compare).
+
+    Runs with the cyclic collector paused (as the compile functions do around the whole
+    compile): the inlining pass allocates an expression node per substituted subexpression,
+    and every collection it triggers walks the grammar's whole live IR again."""
+    from .grammar import COLLECTOR_PAUSE        # (grammar imports this module)
+    with COLLECTOR_PAUSE:
+        return _build(grammar, minimize)
+
+
+def _build(grammar: ir.GrammarIR, minimize: bool) -> Automaton:
     if grammar.root not in grammar.rules:
         raise CompileError(f"root rule '{grammar.root}' is not defined", rule=grammar.root)
     exprs, calls = _inline_small_rules(grammar)
@@ -271,8 +252,12 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     if minimize:
         builder.minimize(MINIMIZE_MAX_ROUNDS)
 
-    nullable = builder.nullable()
-    _check_left_recursion(names, builder.left_callees(nullable), origins)
+    cyc = builder.left_cycle()
+    if cyc is not None:
+        rule = names[cyc[-1]]
+        line, col = origins.get(rule) or (None, None)
+        raise CompileError("left recursion: " + " -> ".join(names[c] for c in cyc),
+                           rule=rule, line=line, column=col)
 
     # shortest completion per position (Bellman-Ford with strict improvement: the chosen
     # pointers form no cycle, so the closer's walk terminates)
