@@ -439,18 +439,34 @@ cdef class RuleNfa:
     cdef vector[int] eps_flat, byt_flat, calls_flat
     cdef dict rule_index
     cdef object rule_name, ws_type
+    cdef bint share
+    # share mode: (kind, expression, continuation, whitespace bit) -> a state whose only
+    # edges are that expression's fragment into the continuation
+    cdef dict starts_of
+    # share mode: the state each state continues as: itself, or for the end state of an
+    # alternative (its only out-edge an epsilon to the alternation's end) that end's
+    cdef vector[int] canon
 
-    def __init__(self, dict rule_index, rule_name, bint whitespace, int max_states, ws_type):
+    def __init__(self, dict rule_index, rule_name, bint whitespace, int max_states, ws_type,
+                 bint share=False):
         self.n = 0
         self.ws = 1 if whitespace else 0     # bytes emitted now spend the whitespace budget
         self.max_states = max_states
         self.rule_index = rule_index
         self.rule_name = rule_name
         self.ws_type = ws_type               # automaton._Whitespace (an inlined whitespace rule)
+        # share=True: equal suffixes (an expression followed by the same state) are built
+        # once, so the subset construction meets one NFA state where it met a copy per
+        # occurrence (the free-key trie repeats its UTF-8 tails and string-body calls at
+        # every node). Same language; another numbering than the frozen reference's.
+        self.share = share
+        self.starts_of = {} if share else None
 
     cdef int new(self) except -1:
         if self.n >= self.max_states:
             raise LimitError(f"grammar needs more than {self.max_states} automaton states")
+        if self.share:
+            self.canon.push_back(self.n)
         self.n += 1
         return self.n - 1
 
@@ -493,12 +509,42 @@ cdef class RuleNfa:
         self.emit(e, s, t, 0)
         return s, t
 
+    cdef int start_of(self, e, int t, int depth) except -1:
+        """Share mode: a state that matches e and continues at t (made once per e, t and
+        whitespace bit: its only out-edges are e's fragment, which ends in t)."""
+        cdef int a
+        key = self._key(e, t)
+        found = self.starts_of.get(key)
+        if found is not None:
+            return <int>found
+        a = self.new()
+        self.emit(e, a, t, depth + 1)
+        self.starts_of[key] = a
+        return a
+
+    cdef object _key(self, e, int t):
+        cdef int c = self.canon[t]
+        k = type(e)
+        if k is _Ref:
+            return (0, e.name, c, self.ws)
+        if k is _Bytes:
+            return (1, e.data, c, self.ws)
+        if k is _ByteSet:
+            return (2, e.ranges, c, self.ws)
+        if k is _CharSet:
+            return (3, e.ranges, c, self.ws)
+        # composites by identity (front ends share subtrees; a structural hash would walk
+        # every fresh node the inlining made): alive in the grammar for the whole build
+        return (4, id(e), c, self.ws)
+
     cdef int emit(self, e, int s, int t, int depth) except -1:
         cdef int i, m, cur, nxt, a, b, saved, lo, hi, base
         cdef const unsigned char[:] data
         if depth > MAX_EXPR_DEPTH:
             raise LimitError("grammar expressions nest too deeply")
         k = type(e)
+        if self.share and (k is _Seq or k is _Alt or k is _CharSet):
+            return self.emit_shared(e, k, s, t, depth)
         if k is _Bytes:
             data = e.data
             m = data.shape[0]
@@ -600,6 +646,58 @@ cdef class RuleNfa:
             pass
         else:  # a front end produced something unknown
             raise TypeError(f"not a grammar expression: {e!r}")
+        return 0
+
+    cdef int emit_shared(self, e, k, int s, int t, int depth) except -1:
+        """Share mode's Seq, Alt and CharSet, with as many states as the plain construction
+        where nothing repeats (the growth limit counts NFA states). A fragment only adds
+        out-edges to its start and in-edges to its end, so a fragment made for (expression,
+        continuation) serves every later occurrence with an equal continuation: a sequence is
+        built from its end, each item's start shared by (item, what follows); an alternative
+        is shared by (item, the alternation's end)."""
+        cdef int i, m, cur, nxt, lo, hi, a, b
+        if k is _Seq:
+            items = e.items
+            m = len(items)
+            if m == 0:
+                return 0
+            cur = t
+            for i in range(m - 1, 0, -1):
+                cur = self.start_of(items[i], cur, depth)
+            self.emit(items[0], s, cur, depth + 1)
+        elif k is _Alt:
+            for it in e.items:
+                key = self._key(it, t)
+                found = self.starts_of.get(key)
+                if found is not None:
+                    self._eps(s, <int>found)
+                    continue
+                a = self.new()
+                b = self.new()
+                self.canon[b] = self.canon[t]
+                self._eps(s, a)
+                self.emit(it, a, b, depth + 1)
+                self._eps(b, t)
+                self.starts_of[key] = a
+        else:
+            # UTF-8 sequences from their ends: equal tails (continuation bytes) end in the
+            # same states
+            for sq in _charset_sequences(e.ranges):
+                m = len(sq)
+                cur = t
+                for i in range(m - 1, 0, -1):
+                    key = (6, sq[i:], self.canon[t], self.ws)
+                    found = self.starts_of.get(key)
+                    if found is None:
+                        nxt = self.new()
+                        lo, hi = sq[i]
+                        self._byte(nxt, lo, hi, cur)
+                        self.starts_of[key] = nxt
+                        cur = nxt
+                    else:
+                        cur = <int>found
+                lo, hi = sq[0]
+                self._byte(s, lo, hi, cur)
         return 0
 
 

@@ -48,8 +48,9 @@ class _RuleCompiler:
     """Thompson construction of one rule (RuleNfa) behind the old interface: .build(expr)
     returns (start, accept) and .nfa has per-state .eps/.bytes_/.calls lists."""
 
-    def __init__(self, rule_index: Dict[str, int], rule_name: str, whitespace: bool = False):
-        self.nfa = RuleNfa(rule_index, rule_name, whitespace, MAX_NFA_STATES, _Whitespace)
+    def __init__(self, rule_index: Dict[str, int], rule_name: str, whitespace: bool = False,
+                 share: bool = False):
+        self.nfa = RuleNfa(rule_index, rule_name, whitespace, MAX_NFA_STATES, _Whitespace, share)
 
     def build(self, e: ir.Expr) -> Tuple[int, int]:
         return self.nfa.build(e)
@@ -232,17 +233,20 @@ def _build(grammar: ir.GrammarIR, minimize: bool) -> Automaton:
     # per rule DFA (C++ subset construction), concatenated into one position space
     builder = _builder()
     for ri, name in enumerate(names):
-        # Thompson construction of the rule's expression over bytes and calls (C++)
-        rc = _RuleCompiler(rule_index, name, whitespace=grammar.rules[name].whitespace)
+        # Thompson construction of the rule's expression over bytes and calls (C++); when
+        # the positions are merged anyway, equal suffixes are shared already in the NFA
+        # (fewer subset states to make and merge)
+        nfa = RuleNfa(rule_index, name, grammar.rules[name].whitespace, MAX_NFA_STATES,
+                      _Whitespace, minimize)
         try:
-            s, t = rc.build(exprs[name])
+            s, t = nfa.build(exprs[name])
         except CompileError as e:
             if e.rule is None or e.line is None:
                 line, col = origins.get(name) or (None, None)
                 raise type(e)(e.reason, rule=name, line=line, column=col) from None
             raise
         try:
-            builder.add_rule(ri, rc.nfa, s, t)
+            builder.add_rule(ri, nfa, s, t)
         except LimitError as e:
             if e.limit != "max_dfa_growth":
                 raise
