@@ -197,15 +197,36 @@ cdef object _subst(e, set inlinable, resolved, dict memo, int depth):
     x = memo.get(key)
     if x is not None:
         return x
-    if k is _Seq:
-        x = _Seq(tuple([_subst(it, inlinable, resolved, memo, depth + 1) for it in e.items]))
-    elif k is _Alt:
-        x = _Alt(tuple([_subst(it, inlinable, resolved, memo, depth + 1) for it in e.items]))
+    cdef bint changed = False
+    if k is _Seq or k is _Alt:
+        items = e.items
+        out = []
+        for it in items:
+            y = _subst(it, inlinable, resolved, memo, depth + 1)
+            if y is not it:
+                changed = True
+            out.append(y)
+        # a subtree that calls nothing inlined stays the same object (no copy to make, and
+        # the builder's sharing by identity keeps seeing one subtree)
+        x = _new_node(k, "items", tuple(out)) if changed else e
     elif type(e.item) is _Ref and _repeat_count(e) > UNROLL_INLINE_MAX:
         x = e           # a long counted run calls its item: one copy of it, not n
     else:
-        x = _Repeat(_subst(e.item, inlinable, resolved, memo, depth + 1), e.lo, e.hi)
+        y = _subst(e.item, inlinable, resolved, memo, depth + 1)
+        x = _Repeat(y, e.lo, e.hi) if y is not e.item else e
     memo[key] = x
+    return x
+
+
+cdef object _object_new = object.__new__
+cdef object _object_setattr = object.__setattr__
+
+
+cdef inline object _new_node(k, str field, value):
+    """k(value) for a frozen one-field dataclass of the IR (Seq, Alt), without running its
+    generated __init__ (a Python frame per node: the inlining pass makes thousands)."""
+    x = _object_new(k)
+    _object_setattr(x, field, value)
     return x
 
 
@@ -416,11 +437,13 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
         c = out_refs.get(n)
         if c is None:
             c = set()
-            kept = set()
-            _long_repeat_refs(rules[n].expr, kept, 0)
+            kept = None                 # (walked only when some callee was inlined)
             for m in refs[n]:
                 if m in inlinable and done.get(m) is not None:
                     c |= calls_of(m)
+                    if kept is None:
+                        kept = set()
+                        _long_repeat_refs(rules[n].expr, kept, 0)
                     if m in kept:       # also called, from a long counted run
                         c.add(m)
                 else:
@@ -868,6 +891,8 @@ cdef class Builder:
     cdef vector[int] n_eoff, n_eto, n_boff, n_blo, n_bhi, n_bto, n_bws, n_coff, n_crule, n_cto
     cdef vector[int] mark, buf
     cdef int stamp
+    # the subset construction's tables, emptied for each rule (made once per build)
+    cdef _SetTable sets, by_targets
 
     def __init__(self, int64_t limit, int max_positions, int64_t max_growth=0,
                  str limit_name="MAX_COMPILE_WORK"):
@@ -880,6 +905,8 @@ cdef class Builder:
         self.e_off.push_back(0)
         self.c_off.push_back(0)
         self.stamp = 0
+        self.sets = _SetTable()
+        self.by_targets = _SetTable()
 
     @property
     def n_positions(self):
@@ -982,13 +1009,15 @@ cdef class Builder:
         self.stamp = 0
 
         cdef int base = <int>self.finals.size()
-        cdef _SetTable sets = _SetTable()         # DFA state i = NFA-state set i
+        cdef _SetTable sets = self.sets           # DFA state i = NFA-state set i
+        sets.reset(n)
         cdef vector[int] cur, targets
         # DFA state of the closure of one NFA state, once known: most transitions have a
         # single target, so their closure and set lookup happen once per rule
         cdef vector[int] single
         cdef int one, o
-        cdef _SetTable by_targets = _SetTable()   # sorted target set -> DFA state, likewise
+        cdef _SetTable by_targets = self.by_targets   # sorted target set -> DFA state, likewise
+        by_targets.reset(n)
         single.assign(n, -1)
         cdef vector[int] r_lo, r_hi, r_to, r_ws, bounds
         cdef vector[pair[int, int]] cpairs
