@@ -14,7 +14,7 @@ tests/oracles/automaton_reference.py, exactly: the same DFA numbering
 order (tie-breaking of the completion pointers), the same DFS order for closure chains, the
 same compile-work units spent at the same moments, and the same error messages.
 """
-from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t, uint32_t
+from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t, uint32_t, uintptr_t
 from libc.string cimport memcpy, memcmp
 from libcpp.vector cimport vector
 from libcpp.pair cimport pair
@@ -95,6 +95,26 @@ cdef list _charset_sequences(ranges):
             _SEQ_CACHE.clear()
         _SEQ_CACHE[ranges] = seqs
     return seqs
+
+
+# the UTF-8 tails (continuation byte ranges ending a sequence) met so far, each numbered
+# once; a number is never given again (after a clear, a tail only gets a new one)
+cdef dict _TAIL_IDS = {}
+cdef int64_t _next_tail_id = 0
+
+
+cdef int64_t _tail_id(tuple sq, int i) except -1:
+    """The number of sq[i:], the same for equal tails of any sequence."""
+    global _next_tail_id
+    tail = sq[i:]
+    n = _TAIL_IDS.get(tail)
+    if n is None:
+        if len(_TAIL_IDS) > 65536:
+            _TAIL_IDS.clear()
+        n = _next_tail_id
+        _next_tail_id += 1
+        _TAIL_IDS[tail] = n
+    return <int64_t>n
 
 
 # --- walkers of the inlining pass (automaton._inline_small_rules) ------------------------
@@ -463,9 +483,12 @@ cdef class RuleNfa:
     cdef dict rule_index
     cdef object rule_name, ws_type
     cdef bint share
-    # share mode: (kind, expression, continuation, whitespace bit) -> a state whose only
-    # edges are that expression's fragment into the continuation
-    cdef dict starts_of
+    # share mode: (expression, continuation, whitespace bit) -> a state whose only edges are
+    # that expression's fragment into the continuation. Keyed by object address (front ends
+    # share subtrees; a structural hash would walk every fresh node the inlining made; the
+    # expressions stay alive in the grammar for the whole build), calls by the callee's rule
+    # index, UTF-8 tails by their _tail_id
+    cdef _PairMap starts_of
     # share mode: the state each state continues as: itself, or for the end state of an
     # alternative (its only out-edge an epsilon to the alternation's end) that end's
     cdef vector[int] canon
@@ -483,7 +506,7 @@ cdef class RuleNfa:
         # occurrence (the free-key trie repeats its UTF-8 tails and string-body calls at
         # every node). Same language; another numbering than the frozen reference's.
         self.share = share
-        self.starts_of = {} if share else None
+        self.starts_of = _PairMap() if share else None
 
     cdef int new(self) except -1:
         if self.n >= self.max_states:
@@ -536,29 +559,27 @@ cdef class RuleNfa:
         """Share mode: a state that matches e and continues at t (made once per e, t and
         whitespace bit: its only out-edges are e's fragment, which ends in t)."""
         cdef int a
-        key = self._key(e, t)
-        found = self.starts_of.get(key)
-        if found is not None:
-            return <int>found
+        cdef int64_t ka = self._key(e)
+        cdef int64_t kb = self._cont(t, 0)
+        a = self.starts_of.get(ka, kb)
+        if a >= 0:
+            return a
         a = self.new()
         self.emit(e, a, t, depth + 1)
-        self.starts_of[key] = a
+        self.starts_of.put(ka, kb, a)
         return a
 
-    cdef object _key(self, e, int t):
-        cdef int c = self.canon[t]
-        k = type(e)
-        if k is _Ref:
-            return (0, e.name, c, self.ws)
-        if k is _Bytes:
-            return (1, e.data, c, self.ws)
-        if k is _ByteSet:
-            return (2, e.ranges, c, self.ws)
-        if k is _CharSet:
-            return (3, e.ranges, c, self.ws)
-        # composites by identity (front ends share subtrees; a structural hash would walk
-        # every fresh node the inlining made): alive in the grammar for the whole build
-        return (4, id(e), c, self.ws)
+    cdef int64_t _key(self, e) except -2:
+        if type(e) is _Ref:
+            idx = self.rule_index.get(e.name)
+            if idx is not None:
+                return <int64_t>idx        # (below any object's address)
+        return <int64_t><uintptr_t><void*>e
+
+    cdef inline int64_t _cont(self, int t, int tail) noexcept:
+        """Second half of a sharing key: the continuation, the whitespace bit, and whether
+        the first half is a UTF-8 tail (_tail_id) rather than an expression."""
+        return ((<int64_t>self.canon[t]) << 2) | (tail << 1) | self.ws
 
     cdef int emit(self, e, int s, int t, int depth) except -1:
         cdef int i, m, cur, nxt, a, b, saved, lo, hi, base
@@ -679,6 +700,7 @@ cdef class RuleNfa:
         built from its end, each item's start shared by (item, what follows); an alternative
         is shared by (item, the alternation's end)."""
         cdef int i, m, cur, nxt, lo, hi, a, b
+        cdef int64_t ka, kb
         if k is _Seq:
             items = e.items
             m = len(items)
@@ -689,11 +711,12 @@ cdef class RuleNfa:
                 cur = self.start_of(items[i], cur, depth)
             self.emit(items[0], s, cur, depth + 1)
         elif k is _Alt:
+            kb = self._cont(t, 0)
             for it in e.items:
-                key = self._key(it, t)
-                found = self.starts_of.get(key)
-                if found is not None:
-                    self._eps(s, <int>found)
+                ka = self._key(it)
+                a = self.starts_of.get(ka, kb)
+                if a >= 0:
+                    self._eps(s, a)
                     continue
                 a = self.new()
                 b = self.new()
@@ -701,24 +724,23 @@ cdef class RuleNfa:
                 self._eps(s, a)
                 self.emit(it, a, b, depth + 1)
                 self._eps(b, t)
-                self.starts_of[key] = a
+                self.starts_of.put(ka, kb, a)
         else:
-            # UTF-8 sequences from their ends: equal tails (continuation bytes) end in the
-            # same states
+            # UTF-8 sequences from their ends: the states before a sequence's last bytes are
+            # shared with every later use of that sequence into the same continuation
+            kb = self._cont(t, 1)
             for sq in _charset_sequences(e.ranges):
                 m = len(sq)
                 cur = t
                 for i in range(m - 1, 0, -1):
-                    key = (6, sq[i:], self.canon[t], self.ws)
-                    found = self.starts_of.get(key)
-                    if found is None:
+                    ka = _tail_id(sq, i)
+                    nxt = self.starts_of.get(ka, kb)
+                    if nxt < 0:
                         nxt = self.new()
                         lo, hi = sq[i]
                         self._byte(nxt, lo, hi, cur)
-                        self.starts_of[key] = nxt
-                        cur = nxt
-                    else:
-                        cur = <int>found
+                        self.starts_of.put(ka, kb, nxt)
+                    cur = nxt
                 lo, hi = sq[0]
                 self._byte(s, lo, hi, cur)
         return 0
@@ -804,6 +826,66 @@ cdef class _I64Map:
         for j in range(ok.size()):
             if ok[j] != -1:
                 self.put(ok[j], ov[j])
+
+
+cdef class _PairMap:
+    """Open-addressing hash map from pairs of non-negative int64 keys to non-negative ints."""
+    cdef vector[int64_t] ka, kb
+    cdef vector[int] vals
+    cdef uint64_t mask
+    cdef int count
+
+    def __cinit__(self):
+        self.ka.assign(64, -1)
+        self.kb.assign(64, 0)
+        self.vals.assign(64, 0)
+        self.mask = 63
+        self.count = 0
+
+    cdef inline uint64_t _slot(self, int64_t a, int64_t b) noexcept:
+        cdef uint64_t h = (<uint64_t>a) * <uint64_t>0x9E3779B97F4A7C15ULL
+        h ^= (h >> 32) ^ ((<uint64_t>b) * <uint64_t>0xC2B2AE3D27D4EB4FULL)
+        h ^= h >> 29
+        return h & self.mask
+
+    cdef int get(self, int64_t a, int64_t b) noexcept:
+        """The value of (a, b), or -1."""
+        cdef uint64_t i = self._slot(a, b)
+        while True:
+            if self.ka[i] == a and self.kb[i] == b:
+                return self.vals[i]
+            if self.ka[i] == -1:
+                return -1
+            i = (i + 1) & self.mask
+
+    cdef void put(self, int64_t a, int64_t b, int v) noexcept:
+        cdef uint64_t i = self._slot(a, b)
+        while True:
+            if self.ka[i] == a and self.kb[i] == b:
+                self.vals[i] = v
+                return
+            if self.ka[i] == -1:
+                self.ka[i] = a
+                self.kb[i] = b
+                self.vals[i] = v
+                self.count += 1
+                if self.count * 2 > <int>self.ka.size():
+                    self._grow()
+                return
+            i = (i + 1) & self.mask
+
+    cdef void _grow(self) noexcept:
+        cdef vector[int64_t] oa = self.ka, ob = self.kb
+        cdef vector[int] ov = self.vals
+        cdef size_t n = oa.size() * 2, j
+        self.ka.assign(n, -1)
+        self.kb.assign(n, 0)
+        self.vals.assign(n, 0)
+        self.mask = n - 1
+        self.count = 0
+        for j in range(oa.size()):
+            if oa[j] != -1:
+                self.put(oa[j], ob[j], ov[j])
 
 
 cdef class _SetTable:
