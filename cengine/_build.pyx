@@ -141,30 +141,36 @@ def expr_refs(e, set out, ws_type):
 cdef double _PINF = float("inf")
 
 
-cdef object _max_match_composite(e, k, rule_max, ws_type, dict memo, int depth):
+cdef object _max_match_composite(e, k, rule_max, ws_type, dict memo, int depth, cap):
+    # past cap the exact length does not matter (the pass only asks "at most cap?"): stop
+    # walking and answer inf
     if k is _Seq:
         total = 0
         for it in e.items:
-            total = total + _max_match(it, rule_max, ws_type, memo, depth + 1)
+            total = total + _max_match(it, rule_max, ws_type, memo, depth + 1, cap)
+            if total > cap:
+                return _PINF
         return total
     if k is _Alt:
         items = e.items
         if not items:
             return max(())          # the same ValueError as the Python pass
-        best = _max_match(items[0], rule_max, ws_type, memo, depth + 1)
+        best = _max_match(items[0], rule_max, ws_type, memo, depth + 1, cap)
         for i in range(1, len(items)):
-            v = _max_match(items[i], rule_max, ws_type, memo, depth + 1)
+            if best > cap:
+                return _PINF
+            v = _max_match(items[i], rule_max, ws_type, memo, depth + 1, cap)
             if v > best:
                 best = v
-        return best
+        return _PINF if best > cap else best
     if k is _Repeat:
-        m = _max_match(e.item, rule_max, ws_type, memo, depth + 1)
+        m = _max_match(e.item, rule_max, ws_type, memo, depth + 1, cap)
         if m == 0:
             return 0
-        return _PINF if e.hi is None else e.hi * m
+        return _PINF if e.hi is None or e.hi * m > cap else e.hi * m
 
 
-cdef object _max_match(e, rule_max, ws_type, dict memo, int depth):
+cdef object _max_match(e, rule_max, ws_type, dict memo, int depth, cap):
     if depth > MAX_EXPR_DEPTH:
         raise RecursionError("grammar expressions nest too deeply")
     k = type(e)
@@ -180,22 +186,27 @@ cdef object _max_match(e, rule_max, ws_type, dict memo, int depth):
         key = id(e)
         v = memo.get(key)
         if v is None:
-            v = _max_match_composite(e, k, rule_max, ws_type, memo, depth)
+            v = _max_match_composite(e, k, rule_max, ws_type, memo, depth, cap)
             memo[key] = v
         return v
     if k is _Ref:
         return rule_max(e.name)
     if k is ws_type:
-        return _max_match(e.item, rule_max, ws_type, memo, depth + 1)
+        return _max_match(e.item, rule_max, ws_type, memo, depth + 1, cap)
     if k is _Dfa:
-        return _ir.dfa_max_match(e)
+        key = id(e)
+        v = memo.get(key)
+        if v is None:
+            v = _ir.dfa_max_match(e)
+            memo[key] = v
+        return v
     return 0
 
 
 def max_match(e, rule_max, ws_type):
     """Longest byte string the expression can match (inf when unbounded); calls of other
     rules are measured by rule_max(name)."""
-    return _max_match(e, rule_max, ws_type, {}, 0)
+    return _max_match(e, rule_max, ws_type, {}, 0, _PINF)
 
 
 cdef object _subst(e, set inlinable, resolved, dict memo, int depth):
@@ -404,7 +415,8 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
             if n in maxlen:
                 continue
             if ready:
-                maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, mm_memo, 0)
+                maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, mm_memo, 0,
+                                       inline_max_match)
                 continue
             todo.append((n, True))
             todo.extend((m, False) for m in refs[n] if m not in maxlen)
