@@ -205,17 +205,7 @@ MINIMIZE_MAX_ROUNDS = 16
 
 def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     """The automaton of `grammar`. minimize=False keeps the positions exactly as the subset
-    construction numbers them (the frozen reference builder's tables, which tests compare).
-
-    Runs with the cyclic collector paused (as the compile functions do around the whole
-    compile): the inlining pass allocates an expression node per substituted subexpression,
-    and every collection it triggers walks the grammar's whole live IR again."""
-    from .grammar import COLLECTOR_PAUSE        # (grammar imports this module)
-    with COLLECTOR_PAUSE:
-        return _build(grammar, minimize)
-
-
-def _build(grammar: ir.GrammarIR, minimize: bool) -> Automaton:
+    construction numbers them (the frozen reference builder's tables, which tests compare)."""
     if grammar.root not in grammar.rules:
         raise CompileError(f"root rule '{grammar.root}' is not defined", rule=grammar.root)
     exprs, calls = _inline_small_rules(grammar)
