@@ -14,7 +14,7 @@ tests/oracles/automaton_reference.py, exactly: the same DFA numbering
 order (tie-breaking of the completion pointers), the same DFS order for closure chains, the
 same compile-work units spent at the same moments, and the same error messages.
 """
-from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t, uint32_t
+from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t, uint32_t, uintptr_t
 from libc.string cimport memcpy, memcmp
 from libcpp.vector cimport vector
 from libcpp.pair cimport pair
@@ -97,6 +97,26 @@ cdef list _charset_sequences(ranges):
     return seqs
 
 
+# the UTF-8 tails (continuation byte ranges ending a sequence) met so far, each numbered
+# once; a number is never given again (after a clear, a tail only gets a new one)
+cdef dict _TAIL_IDS = {}
+cdef int64_t _next_tail_id = 0
+
+
+cdef int64_t _tail_id(tuple sq, int i) except -1:
+    """The number of sq[i:], the same for equal tails of any sequence."""
+    global _next_tail_id
+    tail = sq[i:]
+    n = _TAIL_IDS.get(tail)
+    if n is None:
+        if len(_TAIL_IDS) > 65536:
+            _TAIL_IDS.clear()
+        n = _next_tail_id
+        _next_tail_id += 1
+        _TAIL_IDS[tail] = n
+    return <int64_t>n
+
+
 # --- walkers of the inlining pass (automaton._inline_small_rules) ------------------------
 
 cdef int _refs(e, set out, ws_type, int depth) except -1:
@@ -121,30 +141,36 @@ def expr_refs(e, set out, ws_type):
 cdef double _PINF = float("inf")
 
 
-cdef object _max_match_composite(e, k, rule_max, ws_type, dict memo, int depth):
+cdef object _max_match_composite(e, k, rule_max, ws_type, dict memo, int depth, cap):
+    # past cap the exact length does not matter (the pass only asks "at most cap?"): stop
+    # walking and answer inf
     if k is _Seq:
         total = 0
         for it in e.items:
-            total = total + _max_match(it, rule_max, ws_type, memo, depth + 1)
+            total = total + _max_match(it, rule_max, ws_type, memo, depth + 1, cap)
+            if total > cap:
+                return _PINF
         return total
     if k is _Alt:
         items = e.items
         if not items:
             return max(())          # the same ValueError as the Python pass
-        best = _max_match(items[0], rule_max, ws_type, memo, depth + 1)
+        best = _max_match(items[0], rule_max, ws_type, memo, depth + 1, cap)
         for i in range(1, len(items)):
-            v = _max_match(items[i], rule_max, ws_type, memo, depth + 1)
+            if best > cap:
+                return _PINF
+            v = _max_match(items[i], rule_max, ws_type, memo, depth + 1, cap)
             if v > best:
                 best = v
-        return best
+        return _PINF if best > cap else best
     if k is _Repeat:
-        m = _max_match(e.item, rule_max, ws_type, memo, depth + 1)
+        m = _max_match(e.item, rule_max, ws_type, memo, depth + 1, cap)
         if m == 0:
             return 0
-        return _PINF if e.hi is None else e.hi * m
+        return _PINF if e.hi is None or e.hi * m > cap else e.hi * m
 
 
-cdef object _max_match(e, rule_max, ws_type, dict memo, int depth):
+cdef object _max_match(e, rule_max, ws_type, dict memo, int depth, cap):
     if depth > MAX_EXPR_DEPTH:
         raise RecursionError("grammar expressions nest too deeply")
     k = type(e)
@@ -160,22 +186,27 @@ cdef object _max_match(e, rule_max, ws_type, dict memo, int depth):
         key = id(e)
         v = memo.get(key)
         if v is None:
-            v = _max_match_composite(e, k, rule_max, ws_type, memo, depth)
+            v = _max_match_composite(e, k, rule_max, ws_type, memo, depth, cap)
             memo[key] = v
         return v
     if k is _Ref:
         return rule_max(e.name)
     if k is ws_type:
-        return _max_match(e.item, rule_max, ws_type, memo, depth + 1)
+        return _max_match(e.item, rule_max, ws_type, memo, depth + 1, cap)
     if k is _Dfa:
-        return _ir.dfa_max_match(e)
+        key = id(e)
+        v = memo.get(key)
+        if v is None:
+            v = _ir.dfa_max_match(e)
+            memo[key] = v
+        return v
     return 0
 
 
 def max_match(e, rule_max, ws_type):
     """Longest byte string the expression can match (inf when unbounded); calls of other
     rules are measured by rule_max(name)."""
-    return _max_match(e, rule_max, ws_type, {}, 0)
+    return _max_match(e, rule_max, ws_type, {}, 0, _PINF)
 
 
 cdef object _subst(e, set inlinable, resolved, dict memo, int depth):
@@ -197,15 +228,36 @@ cdef object _subst(e, set inlinable, resolved, dict memo, int depth):
     x = memo.get(key)
     if x is not None:
         return x
-    if k is _Seq:
-        x = _Seq(tuple([_subst(it, inlinable, resolved, memo, depth + 1) for it in e.items]))
-    elif k is _Alt:
-        x = _Alt(tuple([_subst(it, inlinable, resolved, memo, depth + 1) for it in e.items]))
+    cdef bint changed = False
+    if k is _Seq or k is _Alt:
+        items = e.items
+        out = []
+        for it in items:
+            y = _subst(it, inlinable, resolved, memo, depth + 1)
+            if y is not it:
+                changed = True
+            out.append(y)
+        # a subtree that calls nothing inlined stays the same object (no copy to make, and
+        # the builder's sharing by identity keeps seeing one subtree)
+        x = _new_node(k, "items", tuple(out)) if changed else e
     elif type(e.item) is _Ref and _repeat_count(e) > UNROLL_INLINE_MAX:
         x = e           # a long counted run calls its item: one copy of it, not n
     else:
-        x = _Repeat(_subst(e.item, inlinable, resolved, memo, depth + 1), e.lo, e.hi)
+        y = _subst(e.item, inlinable, resolved, memo, depth + 1)
+        x = _Repeat(y, e.lo, e.hi) if y is not e.item else e
     memo[key] = x
+    return x
+
+
+cdef object _object_new = object.__new__
+cdef object _object_setattr = object.__setattr__
+
+
+cdef inline object _new_node(k, str field, value):
+    """k(value) for a frozen one-field dataclass of the IR (Seq, Alt), without running its
+    generated __init__ (a Python frame per node: the inlining pass makes thousands)."""
+    x = _object_new(k)
+    _object_setattr(x, field, value)
     return x
 
 
@@ -363,7 +415,8 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
             if n in maxlen:
                 continue
             if ready:
-                maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, mm_memo, 0)
+                maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, mm_memo, 0,
+                                       inline_max_match)
                 continue
             todo.append((n, True))
             todo.extend((m, False) for m in refs[n] if m not in maxlen)
@@ -416,11 +469,13 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
         c = out_refs.get(n)
         if c is None:
             c = set()
-            kept = set()
-            _long_repeat_refs(rules[n].expr, kept, 0)
+            kept = None                 # (walked only when some callee was inlined)
             for m in refs[n]:
                 if m in inlinable and done.get(m) is not None:
                     c |= calls_of(m)
+                    if kept is None:
+                        kept = set()
+                        _long_repeat_refs(rules[n].expr, kept, 0)
                     if m in kept:       # also called, from a long counted run
                         c.add(m)
                 else:
@@ -439,18 +494,37 @@ cdef class RuleNfa:
     cdef vector[int] eps_flat, byt_flat, calls_flat
     cdef dict rule_index
     cdef object rule_name, ws_type
+    cdef bint share
+    # share mode: (expression, continuation, whitespace bit) -> a state whose only edges are
+    # that expression's fragment into the continuation. Keyed by object address (front ends
+    # share subtrees; a structural hash would walk every fresh node the inlining made; the
+    # expressions stay alive in the grammar for the whole build), calls by the callee's rule
+    # index, UTF-8 tails by their _tail_id
+    cdef _PairMap starts_of
+    # share mode: the state each state continues as: itself, or for the end state of an
+    # alternative (its only out-edge an epsilon to the alternation's end) that end's
+    cdef vector[int] canon
 
-    def __init__(self, dict rule_index, rule_name, bint whitespace, int max_states, ws_type):
+    def __init__(self, dict rule_index, rule_name, bint whitespace, int max_states, ws_type,
+                 bint share=False):
         self.n = 0
         self.ws = 1 if whitespace else 0     # bytes emitted now spend the whitespace budget
         self.max_states = max_states
         self.rule_index = rule_index
         self.rule_name = rule_name
         self.ws_type = ws_type               # automaton._Whitespace (an inlined whitespace rule)
+        # share=True: equal suffixes (an expression followed by the same state) are built
+        # once, so the subset construction meets one NFA state where it met a copy per
+        # occurrence (the free-key trie repeats its UTF-8 tails and string-body calls at
+        # every node). Same language; another numbering than the frozen reference's.
+        self.share = share
+        self.starts_of = _PairMap() if share else None
 
     cdef int new(self) except -1:
         if self.n >= self.max_states:
             raise LimitError(f"grammar needs more than {self.max_states} automaton states")
+        if self.share:
+            self.canon.push_back(self.n)
         self.n += 1
         return self.n - 1
 
@@ -493,12 +567,40 @@ cdef class RuleNfa:
         self.emit(e, s, t, 0)
         return s, t
 
+    cdef int start_of(self, e, int t, int depth) except -1:
+        """Share mode: a state that matches e and continues at t (made once per e, t and
+        whitespace bit: its only out-edges are e's fragment, which ends in t)."""
+        cdef int a
+        cdef int64_t ka = self._key(e)
+        cdef int64_t kb = self._cont(t, 0)
+        a = self.starts_of.get(ka, kb)
+        if a >= 0:
+            return a
+        a = self.new()
+        self.emit(e, a, t, depth + 1)
+        self.starts_of.put(ka, kb, a)
+        return a
+
+    cdef int64_t _key(self, e) except -2:
+        if type(e) is _Ref:
+            idx = self.rule_index.get(e.name)
+            if idx is not None:
+                return <int64_t>idx        # (below any object's address)
+        return <int64_t><uintptr_t><void*>e
+
+    cdef inline int64_t _cont(self, int t, int tail) noexcept:
+        """Second half of a sharing key: the continuation, the whitespace bit, and whether
+        the first half is a UTF-8 tail (_tail_id) rather than an expression."""
+        return ((<int64_t>self.canon[t]) << 2) | (tail << 1) | self.ws
+
     cdef int emit(self, e, int s, int t, int depth) except -1:
         cdef int i, m, cur, nxt, a, b, saved, lo, hi, base
         cdef const unsigned char[:] data
         if depth > MAX_EXPR_DEPTH:
             raise LimitError("grammar expressions nest too deeply")
         k = type(e)
+        if self.share and (k is _Seq or k is _Alt or k is _CharSet):
+            return self.emit_shared(e, k, s, t, depth)
         if k is _Bytes:
             data = e.data
             m = data.shape[0]
@@ -602,6 +704,59 @@ cdef class RuleNfa:
             raise TypeError(f"not a grammar expression: {e!r}")
         return 0
 
+    cdef int emit_shared(self, e, k, int s, int t, int depth) except -1:
+        """Share mode's Seq, Alt and CharSet, with as many states as the plain construction
+        where nothing repeats (the growth limit counts NFA states). A fragment only adds
+        out-edges to its start and in-edges to its end, so a fragment made for (expression,
+        continuation) serves every later occurrence with an equal continuation: a sequence is
+        built from its end, each item's start shared by (item, what follows); an alternative
+        is shared by (item, the alternation's end)."""
+        cdef int i, m, cur, nxt, lo, hi, a, b
+        cdef int64_t ka, kb
+        if k is _Seq:
+            items = e.items
+            m = len(items)
+            if m == 0:
+                return 0
+            cur = t
+            for i in range(m - 1, 0, -1):
+                cur = self.start_of(items[i], cur, depth)
+            self.emit(items[0], s, cur, depth + 1)
+        elif k is _Alt:
+            kb = self._cont(t, 0)
+            for it in e.items:
+                ka = self._key(it)
+                a = self.starts_of.get(ka, kb)
+                if a >= 0:
+                    self._eps(s, a)
+                    continue
+                a = self.new()
+                b = self.new()
+                self.canon[b] = self.canon[t]
+                self._eps(s, a)
+                self.emit(it, a, b, depth + 1)
+                self._eps(b, t)
+                self.starts_of.put(ka, kb, a)
+        else:
+            # UTF-8 sequences from their ends: the states before a sequence's last bytes are
+            # shared with every later use of that sequence into the same continuation
+            kb = self._cont(t, 1)
+            for sq in _charset_sequences(e.ranges):
+                m = len(sq)
+                cur = t
+                for i in range(m - 1, 0, -1):
+                    ka = _tail_id(sq, i)
+                    nxt = self.starts_of.get(ka, kb)
+                    if nxt < 0:
+                        nxt = self.new()
+                        lo, hi = sq[i]
+                        self._byte(nxt, lo, hi, cur)
+                        self.starts_of.put(ka, kb, nxt)
+                    cur = nxt
+                lo, hi = sq[0]
+                self._byte(s, lo, hi, cur)
+        return 0
+
 
 cdef class _I64Map:
     """Open-addressing hash map from non-negative int64 keys to ints (the closure-chain pass
@@ -629,6 +784,19 @@ cdef class _I64Map:
         self.vals.assign(cap, 0)
         self.mask = cap - 1
         self.shift = shift
+
+    cdef void clear(self, int n) noexcept:
+        """Empty again, sized for about n keys (the memory is kept)."""
+        cdef size_t cap = 64
+        cdef int shift = 58
+        while cap < <size_t>(2 * n):
+            cap *= 2
+            shift -= 1
+        self.keys.assign(cap, -1)
+        self.vals.assign(cap, 0)
+        self.mask = cap - 1
+        self.shift = shift
+        self.count = 0
 
     cdef inline uint64_t _slot(self, int64_t k) noexcept:
         return ((<uint64_t>k) * <uint64_t>0x9E3779B97F4A7C15ULL) >> self.shift
@@ -672,6 +840,66 @@ cdef class _I64Map:
                 self.put(ok[j], ov[j])
 
 
+cdef class _PairMap:
+    """Open-addressing hash map from pairs of non-negative int64 keys to non-negative ints."""
+    cdef vector[int64_t] ka, kb
+    cdef vector[int] vals
+    cdef uint64_t mask
+    cdef int count
+
+    def __cinit__(self):
+        self.ka.assign(64, -1)
+        self.kb.assign(64, 0)
+        self.vals.assign(64, 0)
+        self.mask = 63
+        self.count = 0
+
+    cdef inline uint64_t _slot(self, int64_t a, int64_t b) noexcept:
+        cdef uint64_t h = (<uint64_t>a) * <uint64_t>0x9E3779B97F4A7C15ULL
+        h ^= (h >> 32) ^ ((<uint64_t>b) * <uint64_t>0xC2B2AE3D27D4EB4FULL)
+        h ^= h >> 29
+        return h & self.mask
+
+    cdef int get(self, int64_t a, int64_t b) noexcept:
+        """The value of (a, b), or -1."""
+        cdef uint64_t i = self._slot(a, b)
+        while True:
+            if self.ka[i] == a and self.kb[i] == b:
+                return self.vals[i]
+            if self.ka[i] == -1:
+                return -1
+            i = (i + 1) & self.mask
+
+    cdef void put(self, int64_t a, int64_t b, int v) noexcept:
+        cdef uint64_t i = self._slot(a, b)
+        while True:
+            if self.ka[i] == a and self.kb[i] == b:
+                self.vals[i] = v
+                return
+            if self.ka[i] == -1:
+                self.ka[i] = a
+                self.kb[i] = b
+                self.vals[i] = v
+                self.count += 1
+                if self.count * 2 > <int>self.ka.size():
+                    self._grow()
+                return
+            i = (i + 1) & self.mask
+
+    cdef void _grow(self) noexcept:
+        cdef vector[int64_t] oa = self.ka, ob = self.kb
+        cdef vector[int] ov = self.vals
+        cdef size_t n = oa.size() * 2, j
+        self.ka.assign(n, -1)
+        self.kb.assign(n, 0)
+        self.vals.assign(n, 0)
+        self.mask = n - 1
+        self.count = 0
+        for j in range(oa.size()):
+            if oa[j] != -1:
+                self.put(oa[j], ob[j], ov[j])
+
+
 cdef class _SetTable:
     """Int sequences numbered in insertion order, found again by content (hash + compare),
     each with an int value: the DFA's NFA-state sets, without Python objects per lookup."""
@@ -689,6 +917,15 @@ cdef class _SetTable:
             h = (h ^ <uint32_t>v[i]) * 0x100000001b3ULL
             h ^= h >> 29
         return <int64_t>(h & 0x7FFFFFFFFFFFFFFFULL)
+
+    cdef void reset(self, int n) noexcept:
+        """Empty again, with room for about n sequences."""
+        self.data.clear()
+        self.off.clear()
+        self.off.push_back(0)
+        self.vals.clear()
+        self.next_same.clear()
+        self.heads.clear(n)
 
     cdef int find(self, vector[int]& v) noexcept:
         """Index of v, or -1."""
@@ -748,6 +985,8 @@ cdef class Builder:
     cdef vector[int] n_eoff, n_eto, n_boff, n_blo, n_bhi, n_bto, n_bws, n_coff, n_crule, n_cto
     cdef vector[int] mark, buf
     cdef int stamp
+    # the subset construction's tables, emptied for each rule (made once per build)
+    cdef _SetTable sets, by_targets
 
     def __init__(self, int64_t limit, int max_positions, int64_t max_growth=0,
                  str limit_name="MAX_COMPILE_WORK"):
@@ -760,6 +999,8 @@ cdef class Builder:
         self.e_off.push_back(0)
         self.c_off.push_back(0)
         self.stamp = 0
+        self.sets = _SetTable()
+        self.by_targets = _SetTable()
 
     @property
     def n_positions(self):
@@ -862,13 +1103,15 @@ cdef class Builder:
         self.stamp = 0
 
         cdef int base = <int>self.finals.size()
-        cdef _SetTable sets = _SetTable()         # DFA state i = NFA-state set i
+        cdef _SetTable sets = self.sets           # DFA state i = NFA-state set i
+        sets.reset(n)
         cdef vector[int] cur, targets
         # DFA state of the closure of one NFA state, once known: most transitions have a
         # single target, so their closure and set lookup happen once per rule
         cdef vector[int] single
         cdef int one, o
-        cdef _SetTable by_targets = _SetTable()   # sorted target set -> DFA state, likewise
+        cdef _SetTable by_targets = self.by_targets   # sorted target set -> DFA state, likewise
+        by_targets.reset(n)
         single.assign(n, -1)
         cdef vector[int] r_lo, r_hi, r_to, r_ws, bounds
         cdef vector[pair[int, int]] cpairs
@@ -1041,6 +1284,49 @@ cdef class Builder:
             sig.push_back(self.c_rule[k])
             sig.push_back(cls[self.c_to[k] - base])
 
+    cdef bint _post_order(self, int b, int e, vector[int]& order, vector[int]& state,
+                          vector[int]& dfs_p, vector[int]& dfs_k) noexcept:
+        """order = the positions [b, e) of one rule in depth-first post-order from b over
+        byte edges and call returns (positions it does not reach follow, last first).
+        Returns whether the search met a cycle (an edge back into its own path)."""
+        cdef int n = e - b, p, k, ne, nc, t, top
+        cdef bint cyclic = False
+        order.clear()
+        state.assign(n, 0)              # 0 unseen, 1 on the path, 2 done
+        dfs_p.clear()
+        dfs_k.clear()
+        dfs_p.push_back(b)
+        dfs_k.push_back(0)
+        state[0] = 1
+        while dfs_p.size():
+            top = <int>dfs_p.size() - 1
+            p = dfs_p[top]
+            k = dfs_k[top]
+            ne = self.e_off[p + 1] - self.e_off[p]
+            nc = self.c_off[p + 1] - self.c_off[p]
+            if k < ne + nc:
+                dfs_k[top] = k + 1
+                if k < ne:
+                    t = self.e_to[self.e_off[p] + k]
+                else:
+                    t = self.c_to[self.c_off[p] + k - ne]
+                if state[t - b] == 0:
+                    state[t - b] = 1
+                    dfs_p.push_back(t)
+                    dfs_k.push_back(0)
+                elif state[t - b] == 1:
+                    cyclic = True
+            else:
+                state[p - b] = 2
+                order.push_back(p)
+                dfs_p.pop_back()
+                dfs_k.pop_back()
+        for p in range(e - 1, b - 1, -1):
+            if state[p - b] == 0:
+                order.push_back(p)
+                cyclic = True           # (unreached positions: keep the old passes)
+        return cyclic
+
     def minimize(self, int max_rounds):
         """Merge the positions of each rule that behave alike: the subset construction keeps
         one position per NFA-state set, and front ends copy expressions (the trie of an open
@@ -1051,18 +1337,19 @@ cdef class Builder:
         classes with the same whitespace bit (adjacent ranges into one class merged) and the
         same callees returning into the same classes behave alike, so each merge keeps the
         language, the stack behaviour and every flag, whenever the passes stop. A pass visits
-        the positions from the last (the subset construction numbers targets after their
-        first source), so a copied tail merges in one pass; passes repeat while they merge,
-        at most max_rounds. (Copies of a cycle are not merged; a long counted run costs one
-        pass, where refining from one class per flag would take a pass per count.)
+        the positions in post-order from the rule's start (every target before its sources,
+        except along a cycle), so the acyclic part merges in one pass; only a rule with a
+        cycle repeats passes while they merge, at most max_rounds. (Copies of a cycle are not
+        merged; a long counted run costs one pass, where refining from one class per flag
+        would take a pass per count.)
         Returns (positions before, positions after)."""
         cdef int R = <int>self.starts.size()
         cdef int P = <int>self.finals.size()
-        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base
+        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base, m
         cdef int64_t work = 0
-        cdef bint merged
-        cdef vector[int] cls, ren, sig, newpos, rep
-        cdef _SetTable table
+        cdef bint merged, cyclic
+        cdef vector[int] cls, ren, sig, newpos, rep, order, state, dfs_p, dfs_k
+        cdef _SetTable table = _SetTable()
         cdef vector[int] finals, pos_rule, starts, e_off, e_lo, e_hi, e_to, e_ws
         cdef vector[int] c_off, c_rule, c_to
         newpos.assign(P, 0)
@@ -1077,11 +1364,13 @@ cdef class Builder:
                 cls[p] = p
             rounds = 0
             merged = n > 1
+            cyclic = self._post_order(b, e, order, state, dfs_p, dfs_k) if merged else False
             while merged and rounds < max_rounds:
                 rounds += 1
                 merged = False
-                table = _SetTable()
-                for p in range(e - 1, b - 1, -1):
+                table.reset(n)
+                for m in range(n):
+                    p = order[m]
                     self._signature(p, cls, b, sig)
                     sig[0] = self.finals[p]         # the flag, not the class: what p does
                     j = table.find(sig)
@@ -1091,6 +1380,10 @@ cdef class Builder:
                         cls[p - b] = table.vals[j]
                         merged = True
                     work += <int64_t>sig.size()
+                if not cyclic:
+                    # targets came before their sources: every equal future merged in one
+                    # pass, and no later pass can see a class it did not see
+                    merged = False
                 if work >= GIL_YIELD_UNITS:
                     work = 0
                     with nogil:     # a thread waiting for the GIL takes it here
@@ -1223,6 +1516,70 @@ cdef class Builder:
                         stack.push_back(t)
             out.append(callees)
         return out
+
+    def left_cycle(self):
+        """The first left-recursive cycle of rules, [r, ..., r], or None: the rules called
+        before any byte is consumed (through nullable callees) form the graph, searched depth
+        first from each rule in turn, callees ascending (the order the Python check had, so
+        the error names the same cycle)."""
+        cdef int R = <int>self.starts.size()
+        cdef int P = <int>self.finals.size()
+        cdef vector[int] nul, seen, stack, l_off, l_to, colour, path, it, row
+        cdef int r, p, k, cr, t, st = 0, r0, top, nxt, i, j, flag
+        for x in self.nullable():
+            flag = 1 if x else 0      # (a typed local: Cython binds a conditional to a dangling ref)
+            nul.push_back(flag)
+        seen.assign(P, 0)
+        l_off.push_back(0)
+        for r in range(R):
+            st += 1
+            row.clear()
+            stack.clear()
+            stack.push_back(self.starts[r])
+            seen[self.starts[r]] = st
+            while stack.size():
+                p = stack.back()
+                stack.pop_back()
+                for k in range(self.c_off[p], self.c_off[p + 1]):
+                    cr = self.c_rule[k]
+                    t = self.c_to[k]
+                    row.push_back(cr)
+                    if nul[cr] and seen[t] != st:
+                        seen[t] = st
+                        stack.push_back(t)
+            cpp_sort(row.begin(), row.end())
+            row.erase(cpp_unique(row.begin(), row.end()), row.end())
+            l_to.insert(l_to.end(), row.begin(), row.end())
+            l_off.push_back(<int>l_to.size())
+        colour.assign(R, 0)
+        for r0 in range(R):
+            if colour[r0]:
+                continue
+            path.clear()
+            it.clear()
+            path.push_back(r0)
+            it.push_back(l_off[r0])
+            colour[r0] = 1
+            while path.size():
+                top = <int>path.size() - 1
+                r = path[top]
+                if it[top] == l_off[r + 1]:
+                    colour[r] = 2
+                    path.pop_back()
+                    it.pop_back()
+                    continue
+                nxt = l_to[it[top]]
+                it[top] += 1
+                if colour[nxt] == 1:
+                    for i in range(<int>path.size()):
+                        if path[i] == nxt:
+                            break
+                    return [path[j] for j in range(i, <int>path.size())] + [nxt]
+                if colour[nxt] == 0:
+                    colour[nxt] = 1
+                    path.push_back(nxt)
+                    it.push_back(l_off[nxt])
+        return None
 
     def shortest(self):
         """Shortest completion per position: Bellman-Ford sweeps from the last position down

@@ -48,8 +48,9 @@ class _RuleCompiler:
     """Thompson construction of one rule (RuleNfa) behind the old interface: .build(expr)
     returns (start, accept) and .nfa has per-state .eps/.bytes_/.calls lists."""
 
-    def __init__(self, rule_index: Dict[str, int], rule_name: str, whitespace: bool = False):
-        self.nfa = RuleNfa(rule_index, rule_name, whitespace, MAX_NFA_STATES, _Whitespace)
+    def __init__(self, rule_index: Dict[str, int], rule_name: str, whitespace: bool = False,
+                 share: bool = False):
+        self.nfa = RuleNfa(rule_index, rule_name, whitespace, MAX_NFA_STATES, _Whitespace, share)
 
     def build(self, e: ir.Expr) -> Tuple[int, int]:
         return self.nfa.build(e)
@@ -173,35 +174,6 @@ KERNEL_TABLES: Tuple[Tuple[str, np.dtype], ...] = tuple(
     if "dtype" in f.metadata and f.metadata["kernel"])
 
 
-def _check_left_recursion(names, left, origins):
-    # left[r]: rules called at positions reachable from r's start without consuming a byte
-    # (through nullable callees), computed by the builder
-    # cycle detection (iterative DFS, colours)
-    colour = [0] * len(names)
-    for r0 in range(len(names)):
-        if colour[r0]:
-            continue
-        path = [r0]
-        iters = [iter(sorted(left[r0]))]
-        colour[r0] = 1
-        while path:
-            nxt = next(iters[-1], None)
-            if nxt is None:
-                colour[path.pop()] = 2
-                iters.pop()
-                continue
-            if colour[nxt] == 1:
-                cyc = path[path.index(nxt):] + [nxt]
-                rule = names[nxt]
-                line, col = origins.get(rule) or (None, None)
-                raise CompileError("left recursion: " + " -> ".join(names[c] for c in cyc),
-                                   rule=rule, line=line, column=col)
-            if colour[nxt] == 0:
-                colour[nxt] = 1
-                path.append(nxt)
-                iters.append(iter(sorted(left[nxt])))
-
-
 INLINE_MAX_SIZE = 256
 
 
@@ -251,17 +223,20 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     # per rule DFA (C++ subset construction), concatenated into one position space
     builder = _builder()
     for ri, name in enumerate(names):
-        # Thompson construction of the rule's expression over bytes and calls (C++)
-        rc = _RuleCompiler(rule_index, name, whitespace=grammar.rules[name].whitespace)
+        # Thompson construction of the rule's expression over bytes and calls (C++); when
+        # the positions are merged anyway, equal suffixes are shared already in the NFA
+        # (fewer subset states to make and merge)
+        nfa = RuleNfa(rule_index, name, grammar.rules[name].whitespace, MAX_NFA_STATES,
+                      _Whitespace, minimize)
         try:
-            s, t = rc.build(exprs[name])
+            s, t = nfa.build(exprs[name])
         except CompileError as e:
             if e.rule is None or e.line is None:
                 line, col = origins.get(name) or (None, None)
                 raise type(e)(e.reason, rule=name, line=line, column=col) from None
             raise
         try:
-            builder.add_rule(ri, rc.nfa, s, t)
+            builder.add_rule(ri, nfa, s, t)
         except LimitError as e:
             if e.limit != "max_dfa_growth":
                 raise
@@ -271,8 +246,12 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     if minimize:
         builder.minimize(MINIMIZE_MAX_ROUNDS)
 
-    nullable = builder.nullable()
-    _check_left_recursion(names, builder.left_callees(nullable), origins)
+    cyc = builder.left_cycle()
+    if cyc is not None:
+        rule = names[cyc[-1]]
+        line, col = origins.get(rule) or (None, None)
+        raise CompileError("left recursion: " + " -> ".join(names[c] for c in cyc),
+                           rule=rule, line=line, column=col)
 
     # shortest completion per position (Bellman-Ford with strict improvement: the chosen
     # pointers form no cycle, so the closer's walk terminates)
