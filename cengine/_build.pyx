@@ -483,7 +483,12 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
             out_refs[n] = c
         return c
 
-    return exprs, {n: calls_of(n) for n in rules}
+    out = exprs, {n: calls_of(n) for n in rules}
+    # subst_rule / resolved call each other, calls_of itself, through the closure: unbound,
+    # the grammar's IR is freed by reference counting with the compile, not left in a cycle
+    # for a full collection to walk
+    subst_rule = resolved = calls_of = None
+    return out
 
 
 cdef class RuleNfa:

@@ -1437,6 +1437,7 @@ class _Compiler:
         if first_req is None and extra is not None:
             firsts.append(_seq_onto(extra, after(n, 1)))
         members = jg.alt(*firsts)
+        after = None    # a recursive closure is a cycle (see _object_expr_any_order)
         if tail is not None:
             members = ir.seq(members, tail)
         empty_ok = first_req is None and lo == 0
