@@ -637,19 +637,45 @@ NARROW_FIRST_BYTES = 16    # positions with fewer legal first bytes are walked d
 DIRECT_VISITS = 1          # ... this many times before their table is built
 
 
-def _repeated_rules(a):
+cdef void _returns_to_a_call_of_itself(const int32_t[::1] call_off,
+                                       const int32_t[::1] call_rule,
+                                       const int32_t[::1] call_to, int32_t n_pos,
+                                       uint8_t[::1] again) noexcept nogil:
+    """again[k] = 1 when call k returns to a position that calls the same rule again."""
+    cdef int32_t p, k, j, r, rule
+    for p in range(n_pos):
+        for k in range(call_off[p], call_off[p + 1]):
+            r = call_to[k]
+            if r < 0 or r >= n_pos:
+                continue
+            rule = call_rule[k]
+            for j in range(call_off[r], call_off[r + 1]):
+                if call_rule[j] == rule:
+                    again[k] = 1
+                    break
+
+
+def _calls_again(a):
+    """Per call edge: whether it returns where the same rule is called again (one pass over
+    the call edges; set operations over them cost tens of ms on 100k-position grammars,
+    on the path to the first mask)."""
+    again = np.zeros(a.call_rule.shape[0], np.uint8)
+    if again.shape[0]:
+        _returns_to_a_call_of_itself(np.ascontiguousarray(a.call_off, np.int32),
+                                     np.ascontiguousarray(a.call_rule, np.int32),
+                                     np.ascontiguousarray(a.call_to, np.int32),
+                                     a.n_positions, again)
+    return again.view(bool)
+
+
+def _repeated_rules(a, again=None):
     """Per rule: whether some call of it returns to a position that calls it again (a
     level of a length counter, a long counted run of calls): a token that pops such a frame
     goes on in a copy of the same rule, so its tables take the frame below too."""
-    n_rules = len(a.rule_start)
-    out = np.zeros(n_rules, bool)
-    if a.call_rule.shape[0] == 0:
-        return out.tolist()
-    n_pos = a.n_positions
-    sites = np.repeat(np.arange(n_pos), np.diff(a.call_off[:n_pos + 1])).astype(np.int64)
-    site_rule = sites * n_rules + a.call_rule
-    again = a.call_to.astype(np.int64) * n_rules + a.call_rule
-    out[a.call_rule[np.isin(again, site_rule)]] = True
+    out = np.zeros(len(a.rule_start), bool)
+    if again is None:
+        again = _calls_again(a)
+    out[a.call_rule[again]] = True
     return out.tolist()
 
 
@@ -658,7 +684,7 @@ def _repeated_rules(a):
 MAX_TABLE_FRAMES = 8
 
 
-def _pair_starts(a):
+def _pair_starts(a, again=None):
     """Per position: whether it starts a rule that calls nothing and is called again right
     where one of its calls returns (a repeated item kept as a call, see
     _build.UNROLL_INLINE_MAX); such frames get pair tables with the frame below."""
@@ -666,15 +692,13 @@ def _pair_starts(a):
     out = np.zeros(n_pos, bool)
     if a.call_rule.shape[0] == 0:
         return out.tolist()
+    if again is None:
+        again = _calls_again(a)
     sites = np.repeat(np.arange(n_pos), np.diff(a.call_off[:n_pos + 1]))
     callers = np.zeros(len(a.rule_start), bool)
     callers[a.pos_rule[sites]] = True
-    n_rules = len(a.rule_start)
-    site_rule = set((sites.astype(np.int64) * n_rules + a.call_rule).tolist())
-    again = a.call_to.astype(np.int64) * n_rules + a.call_rule
-    for k in np.flatnonzero(~callers[a.call_rule]).tolist():
-        if int(again[k]) in site_rule:
-            out[a.rule_start[a.call_rule[k]]] = True
+    callee = a.call_rule[again & ~callers[a.call_rule]]
+    out[a.rule_start[callee]] = True
     return out.tolist()
 
 
@@ -712,6 +736,7 @@ cdef class TokenTables:
     cdef object seen_once
     cdef object _narrow
     cdef object _pair_start
+    cdef object _again           # per call edge: _calls_again
     cdef object _repeated        # per rule: _repeated_rules
     cdef object _short           # per position: the fewest bytes to its rule's end
     cdef object _rule_of         # per position: its rule
@@ -741,7 +766,8 @@ cdef class TokenTables:
         cum = np.concatenate([np.zeros(1, np.int64), np.cumsum(widths)])
         per_pos = cum[automaton.edge_off[1:n_pos + 1]] - cum[automaton.edge_off[0:n_pos]]
         self._narrow = (per_pos < NARROW_FIRST_BYTES).tolist()
-        self._pair_start = _pair_starts(automaton)
+        self._again = _calls_again(automaton)
+        self._pair_start = _pair_starts(automaton, self._again)
         # counter levels: found on the first pair frame a mask meets (most grammars have
         # none, and this is on the path to the first mask)
         self._repeated = None
@@ -977,7 +1003,7 @@ cdef class TokenTables:
         a = self.automaton
         self._short = a.short_len.tolist()
         self._rule_of = a.pos_rule.tolist()
-        self._repeated = _repeated_rules(a)
+        self._repeated = _repeated_rules(a, self._again)
 
     cdef tuple _counter_frames(self, Matcher m, int32_t below, int32_t p):
         """The positions of the frames from `below` down while a token can pop them and
