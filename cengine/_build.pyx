@@ -1491,37 +1491,6 @@ cdef class Builder:
                     changed = True
         return [bool(x) for x in nul]
 
-    def left_callees(self, list nullable):
-        """Per rule: the rules called before any byte is consumed (through nullable callees)."""
-        cdef int R = <int>self.starts.size()
-        cdef int P = <int>self.finals.size()
-        cdef vector[int] nul, seen, stack
-        cdef int r, p, k, cr, t, st = 0
-        cdef int flag
-        for x in nullable:
-            flag = 1 if x else 0      # (a typed local: Cython binds a conditional to a dangling ref)
-            nul.push_back(flag)
-        seen.assign(P, 0)
-        out = []
-        for r in range(R):
-            st += 1
-            callees = set()
-            stack.clear()
-            stack.push_back(self.starts[r])
-            seen[self.starts[r]] = st
-            while stack.size():
-                p = stack.back()
-                stack.pop_back()
-                for k in range(self.c_off[p], self.c_off[p + 1]):
-                    cr = self.c_rule[k]
-                    t = self.c_to[k]
-                    callees.add(cr)
-                    if nul[cr] and seen[t] != st:
-                        seen[t] = st
-                        stack.push_back(t)
-            out.append(callees)
-        return out
-
     def left_cycle(self):
         """The first left-recursive cycle of rules, [r, ..., r], or None: the rules called
         before any byte is consumed (through nullable callees) form the graph, searched depth
