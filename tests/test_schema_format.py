@@ -64,8 +64,9 @@ def _duration_scope(s: str) -> bool:
 
 
 IN_SCOPE = {
-    # uuid: jsonschema takes extra hyphens after the fourth group; RFC 4122 is 8-4-4-4-12
-    "uuid": lambda s: len(s) == 36,
+    # uuid: jsonschema takes extra hyphens after the fourth group, and (through int(x, 16))
+    # a sign, underscores or spaces among the digits; RFC 4122 is 8-4-4-4-12 hex digits
+    "uuid": lambda s: re.fullmatch(r"[0-9A-Fa-f-]{36}", s) is not None,
     # rfc3986-validator anchors with '$', which also matches before a final newline
     "uri": lambda s: not s.endswith("\n"),
     "uri-reference": lambda s: not s.endswith("\n"),
@@ -102,7 +103,8 @@ CASES = [
     ("uuid", ["123e4567-e89b-12d3-a456-426614174000", "AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE"],
      ["123e4567e89b12d3a456426614174000", "{123e4567-e89b-12d3-a456-426614174000}",
       "g23e4567-e89b-12d3-a456-426614174000"],
-     ["e3e70682-c209-4cac-629f--6fbed82c07cd"]),
+     ["e3e70682-c209-4cac-629f--6fbed82c07cd", "+3e70682-c209-4cac-629f-6fbed82c07cd",
+      "3e7_0682-c209-4cac-629f-6fbed82c07cd", " 3e70682-c209-4cac-629f-6fbed82c07cd"]),
     ("ipv4", ["0.0.0.0", "255.255.255.255", "192.168.1.10"],
      ["256.1.1.1", "01.2.3.4", "1.2.3", "1.2.3.4.5", "1..2.3"], []),
     ("ipv6", ["::", "::1", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4", "fe80::1", "1:2:3:4:5:6:7::",
