@@ -780,15 +780,7 @@ cdef class _I64Map:
 
     cdef void reserve(self, int n) noexcept:
         """Room for n keys without growing (only while empty)."""
-        cdef size_t cap = 64
-        cdef int shift = 58
-        while cap < <size_t>(2 * n):
-            cap *= 2
-            shift -= 1
-        self.keys.assign(cap, -1)
-        self.vals.assign(cap, 0)
-        self.mask = cap - 1
-        self.shift = shift
+        self.clear(n)
 
     cdef void clear(self, int n) noexcept:
         """Empty again, sized for about n keys (the memory is kept)."""
