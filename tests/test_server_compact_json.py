@@ -12,7 +12,6 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-from server_harness import LiveServer  # noqa: E402
 
 ROWS = {"type": "object", "properties": {
     "name": {"type": "string", "maxLength": 12},
@@ -48,13 +47,6 @@ def whitespace_outside_strings(text: str) -> bool:
 ])
 def test_whitespace_outside_strings(text, found):
     assert whitespace_outside_strings(text) == found
-
-
-@pytest.fixture(scope="module")
-def live():
-    s = LiveServer()
-    yield s
-    s.stop()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 ollama = pytest.importorskip("ollama")
 
-from server_harness import LiveServer  # noqa: E402
 
 PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
                                            "ok": {"type": "boolean"}},
@@ -25,13 +24,6 @@ LARK = '?start: answer\nanswer: "yes" | "no"\n'
 REGEX = "[a-c]{2,4}-[0-9]{3}"
 CHOICES = ["alpha", "beta gamma", "delta"]
 MSGS = [{"role": "user", "content": "Answer."}]
-
-
-@pytest.fixture(scope="module")
-def live():
-    s = LiveServer()
-    yield s
-    s.stop()
 
 
 @pytest.fixture(scope="module")
