@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import cengine
+from json_text import outside_strings
 from walks import walk_random
 
 TOOL_CALL = {"type": "object", "properties": {
@@ -241,18 +242,8 @@ def test_nesting_stops_at_max_depth_and_still_closes(max_depth):
 
 def _depth(doc: bytes) -> int:
     depth = best = 0
-    in_str = esc = False
-    for c in doc.decode("utf-8"):
-        if in_str:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in "[{":
+    for c in outside_strings(doc.decode("utf-8")):
+        if c in "[{":
             depth += 1
             best = max(best, depth)
         elif c in "]}":

@@ -9,6 +9,7 @@ import json
 import httpx
 import jsonschema
 import pytest
+from json_text import outside_strings
 
 openai = pytest.importorskip("openai")
 
@@ -25,20 +26,7 @@ COMPACT = {"structured_outputs": {"disable_any_whitespace": True}}
 
 
 def whitespace_outside_strings(text: str) -> bool:
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in " \t\n\r":
-            return True
-    return False
+    return any(ch in " \t\n\r" for ch in outside_strings(text))
 
 
 @pytest.mark.parametrize("text, found", [
