@@ -200,6 +200,36 @@ def test_arrays(kw, good, bad):
     check(schema, good, bad)
 
 
+def _hex_ids(n: int) -> str:
+    return "[" + ",".join(f'"{i:024x}"' for i in range(n)) + "]"
+
+
+# (items, lo, hi): elements written inline (a pattern string, an enum, a bounded integer)
+# counted past the builder's inlined run
+LONG_RUN_CASES = [
+    ({"type": "string", "pattern": "^[A-Fa-f0-9]{24}$"}, 0, 1000),
+    ({"type": "string", "pattern": "^[A-Fa-f0-9]{24}$"}, 40, 45),
+    ({"enum": ["000000000000000000000000", "000000000000000000000001"]}, 0, 40),
+]
+
+
+@pytest.mark.parametrize("items,lo,hi", LONG_RUN_CASES)
+def test_long_counted_runs_of_inline_elements_are_calls(items, lo, hi):
+    # maxItems 1000 of a 24-character pattern was over 400,000 positions (a LimitError);
+    # the run is calls of one element rule now, and counted exactly at both ends
+    schema = {"type": "array", "items": items, "minItems": lo, "maxItems": hi}
+    g = Grammar.from_ir(schema_to_ir(schema))
+    assert g.automaton.n_positions < 20_000
+    n_ok = 2 if "enum" in items else hi
+    for n, ok in ((max(lo - 1, 0), lo == 0), (lo, True), (n_ok, True), (hi + 1, False)):
+        doc = _hex_ids(n) if "enum" not in items else \
+            "[" + ",".join(['"000000000000000000000001"'] * n) + "]"
+        m = g.matcher()
+        assert (m.accept_bytes(doc.encode()) and m.is_accepting()) == ok, n
+    bad = '["' + "g" * 24 + '"]'
+    assert not g.matcher().accept_bytes(bad.encode())
+
+
 # --- enum / const -------------------------------------------------------------------------
 ENUM_CASES = [
     ({"enum": ["a", "b"]}, ['"a"', '"b"'], ['"c"', '"ab"', "a"]),

@@ -1207,6 +1207,12 @@ class _Compiler:
         self._check_unroll(hi if hi is not None and hi > len(elems) else None, "maxItems", ptr)
         k = len(elems)
         sep = jg.comma(g)
+        run_item = ir.seq(sep, rest)
+        if max(lo, hi or 0) - k > jg.INLINED_ITEM_RUN and not isinstance(rest, ir.Ref):
+            # a long counted run of an element written inline (a pattern string, an enum, a
+            # bounded number) would be that many copies of its positions (maxItems 1000 of a
+            # 24-character pattern: over 400,000); as a rule, the build keeps the run as calls
+            run_item = g.add(self._rule_name(_ptr(ptr, ikw), "item"), run_item)
 
         def elem(i: int) -> ir.Expr:
             return elems[i] if i < k else rest
@@ -1219,7 +1225,7 @@ class _Compiler:
                 e = ir.seq(sep, elems[i], tail(i + 1))
                 return e if i < lo else ir.opt(e)
             n_hi = None if hi is None else hi - i
-            return ir.repeat(ir.seq(sep, rest), max(lo - i, 0), n_hi)
+            return ir.repeat(run_item, max(lo - i, 0), n_hi)
 
         members = ir.NOTHING if hi == 0 else ir.seq(elem(0), tail(1))
         tail = None     # a recursive closure is a cycle (see _object_expr_any_order)

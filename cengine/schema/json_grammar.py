@@ -261,6 +261,9 @@ COUNT_BASE = 64
 # a run of at most this many characters is inlined by the builder (_build.UNROLL_INLINE_MAX,
 # ~44 positions a character): the counter keeps its last run longer, as calls
 _INLINED_RUN = 32
+# the same bound for a run of array elements: past it a counted run of an element is calls of
+# the element's rule (an element written inline would be copied once per count)
+INLINED_ITEM_RUN = _INLINED_RUN
 
 
 def counter_string(g: ir.GrammarIR, lo: int, hi: Optional[int], first: Optional[int] = None,
