@@ -220,6 +220,14 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     rule_index = {n: i for i, n in enumerate(names)}
     origins = {n: r.origin for n, r in grammar.rules.items() if r.origin}
 
+    def where(name: str) -> dict:
+        # what an error met while building rule `name` names: the rule, its GBNF line and
+        # column, or the schema keyword and pointer it was compiled from (a state rule of an
+        # object, `<object rule>~<state>`, is the object's)
+        line, col = origins.get(name) or (None, None)
+        keyword, pointer = grammar.sources.get(name.partition("~")[0]) or (None, None)
+        return dict(rule=name, line=line, column=col, keyword=keyword, pointer=pointer)
+
     # per rule DFA (C++ subset construction), concatenated into one position space
     builder = _builder()
     for ri, name in enumerate(names):
@@ -232,17 +240,18 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
             s, t = nfa.build(exprs[name])
         except CompileError as e:
             if e.rule is None or e.line is None:
-                line, col = origins.get(name) or (None, None)
-                raise type(e)(e.reason, rule=name, line=line, column=col) from None
+                extra = {"limit": e.limit} if isinstance(e, LimitError) else {}
+                raise type(e)(e.reason, **where(name), **extra) from None
             raise
         try:
             builder.add_rule(ri, nfa, s, t)
         except LimitError as e:
-            if e.limit != "max_dfa_growth":
+            at = where(name)
+            # the grammar-wide caps (work, positions) name a rule only when it has a schema
+            # location to report; a determinisation blowup is the rule's own
+            if e.limit != "max_dfa_growth" and at["pointer"] is None:
                 raise
-            line, col = origins.get(name) or (None, None)
-            raise LimitError(e.reason, limit=e.limit, rule=name, line=line,
-                             column=col) from None
+            raise LimitError(e.reason, limit=e.limit, **at) from None
     if minimize:
         builder.minimize(MINIMIZE_MAX_ROUNDS)
 

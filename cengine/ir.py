@@ -258,6 +258,9 @@ class GrammarIR:
     # JSON Schema keywords that had no effect (unknown to the schema's draft), as
     # cengine.schema.drafts.IgnoredKeyword records: the compiled Grammar carries them
     ignored_keywords: tuple = ()
+    # rule name -> (keyword, pointer): the JSON Schema location a schema front end compiled
+    # the rule from, so a limit met while building the rule names the keyword and pointer
+    sources: dict = field(default_factory=dict)
 
     def add(self, name: str, expr: Expr, **flags) -> Ref:
         self.rules[name] = Rule(name, expr, **flags)

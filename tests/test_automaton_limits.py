@@ -50,6 +50,33 @@ def test_automaton_dfa_growth_refuses_blowup_before_the_work_cap(name, compile_)
     assert e.value.limit == "max_compile_work" and "max_work=2,000,000" in str(e.value)
 
 
+# a limit met while building a schema's rule names the keyword and pointer of the schema the
+# rule was compiled from (the builder sees rules, not keywords)
+BOMB = "^(a|b)*a(a|b){20}$"
+SCHEMA_LIMITS = [
+    ({"type": "string", "pattern": BOMB}, "pattern", "/pattern"),
+    ({"type": "object", "properties": {"k": {"type": "string", "pattern": BOMB}}},
+     "properties", "/properties"),
+    ({"type": "array", "items": {"type": "string", "pattern": BOMB}}, "items", "/items"),
+    ({"type": "array", "items": {"type": "string", "pattern": BOMB}, "maxItems": 3},
+     "maxItems", "/maxItems"),
+    ({"$defs": {"d": {"type": "object", "properties": {"k": {"pattern": BOMB}}}},
+      "type": "array", "items": {"$ref": "#/$defs/d"}}, "properties", "/$defs/d/properties"),
+]
+
+
+@pytest.mark.parametrize("schema, keyword, pointer", SCHEMA_LIMITS)
+@pytest.mark.parametrize("budget", [None, cengine.CompileBudget(max_work=2_000_000,
+                                                                max_dfa_growth=0)])
+def test_automaton_schema_limits_name_keyword_and_pointer(schema, keyword, pointer, budget):
+    cengine.CACHE.clear()
+    with pytest.raises(cengine.LimitError) as e:
+        cengine.compile_json_schema(schema, budget=budget)
+    assert e.value.limit in ("max_dfa_growth", "max_compile_work")
+    assert (e.value.keyword, e.value.pointer) == (keyword, pointer)
+    assert e.value.rule is not None
+
+
 def test_automaton_dfa_growth_counts_reached_nfa_states():
     # padding the bomb with a long unrelated alternative does not raise the bound: the
     # construction has reached only a few of the padding's 4,000 states when the bomb has

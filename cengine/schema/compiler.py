@@ -72,6 +72,12 @@ MAX_COUNT_STATES = 1024
 PROPERTY_ORDERS = ("declared", "any")
 MAX_ORDER_STATES = 1024
 
+# the keyword a limit met while building a rule of this kind names (others: the keyword whose
+# value holds the rule's schema, from its pointer)
+_RULE_KEYWORDS = {"object": "properties", "after": "properties",
+                  "extra-member": "additionalProperties", "all": "allOf", "enum": "enum",
+                  "const": "const"}
+
 TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
 
 # keywords that never change which documents are valid (in the 2020-12 reading every node
@@ -307,9 +313,20 @@ class _Compiler:
         self._embedded: Optional[bool] = None
 
     # --- helpers ------------------------------------------------------------------------
-    def _rule_name(self, ptr: str, kind: str) -> str:
+    def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
+        """A fresh rule name for the schema at ptr; keyword (default: by kind) is what a limit
+        met while building the rule names, with its pointer (GrammarIR.sources)."""
         slug = re.sub(r"[^A-Za-z0-9]+", "-", ptr).strip("-")[:80]
-        return self.g.fresh_name(f"{self.prefix}{slug or 'root'}-{kind}")
+        name = self.g.fresh_name(f"{self.prefix}{slug or 'root'}-{kind}")
+        keyword = keyword or _RULE_KEYWORDS.get("after" if kind.startswith("after") else kind)
+        if keyword is None:
+            # the schema's own keyword when ptr ends in one (/properties/a: "properties")
+            parent, _, last = ptr.rpartition("/")
+            keyword = parent.rpartition("/")[2] if parent else (last or None)
+            self.g.sources[name] = (keyword, ptr)
+        else:
+            self.g.sources[name] = (keyword, _ptr(ptr, keyword))
+        return name
 
     def _count(self, schema: dict, key: str, ptr: str) -> Optional[int]:
         if key not in schema:
@@ -559,7 +576,7 @@ class _Compiler:
         """The rule of the schema at pointer ptr, made once; recursion refers back to it."""
         name = self.ref_rules.get(ptr)
         if name is None:
-            name = self._rule_name(ptr, "schema")
+            name = self._rule_name(ptr, "schema", _sizing_keyword(schema))
             self.ref_rules[ptr] = name
             self.g.add(name, ir.NOTHING)
             self.g.rules[name].expr = self.compile(schema, ptr)
@@ -1212,7 +1229,8 @@ class _Compiler:
             # a long counted run of an element written inline (a pattern string, an enum, a
             # bounded number) would be that many copies of its positions (maxItems 1000 of a
             # 24-character pattern: over 400,000); as a rule, the build keeps the run as calls
-            run_item = g.add(self._rule_name(_ptr(ptr, ikw), "item"), run_item)
+            run_item = g.add(self._rule_name(ptr, "item", "maxItems" if hi else "minItems"),
+                             run_item)
 
         def elem(i: int) -> ir.Expr:
             return elems[i] if i < k else rest
@@ -1230,7 +1248,8 @@ class _Compiler:
         members = ir.NOTHING if hi == 0 else ir.seq(elem(0), tail(1))
         tail = None     # a recursive closure is a cycle (see _object_expr_any_order)
         expr = jg.container(g, "[", members, "]", nullable_members=(lo == 0))
-        return g.add(self._rule_name(ptr, "array"), expr, container=True)
+        size_kw = "maxItems" if hi is not None else "minItems" if lo else ikw
+        return g.add(self._rule_name(ptr, "array", size_kw), expr, container=True)
 
     # --- objects ---------------------------------------------------------------------------
     def _value_expr(self, schema: Any, ptr: str) -> ir.Expr:
@@ -1625,6 +1644,17 @@ class _Compiler:
         empty_ok = not required and lo == 0
         return g.add(base, jg.container(g, "{", members, "}", nullable_members=empty_ok),
                      container=True)
+
+
+def _sizing_keyword(schema: Any) -> Optional[str]:
+    """The keyword of a schema that a limit met while building its rule names: the first
+    present of those whose compiled form can grow large."""
+    if isinstance(schema, dict):
+        for k in ("pattern", "format", "enum", "maxLength", "minLength", "maxItems",
+                  "minItems", "properties", "items", "anyOf", "oneOf", "allOf", "$ref"):
+            if k in schema:
+                return k
+    return None
 
 
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties")
