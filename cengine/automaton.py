@@ -1,6 +1,8 @@
 """Grammar IR -> one byte-level pushdown automaton (flat numpy tables).
 
-Design: every rule becomes a DFA whose edges are byte ranges or *calls* of other rules.
+Design: every rule becomes a DFA whose edges are byte ranges or *calls* of other rules (an
+ir.AnyOrder rule's DFA is made directly, cengine._anyorder; every other rule's by Thompson
+and subset construction).
 All DFA states of all rules are numbered into one space of "positions". A matcher state is
 a set of stacks; a stack is a chain of frames, the top frame a position that consumes bytes,
 the frames below it return positions. Three things are precomputed per position so the
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
@@ -212,12 +214,6 @@ def _inline_small_rules(grammar: ir.GrammarIR):
 # as called (recursion through the object, rules in use); the members stay rules, whatever
 # their size, since the node's positions call them.
 
-@dataclass
-class _GrammarView:
-    rules: dict
-    root: str
-
-
 def _any_order_view(grammar: ir.GrammarIR):
     """(the grammar the inlining pass reads, name -> node of the ir.AnyOrder rules)."""
     nodes = {n: r.expr for n, r in grammar.rules.items() if type(r.expr) is ir.AnyOrder}
@@ -229,7 +225,7 @@ def _any_order_view(grammar: ir.GrammarIR):
         stand_in = ir.alt(*(ir.Ref(m) for m in node.refs())) if node.refs() else ir.EMPTY
         rules[name] = ir.Rule(name, stand_in, container=r.container, whitespace=r.whitespace,
                               origin=r.origin)
-    return _GrammarView(rules, grammar.root), nodes
+    return replace(grammar, rules=rules), nodes
 
 
 # passes of merging equal positions per rule (each pass keeps the language; copies nested
@@ -239,7 +235,8 @@ MINIMIZE_MAX_ROUNDS = 16
 
 def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     """The automaton of `grammar`. minimize=False keeps the positions exactly as the subset
-    construction numbers them (the frozen reference builder's tables, which tests compare)."""
+    construction numbers them (the frozen reference builder's tables, which tests compare;
+    an ir.AnyOrder rule's as cengine._anyorder numbers them)."""
     if grammar.root not in grammar.rules:
         raise CompileError(f"root rule '{grammar.root}' is not defined", rule=grammar.root)
     exprs, calls = _inline_small_rules(grammar)
