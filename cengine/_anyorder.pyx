@@ -227,7 +227,7 @@ def positions(node, dict rule_index):
     _position(1, -1, -1, END if empty_ok else -1, ws_lo, ws_hi, calls_off, call_rule,
               call_state, pos_a, e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off)
     for i in range(S):
-        _position(pos_a[i], -1, pos_c[i], END if m.can_close(st_s[i], st_c[i]) else -1,
+        _position(pos_a[i], -2, pos_c[i], END if m.can_close(st_s[i], st_c[i]) else -1,
                   ws_lo, ws_hi, calls_off, call_rule, call_state, pos_a,
                   e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off)
         if pos_c[i] >= 0:
@@ -245,8 +245,8 @@ cdef void _position(int q, int calls_of, int comma_to, int close_to, vector[int]
                     vector[int]& e_hi, vector[int]& e_to, vector[int]& e_ws, vector[int]& e_off,
                     vector[int]& c_rule, vector[int]& c_to, vector[int]& c_off) noexcept:
     """Position q: its whitespace loop, `,` to comma_to and `}` to close_to (when >= 0;
-    edges ascending), and the calls of state calls_of's moves (-1: the start's, none for
-    an A) into the A of the state each leads to, ascending by rule."""
+    edges ascending), and the calls of state calls_of's moves (-1: the start's, -2: none)
+    into the A of the state each leads to, ascending by rule."""
     cdef vector[pair[int, int]] cp
     cdef int k
     _ws_edges(ws_lo, ws_hi, -1, COMMA, q, e_lo, e_hi, e_to, e_ws)
@@ -257,7 +257,7 @@ cdef void _position(int q, int calls_of, int comma_to, int close_to, vector[int]
         _edge(e_lo, e_hi, e_to, e_ws, CLOSE, CLOSE, close_to, 0)
     _ws_edges(ws_lo, ws_hi, CLOSE, 256, q, e_lo, e_hi, e_to, e_ws)
     e_off.push_back(<int>e_lo.size())
-    if q == 1 or calls_of >= 0:
+    if calls_of >= -1:
         for k in range(calls_off[calls_of + 1], calls_off[calls_of + 2]):
             cp.push_back(pair[int, int](call_rule[k], pos_a[call_state[k]]))
         cpp_sort(cp.begin(), cp.end())
