@@ -204,3 +204,15 @@ def test_productivity_follows_the_members(name, schema, productive):
 def _reference_ir(schema):
     with reference_objects():
         return schema_to_ir(schema, **OPTIONS)
+
+
+@pytest.mark.parametrize("ws", [((0x2C, 0x2C),), ((0x20, 0x20), (0x09, 0x0A)), ((0x7D, 0x7E),)])
+def test_whitespace_that_is_not_apart_from_the_structure_is_refused(ws):
+    """Whitespace overlapping `,` or `}` (or unsorted) would make the positions ambiguous."""
+    g = ir.GrammarIR()
+    g.add("m", ir.lit('"a":1'))
+    g.add("root", ir.AnyOrder(("m",), (True,), None, 0, None, False, ws), container=True)
+    with pytest.raises(ValueError):
+        cengine.automaton.build(g)
+    g.rules["root"].expr = ir.AnyOrder(("m",), (True,), None, 0, None, False, ((0x20, 0x20),))
+    assert cengine.Grammar.from_ir(g).matcher().accept_bytes(b'{ "a":1 }')
