@@ -17,6 +17,9 @@ extensions = [
     # the automaton builder's kernels use C++ containers (vectors, hash maps)
     Extension("cengine._build", ["cengine/_build.pyx"], language="c++",
               extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
+    # the states of an any-order object, made into positions directly
+    Extension("cengine._anyorder", ["cengine/_anyorder.pyx"], language="c++",
+              extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
 ]
 
 setup(

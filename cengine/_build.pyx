@@ -1257,6 +1257,36 @@ cdef class Builder:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
 
+    # --- positions made elsewhere (cengine._anyorder: the states of an any-order object) ----
+    def add_positions(self, int rule, const int[::1] finals, const int[::1] e_off,
+                      const int[::1] e_lo, const int[::1] e_hi, const int[::1] e_to,
+                      const int[::1] e_ws, const int[::1] c_off, const int[::1] c_rule,
+                      const int[::1] c_to):
+        """Append one rule's ready positions, numbered from 0 (its start) within the rule:
+        per position p, byte edges e_*[e_off[p]:e_off[p+1]] (ascending, disjoint) and calls
+        c_*[c_off[p]:c_off[p+1]] (one per callee, ascending). Spends a unit of work per
+        position, edge and call."""
+        cdef int base = <int>self.finals.size()
+        cdef int P = <int>finals.shape[0]
+        cdef int p, k
+        self.spend(<int64_t>P + e_lo.shape[0] + c_rule.shape[0])
+        if base + P > self.max_positions:
+            raise LimitError(f"grammar needs more than {self.max_positions} positions")
+        for p in range(P):
+            self.finals.push_back(finals[p])
+            self.pos_rule.push_back(rule)
+            for k in range(e_off[p], e_off[p + 1]):
+                self.e_lo.push_back(e_lo[k])
+                self.e_hi.push_back(e_hi[k])
+                self.e_to.push_back(e_to[k] + base)
+                self.e_ws.push_back(e_ws[k])
+            self.e_off.push_back(<int>self.e_lo.size())
+            for k in range(c_off[p], c_off[p + 1]):
+                self.c_rule.push_back(c_rule[k])
+                self.c_to.push_back(c_to[k] + base)
+            self.c_off.push_back(<int>self.c_rule.size())
+        self.starts.push_back(base)
+
     cdef void _signature(self, int p, vector[int]& cls, int base, vector[int]& sig) noexcept:
         """sig = what p does, in classes of cls (indexed from base): its class, its byte edges
         (adjacent ranges into one class merged), its calls."""

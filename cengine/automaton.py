@@ -1,6 +1,8 @@
 """Grammar IR -> one byte-level pushdown automaton (flat numpy tables).
 
-Design: every rule becomes a DFA whose edges are byte ranges or *calls* of other rules.
+Design: every rule becomes a DFA whose edges are byte ranges or *calls* of other rules (an
+ir.AnyOrder rule's DFA is made directly, cengine._anyorder; every other rule's by Thompson
+and subset construction).
 All DFA states of all rules are numbered into one space of "positions". A matcher state is
 a set of stacks; a stack is a chain of frames, the top frame a position that consumes bytes,
 the frames below it return positions. Three things are precomputed per position so the
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
@@ -37,6 +39,7 @@ from .errors import CompileError
 from ._build import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF  # noqa: F401  (defined in _automaton.pxd)
 from ._build import DFA_GROWTH_SLACK  # noqa: F401  (re-exported beside MAX_DFA_GROWTH)
 from ._build import Builder, RuleNfa, inline_small_rules
+from ._anyorder import positions as any_order_positions
 from .errors import LimitError
 
 # documented limits
@@ -194,8 +197,35 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     decide little ahead of time. Inlined, the loop is one DFA. Recursive rules, rules with
     container/whitespace semantics and the root keep their frames.
     Returns (rule -> expression, rule -> rules its expression calls).
+
+    An ir.AnyOrder rule (see _any_order_view) comes back as it is, calling its members.
     """
-    return inline_small_rules(grammar, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE)
+    view, nodes = _any_order_view(grammar)
+    exprs, calls = inline_small_rules(view, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE)
+    for name, node in nodes.items():
+        exprs[name] = node
+        calls[name] = set(node.refs())
+    return exprs, calls
+
+
+# --- any-order objects ----------------------------------------------------------------------
+# An ir.AnyOrder node is a whole rule (a container) whose positions cengine._anyorder makes
+# directly. The inlining pass sees it as a stand-in calling its members, so it counts them
+# as called (recursion through the object, rules in use); the members stay rules, whatever
+# their size, since the node's positions call them.
+
+def _any_order_view(grammar: ir.GrammarIR):
+    """(the grammar the inlining pass reads, name -> node of the ir.AnyOrder rules)."""
+    nodes = {n: r.expr for n, r in grammar.rules.items() if type(r.expr) is ir.AnyOrder}
+    if not nodes:
+        return grammar, nodes
+    rules = dict(grammar.rules)
+    for name, node in nodes.items():
+        r = rules[name]
+        stand_in = ir.alt(*(ir.Ref(m) for m in node.refs())) if node.refs() else ir.EMPTY
+        rules[name] = ir.Rule(name, stand_in, container=r.container, whitespace=r.whitespace,
+                              origin=r.origin)
+    return replace(grammar, rules=rules), nodes
 
 
 # passes of merging equal positions per rule (each pass keeps the language; copies nested
@@ -205,7 +235,8 @@ MINIMIZE_MAX_ROUNDS = 16
 
 def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     """The automaton of `grammar`. minimize=False keeps the positions exactly as the subset
-    construction numbers them (the frozen reference builder's tables, which tests compare)."""
+    construction numbers them (the frozen reference builder's tables, which tests compare;
+    an ir.AnyOrder rule's as cengine._anyorder numbers them)."""
     if grammar.root not in grammar.rules:
         raise CompileError(f"root rule '{grammar.root}' is not defined", rule=grammar.root)
     exprs, calls = _inline_small_rules(grammar)
@@ -231,6 +262,9 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     # per rule DFA (C++ subset construction), concatenated into one position space
     builder = _builder()
     for ri, name in enumerate(names):
+        if type(exprs[name]) is ir.AnyOrder:
+            builder.add_positions(ri, *any_order_positions(exprs[name], rule_index))
+            continue
         # Thompson construction of the rule's expression over bytes and calls (C++); when
         # the positions are merged anyway, equal suffixes are shared already in the NFA
         # (fewer subset states to make and merge)

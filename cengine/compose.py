@@ -25,6 +25,7 @@ parts cannot enforce raises CompileError at compile time, as the single front en
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, NamedTuple, Optional, Tuple, Union
 
@@ -308,6 +309,9 @@ def _renamed(e: ir.Expr, names: dict) -> ir.Expr:
         return ir.Alt(tuple(_renamed(x, names) for x in e.items))
     if isinstance(e, ir.Repeat):
         return ir.Repeat(_renamed(e.item, names), e.lo, e.hi)
+    if isinstance(e, ir.AnyOrder):
+        return dataclasses.replace(e, members=tuple(names[m] for m in e.members),
+                                   extra=None if e.extra is None else names[e.extra])
     return e
 
 

@@ -99,7 +99,48 @@ class Nothing:
     """Matches no string at all (false schema, empty enum)."""
 
 
-Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Dfa, Nothing]
+@dataclass(frozen=True, slots=True)
+class AnyOrder:
+    """A whole JSON object rule whose members may come in any order: `{`, members separated
+    by `,`, `}`, optional structural whitespace (one byte of `ws`, repeated; it spends the
+    whitespace budget) before and after each of those tokens. members[j] names the rule of
+    one declared member (key, colon, value): each at most once, in any order (chain: in
+    declared order, the form past the state budget), every required one before the close;
+    extra names the rule of one other member (None: none), any number of times; lo..hi
+    members in all (hi None: no bound).
+
+    It stands for one state per (members written, members counted), which as IR rules cost
+    a rule each to make, inline and determinize: the builder makes the positions of the
+    states directly instead (cengine._anyorder), calling the member rules."""
+    members: Tuple[str, ...]
+    required: Tuple[bool, ...]
+    extra: Optional[str]
+    lo: int
+    hi: Optional[int]
+    chain: bool
+    ws: Ranges
+
+    def refs(self) -> Tuple[str, ...]:
+        """The rules it calls."""
+        return self.members + ((self.extra,) if self.extra is not None else ())
+
+    def productive(self, done) -> Tuple[bool, list]:
+        """Whether it derives a finite string when the rules in `done` do (and the others
+        not), and the rules that block it. Exact: any subset of the members that derive
+        one, with every required member, in declared order, is a document of the object."""
+        ok = [m in done for m in self.members]
+        blockers = [m for m, k in zip(self.members, ok) if not k]
+        extra = self.extra is not None and self.extra in done
+        if self.extra is not None and not extra:
+            blockers.append(self.extra)
+        if not all(k for k, r in zip(ok, self.required) if r):
+            return False, blockers
+        if extra or self.lo <= 0:
+            return True, blockers
+        return sum(ok) >= self.lo, blockers
+
+
+Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Dfa, Nothing, AnyOrder]
 
 EMPTY = Bytes(b"")
 NOTHING = Nothing()
@@ -366,6 +407,11 @@ def productive_rules(g: GrammarIR) -> set:
         elif t is Repeat:
             if e.lo != 0 and not prod(e.item, blockers):
                 return False
+        elif t is AnyOrder:
+            good, why = e.productive(done)
+            if not good:
+                blockers.extend(why)
+            return good
         else:
             return t in terminals
         ok.add(id(e))

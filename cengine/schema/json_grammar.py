@@ -197,6 +197,11 @@ def ws(g: ir.GrammarIR) -> ir.Ref:
     return _ensure(g, WS, lambda: ir.repeat(_WS_BYTES, 0, None), whitespace=True)
 
 
+def ws_bytes() -> ir.Ranges:
+    """The bytes of structural whitespace (ws() is any number of them)."""
+    return _WS_BYTES.ranges
+
+
 def comma(g: ir.GrammarIR) -> ir.Expr:
     w = ws(g)
     return ir.seq(w, ir.lit(","), w)
