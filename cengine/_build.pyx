@@ -1281,48 +1281,82 @@ cdef class Builder:
             sig.push_back(self.c_rule[k])
             sig.push_back(cls[self.c_to[k] - base])
 
-    cdef bint _post_order(self, int b, int e, vector[int]& order, vector[int]& state,
-                          vector[int]& dfs_p, vector[int]& dfs_k) noexcept:
-        """order = the positions [b, e) of one rule in depth-first post-order from b over
-        byte edges and call returns (positions it does not reach follow, last first).
-        Returns whether the search met a cycle (an edge back into its own path)."""
-        cdef int n = e - b, p, k, ne, nc, t, top
-        cdef bint cyclic = False
-        order.clear()
-        state.assign(n, 0)              # 0 unseen, 1 on the path, 2 done
-        dfs_p.clear()
-        dfs_k.clear()
-        dfs_p.push_back(b)
-        dfs_k.push_back(0)
-        state[0] = 1
-        while dfs_p.size():
-            top = <int>dfs_p.size() - 1
-            p = dfs_p[top]
-            k = dfs_k[top]
-            ne = self.e_off[p + 1] - self.e_off[p]
-            nc = self.c_off[p + 1] - self.c_off[p]
-            if k < ne + nc:
-                dfs_k[top] = k + 1
-                if k < ne:
-                    t = self.e_to[self.e_off[p] + k]
-                else:
-                    t = self.c_to[self.c_off[p] + k - ne]
-                if state[t - b] == 0:
-                    state[t - b] = 1
-                    dfs_p.push_back(t)
-                    dfs_k.push_back(0)
-                elif state[t - b] == 1:
-                    cyclic = True
-            else:
-                state[p - b] = 2
-                order.push_back(p)
+    cdef void _sccs(self, int b, int e, vector[int]& members, vector[int]& comp_off,
+                    vector[int]& index, vector[int]& low, vector[int]& stack,
+                    vector[int]& dfs_p, vector[int]& dfs_k) noexcept:
+        """The strongly connected components of the positions [b, e) of one rule over byte
+        edges and call returns (Tarjan, iterative), from b first: component c is
+        members[comp_off[c]:comp_off[c + 1]] (in depth-first post-order), and every component
+        comes after the components it reaches (its targets are final when it is visited)."""
+        cdef int n = e - b, p, k, ne, nc, t, top, root, count = 0, q, at, m, finished = 0
+        cdef vector[int] fin
+        cdef vector[int64_t] by_fin
+        fin.assign(n, 0)
+        members.clear()
+        comp_off.clear()
+        comp_off.push_back(0)
+        index.assign(n, -1)             # discovery number; -2 once in a component
+        low.assign(n, 0)
+        stack.clear()
+        for root in range(b, e):
+            if index[root - b] != -1:
+                continue
+            dfs_p.clear()
+            dfs_k.clear()
+            dfs_p.push_back(root)
+            dfs_k.push_back(0)
+            index[root - b] = count
+            low[root - b] = count
+            count += 1
+            stack.push_back(root)
+            while dfs_p.size():
+                top = <int>dfs_p.size() - 1
+                p = dfs_p[top]
+                k = dfs_k[top]
+                ne = self.e_off[p + 1] - self.e_off[p]
+                nc = self.c_off[p + 1] - self.c_off[p]
+                if k < ne + nc:
+                    dfs_k[top] = k + 1
+                    if k < ne:
+                        t = self.e_to[self.e_off[p] + k]
+                    else:
+                        t = self.c_to[self.c_off[p] + k - ne]
+                    if index[t - b] == -1:
+                        index[t - b] = count
+                        low[t - b] = count
+                        count += 1
+                        stack.push_back(t)
+                        dfs_p.push_back(t)
+                        dfs_k.push_back(0)
+                    elif index[t - b] >= 0 and index[t - b] < low[p - b]:
+                        low[p - b] = index[t - b]      # t is on the stack (not yet placed)
+                    continue
                 dfs_p.pop_back()
                 dfs_k.pop_back()
-        for p in range(e - 1, b - 1, -1):
-            if state[p - b] == 0:
-                order.push_back(p)
-                cyclic = True           # (unreached positions: keep the old passes)
-        return cyclic
+                fin[p - b] = finished
+                finished += 1
+                if top > 0 and low[p - b] < low[dfs_p[top - 1] - b]:
+                    low[dfs_p[top - 1] - b] = low[p - b]
+                if low[p - b] == index[p - b]:
+                    at = <int>members.size()
+                    while True:
+                        q = stack.back()
+                        stack.pop_back()
+                        index[q - b] = -2
+                        members.push_back(q)
+                        if q == p:
+                            break
+                    if <int>members.size() - at > 1:
+                        # in post-order (finish order): targets before sources but along
+                        # the cycle, cross edges included, so one pass merges what it can
+                        by_fin.clear()
+                        for m in range(at, <int>members.size()):
+                            q = members[m]
+                            by_fin.push_back(((<int64_t>fin[q - b]) << 32) | q)
+                        cpp_sort(by_fin.begin(), by_fin.end())
+                        for m in range(<int>by_fin.size()):
+                            members[at + m] = <int>(by_fin[m] & 0xFFFFFFFF)
+                    comp_off.push_back(<int>members.size())
 
     def minimize(self, int max_rounds):
         """Merge the positions of each rule that behave alike: the subset construction keeps
@@ -1333,20 +1367,26 @@ cdef class Builder:
         Merging from below: two positions with the same final flag, byte edges into the same
         classes with the same whitespace bit (adjacent ranges into one class merged) and the
         same callees returning into the same classes behave alike, so each merge keeps the
-        language, the stack behaviour and every flag, whenever the passes stop. A pass visits
-        the positions in post-order from the rule's start (every target before its sources,
-        except along a cycle), so the acyclic part merges in one pass; only a rule with a
-        cycle repeats passes while they merge, at most max_rounds. (Copies of a cycle are not
-        merged; a long counted run costs one pass, where refining from one class per flag
-        would take a pass per count.)
+        language, the stack behaviour and every flag, whenever the passes stop. The positions
+        are visited by strongly connected component, each after the components it reaches,
+        so a position outside a cycle is looked at once, its targets' classes final; only the
+        positions of a cycle repeat passes over their own component while they merge, at most
+        max_rounds (a member of a cycle can only merge with members of the same cycle: its
+        edge into the cycle names a class no position outside it has). This is the same
+        merging as passes over the whole rule until none merges (the merges are monotone and
+        end in the same classes) for a fraction of the signatures. (Copies of a cycle are not
+        merged; a long counted run costs one look per position, where refining from one class
+        per flag would take a pass per count.)
         Returns (positions before, positions after)."""
         cdef int R = <int>self.starts.size()
         cdef int P = <int>self.finals.size()
-        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base, m
+        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base, m, ci, cb, ce
         cdef int64_t work = 0
-        cdef bint merged, cyclic
-        cdef vector[int] cls, ren, sig, newpos, rep, order, state, dfs_p, dfs_k
-        cdef _SetTable table = _SetTable()
+        cdef bint merged
+        cdef vector[int] cls, ren, sig, newpos, rep, members, comp_off, index, low, stack
+        cdef vector[int] dfs_p, dfs_k
+        cdef _SetTable table = _SetTable()      # signature -> class, final positions
+        cdef _SetTable local = _SetTable()      # the same within one pass over a cycle
         cdef vector[int] finals, pos_rule, starts, e_off, e_lo, e_hi, e_to, e_ws
         cdef vector[int] c_off, c_rule, c_to
         newpos.assign(P, 0)
@@ -1359,32 +1399,48 @@ cdef class Builder:
             cls.assign(n, 0)
             for p in range(n):
                 cls[p] = p
-            rounds = 0
-            merged = n > 1
-            cyclic = self._post_order(b, e, order, state, dfs_p, dfs_k) if merged else False
-            while merged and rounds < max_rounds:
-                rounds += 1
-                merged = False
+            if n > 1:
+                self._sccs(b, e, members, comp_off, index, low, stack, dfs_p, dfs_k)
                 table.reset(n)
-                for m in range(n):
-                    p = order[m]
-                    self._signature(p, cls, b, sig)
-                    sig[0] = self.finals[p]         # the flag, not the class: what p does
-                    j = table.find(sig)
-                    if j < 0:
-                        table.add(sig, cls[p - b])
-                    elif table.vals[j] != cls[p - b]:
-                        cls[p - b] = table.vals[j]
+                for ci in range(<int>comp_off.size() - 1):
+                    cb = comp_off[ci]
+                    ce = comp_off[ci + 1]
+                    if ce - cb > 1:
+                        # a cycle: passes over its members, each against the others only (one
+                        # position, looping to itself or not, has no other to merge with)
+                        rounds = 0
                         merged = True
-                    work += <int64_t>sig.size()
-                if not cyclic:
-                    # targets came before their sources: every equal future merged in one
-                    # pass, and no later pass can see a class it did not see
-                    merged = False
-                if work >= GIL_YIELD_UNITS:
-                    work = 0
-                    with nogil:     # a thread waiting for the GIL takes it here
-                        _no_op()
+                        while merged and rounds < max_rounds:
+                            rounds += 1
+                            merged = False
+                            local.reset(ce - cb)
+                            for m in range(cb, ce):
+                                p = members[m]
+                                self._signature(p, cls, b, sig)
+                                sig[0] = self.finals[p]     # the flag, not the class
+                                j = local.find(sig)
+                                if j < 0:
+                                    local.add(sig, cls[p - b])
+                                elif local.vals[j] != cls[p - b]:
+                                    cls[p - b] = local.vals[j]
+                                    merged = True
+                                work += <int64_t>sig.size()
+                    # final now: merge with what came before (a cycle's members find only
+                    # their own entries), then serve the positions that reach it
+                    for m in range(cb, ce):
+                        p = members[m]
+                        self._signature(p, cls, b, sig)
+                        sig[0] = self.finals[p]
+                        j = table.find(sig)
+                        if j < 0:
+                            table.add(sig, cls[p - b])
+                        elif table.vals[j] != cls[p - b]:
+                            cls[p - b] = table.vals[j]
+                        work += <int64_t>sig.size()
+                    if work >= GIL_YIELD_UNITS:
+                        work = 0
+                        with nogil:     # a thread waiting for the GIL takes it here
+                            _no_op()
             # classes numbered by first member: the start stays first
             ren.assign(n, -1)
             count = 0

@@ -198,9 +198,10 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     return inline_small_rules(grammar, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE)
 
 
-# passes of merging equal positions per rule (each pass keeps the language; copies nested
-# deeper than this stay partly unmerged)
-MINIMIZE_MAX_ROUNDS = 16
+# passes of merging equal positions over one cycle's positions (Builder.minimize; each pass
+# keeps the language; merges that need more passes around a cycle are left undone). A pass
+# over a cycle costs its positions only, so the bound is loose: the corpus converges below it
+MINIMIZE_MAX_ROUNDS = 64
 
 
 def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
