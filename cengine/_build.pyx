@@ -981,6 +981,11 @@ cdef class Builder:
     # the NFA of the rule being determinized
     cdef vector[int] n_eoff, n_eto, n_boff, n_blo, n_bhi, n_bto, n_bws, n_coff, n_crule, n_cto
     cdef vector[int] mark, buf
+    # share mode: the states of self.buf that act (byte edges, calls, or the accept state);
+    # the DFA state is that set, see add_rule
+    cdef vector[int] acting
+    cdef bint acting_only
+    cdef int accept
     cdef int stamp
     # the subset construction's tables, emptied for each rule (made once per build)
     cdef _SetTable sets, by_targets
@@ -1063,6 +1068,25 @@ cdef class Builder:
         cpp_sort(self.buf.begin(), self.buf.end())
         return 0
 
+    cdef vector[int]* dfa_key(self) noexcept:
+        """The NFA-state set that names the DFA state of the closure in self.buf: all of it
+        (the frozen reference's numbering), or in share mode only the states that act. A
+        state with no byte edge and no call that is not the accept state (an alternative's
+        end, a repeat's loop head) changes nothing the DFA state does, yet two closures that
+        differ only in such states were two DFA states, equal futures the minimizer had to
+        merge again; the subset construction now makes one."""
+        cdef size_t i
+        cdef int q
+        if not self.acting_only:
+            return &self.buf
+        self.acting.clear()
+        for i in range(self.buf.size()):
+            q = self.buf[i]
+            if q == self.accept or self.n_boff[q] != self.n_boff[q + 1] \
+                    or self.n_coff[q] != self.n_coff[q + 1]:
+                self.acting.push_back(q)
+        return &self.acting
+
     cdef void _csr(self, int n, vector[int]& flat, int stride, vector[int]& off, vector[int]** cols) noexcept:
         """Group the records of flat (stride ints, first = from state) by from state."""
         cdef int m = <int>flat.size() // stride
@@ -1098,6 +1122,8 @@ cdef class Builder:
         self._csr(n, nfa.calls_flat, 3, self.n_coff, cols)
         self.mark.assign(n, 0)
         self.stamp = 0
+        self.acting_only = nfa.share
+        self.accept = accept
 
         cdef int base = <int>self.finals.size()
         cdef _SetTable sets = self.sets           # DFA state i = NFA-state set i
@@ -1114,14 +1140,17 @@ cdef class Builder:
         cdef vector[pair[int, int]] cpairs
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
-        cdef int out_start, fin
+        cdef int out_start, fin, w, x, entering
+        cdef vector[int]* key
+        cdef vector[int64_t] by_lo
+        cdef vector[int] covering
         self.reached.assign(n, 0)
         self.n_reached = 0
 
         # start state
         cur.push_back(start)
         self.closure(cur)
-        sets.add(self.buf, 0)
+        sets.add(deref(self.dfa_key()), 0)
         nsets = 1
         self.check_growth(nsets)
         i = 0
@@ -1154,22 +1183,42 @@ cdef class Builder:
                 cpp_sort(bounds.begin(), bounds.end())
                 bounds.erase(cpp_unique(bounds.begin(), bounds.end()), bounds.end())
                 B = <int>bounds.size()
-                self.spend(<int64_t>B * R)
+                self.spend(<int64_t>B * R)     # (the units of the reference's B x R scan)
+                # sweep the pieces left to right with the ranges covering the current one
+                # (a range covers every piece from its lo up to its hi: no bound falls
+                # inside a piece), ranges entering in lo order: work in the pieces' targets,
+                # not pieces x ranges (a free-key trie node's state has dozens of ranges)
+                by_lo.clear()
+                for k in range(R):
+                    by_lo.push_back(((<int64_t>r_lo[k]) << 32) | k)
+                cpp_sort(by_lo.begin(), by_lo.end())
+                covering.clear()
+                entering = 0
                 for bi in range(B - 1):
                     a = bounds[bi]
                     b = bounds[bi + 1]
+                    w = 0
+                    for x in range(<int>covering.size()):
+                        k = covering[x]
+                        if r_hi[k] >= a:
+                            covering[w] = k
+                            w += 1
+                    covering.resize(w)
+                    while entering < R and (by_lo[entering] >> 32) <= a:
+                        covering.push_back(<int>(by_lo[entering] & 0xFFFFFFFF))
+                        entering += 1
+                    if covering.size() == 0:
+                        continue
                     targets.clear()
                     ws0 = 0
                     ws1 = 0
-                    for k in range(R):
-                        if r_lo[k] <= a and b - 1 <= r_hi[k]:
-                            targets.push_back(r_to[k])
-                            if r_ws[k]:
-                                ws1 = 1
-                            else:
-                                ws0 = 1
-                    if targets.size() == 0:
-                        continue
+                    for x in range(<int>covering.size()):
+                        k = covering[x]
+                        targets.push_back(r_to[k])
+                        if r_ws[k]:
+                            ws1 = 1
+                        else:
+                            ws0 = 1
                     if ws0 and ws1:
                         raise CompileError(f"byte 0x{a:02x} is whitespace on one path and content on "
                                            "another: the whitespace budget would be ambiguous")
@@ -1188,9 +1237,10 @@ cdef class Builder:
                         j = single[one]
                     else:
                         self.closure(targets)
-                        j = sets.find(self.buf)
+                        key = self.dfa_key()
+                        j = sets.find(deref(key))
                         if j < 0:
-                            j = sets.add(self.buf, nsets)
+                            j = sets.add(deref(key), nsets)
                             nsets += 1
                             if nsets > self.max_positions:
                                 raise LimitError(f"grammar needs more than {self.max_positions} positions")
@@ -1241,9 +1291,10 @@ cdef class Builder:
                     j = single[one]
                 else:
                     self.closure(targets)
-                    j = sets.find(self.buf)
+                    key = self.dfa_key()
+                    j = sets.find(deref(key))
                     if j < 0:
-                        j = sets.add(self.buf, nsets)
+                        j = sets.add(deref(key), nsets)
                         nsets += 1
                         self.check_growth(nsets)
                     if one >= 0:
