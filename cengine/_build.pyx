@@ -598,8 +598,72 @@ cdef class RuleNfa:
         the first half is a UTF-8 tail (_tail_id) rather than an expression."""
         return ((<int64_t>self.canon[t]) << 2) | (tail << 1) | self.ws
 
+    cdef bint _stampable(self, int s, int t, int end, int e0, int e1, int b0, int b1,
+                         int c0, int c1) noexcept:
+        """Whether the fragment just emitted from s to t (its new states t..end-1, its edges
+        the records [e0, e1), [b0, b1), [c0, c1)) names no other state, and in share mode
+        continues (canon) only within itself: then the same emission from another start into
+        another end makes the same fragment renumbered."""
+        cdef int i, x
+        for i in range(e0, e1):
+            x = self.eps_flat[i]
+            if x != s and not (t <= x < end):
+                return False
+        for i in range(b0, b1, 5):
+            x = self.byt_flat[i]
+            if x != s and not (t <= x < end):
+                return False
+            x = self.byt_flat[i + 3]
+            if x != s and not (t <= x < end):
+                return False
+        for i in range(c0, c1, 3):
+            x = self.calls_flat[i]
+            if x != s and not (t <= x < end):
+                return False
+            x = self.calls_flat[i + 2]
+            if x != s and not (t <= x < end):
+                return False
+        if self.share:
+            for x in range(t, end):
+                if not (t <= self.canon[x] < end):
+                    return False
+        return True
+
+    cdef int _stamp(self, int cur, int s, int t, int end, int e0, int e1, int b0, int b1,
+                    int c0, int c1) except -1:
+        """A copy of the fragment (s, t, end, records) from cur into a new end, its states
+        made in the same order; returns the new end."""
+        cdef int i, x, nxt, delta
+        nxt = self.new()
+        for i in range(end - t - 1):
+            self.new()
+        delta = nxt - t
+        for i in range(e0, e1):
+            x = self.eps_flat[i]
+            self.eps_flat.push_back(cur if x == s else x + delta)
+        for i in range(b0, b1, 5):
+            x = self.byt_flat[i]
+            self.byt_flat.push_back(cur if x == s else x + delta)
+            self.byt_flat.push_back(self.byt_flat[i + 1])
+            self.byt_flat.push_back(self.byt_flat[i + 2])
+            x = self.byt_flat[i + 3]
+            self.byt_flat.push_back(cur if x == s else x + delta)
+            self.byt_flat.push_back(self.byt_flat[i + 4])
+        for i in range(c0, c1, 3):
+            x = self.calls_flat[i]
+            self.calls_flat.push_back(cur if x == s else x + delta)
+            self.calls_flat.push_back(self.calls_flat[i + 1])
+            x = self.calls_flat[i + 2]
+            self.calls_flat.push_back(cur if x == s else x + delta)
+        if self.share:
+            for x in range(t, end):
+                self.canon[x + delta] = self.canon[x] + delta
+        return nxt
+
     cdef int emit(self, e, int s, int t, int depth) except -1:
         cdef int i, m, cur, nxt, a, b, saved, lo, hi, base
+        cdef int copies, stamp = 0, tcur = 0, tnxt = 0, tend = 0
+        cdef int te0 = 0, te1 = 0, tb0 = 0, tb1 = 0, tc0 = 0, tc1 = 0
         cdef const unsigned char[:] data
         if depth > MAX_EXPR_DEPTH:
             raise LimitError("grammar expressions nest too deeply")
@@ -656,9 +720,31 @@ cdef class RuleNfa:
         elif k is _Repeat:
             item = e.item
             cur = s
-            for i in range(<int>e.lo):
-                nxt = self.new()
-                self.emit(item, cur, nxt, depth + 1)
+            # the counted copies (lo of them, then hi - lo optional ones, each after a skip to
+            # t): the first is emitted, the others stamped from it when its fragment touches
+            # only its own new states, its start and its end (then emitting again would make
+            # the same states and edges, renumbered: a walk of the item's expression per count
+            # is what a {1,255} costs otherwise)
+            copies = <int>e.lo if e.hi is None else <int>e.hi
+            stamp = 0               # 0 no copy yet, 1 stamp from the first, -1 emit each
+            for i in range(copies):
+                if i >= <int>e.lo:
+                    self._eps(cur, t)
+                if stamp == 1:
+                    nxt = self._stamp(cur, tcur, tnxt, tend, te0, te1, tb0, tb1, tc0, tc1)
+                else:
+                    nxt = self.new()
+                    te0 = <int>self.eps_flat.size()
+                    tb0 = <int>self.byt_flat.size()
+                    tc0 = <int>self.calls_flat.size()
+                    self.emit(item, cur, nxt, depth + 1)
+                    if stamp == 0:
+                        tcur, tnxt, tend = cur, nxt, self.n
+                        te1 = <int>self.eps_flat.size()
+                        tb1 = <int>self.byt_flat.size()
+                        tc1 = <int>self.calls_flat.size()
+                        stamp = 1 if i + 1 < copies and self._stampable(
+                            tcur, tnxt, tend, te0, te1, tb0, tb1, tc0, tc1) else -1
                 cur = nxt
             if e.hi is None:
                 # loop through a fresh head: cur -eps-> h -item-> b -eps-> h ; h -eps-> t.
@@ -673,11 +759,6 @@ cdef class RuleNfa:
                 self._eps(b, h)
                 self._eps(h, t)
             else:
-                for i in range(<int>e.hi - <int>e.lo):
-                    self._eps(cur, t)
-                    nxt = self.new()
-                    self.emit(item, cur, nxt, depth + 1)
-                    cur = nxt
                 self._eps(cur, t)
         elif k is _Ref:
             idx = self.rule_index.get(e.name)
