@@ -1065,8 +1065,8 @@ cdef class Builder:
     # share mode: the states of self.buf that act (byte edges, calls, or the accept state);
     # the DFA state is that set, see add_rule
     cdef vector[int] acting
+    cdef vector[char] acts
     cdef bint acting_only
-    cdef int accept
     cdef int stamp
     # the subset construction's tables, emptied for each rule (made once per build)
     cdef _SetTable sets, by_targets
@@ -1146,27 +1146,27 @@ cdef class Builder:
                 if self.mark[r] != st:
                     self.mark[r] = st
                     self.buf.push_back(r)
-        cpp_sort(self.buf.begin(), self.buf.end())
-        return 0
-
-    cdef vector[int]* dfa_key(self) noexcept:
-        """The NFA-state set that names the DFA state of the closure in self.buf: all of it
-        (the frozen reference's numbering), or in share mode only the states that act. A
-        state with no byte edge and no call that is not the accept state (an alternative's
-        end, a repeat's loop head) changes nothing the DFA state does, yet two closures that
-        differ only in such states were two DFA states, equal futures the minimizer had to
-        merge again; the subset construction now makes one."""
-        cdef size_t i
-        cdef int q
         if not self.acting_only:
-            return &self.buf
+            cpp_sort(self.buf.begin(), self.buf.end())
+            return 0
+        # share mode: the DFA state is named by its acting states (dfa_key), sorted; the
+        # rest of the closure only counts as reached (check_growth), in any order
         self.acting.clear()
         for i in range(self.buf.size()):
             q = self.buf[i]
-            if q == self.accept or self.n_boff[q] != self.n_boff[q + 1] \
-                    or self.n_coff[q] != self.n_coff[q + 1]:
+            if self.acts[q]:
                 self.acting.push_back(q)
-        return &self.acting
+        cpp_sort(self.acting.begin(), self.acting.end())
+        return 0
+
+    cdef vector[int]* dfa_key(self) noexcept:
+        """The NFA-state set that names the DFA state of the closure just made: all of it,
+        sorted (the frozen reference's numbering), or in share mode only the states that act.
+        A state with no byte edge and no call that is not the accept state (an alternative's
+        end, a repeat's loop head) changes nothing the DFA state does, yet two closures that
+        differ only in such states were two DFA states, equal futures the minimizer had to
+        merge again; the subset construction now makes one."""
+        return &self.acting if self.acting_only else &self.buf
 
     cdef void _csr(self, int n, vector[int]& flat, int stride, vector[int]& off, vector[int]** cols) noexcept:
         """Group the records of flat (stride ints, first = from state) by from state."""
@@ -1204,7 +1204,6 @@ cdef class Builder:
         self.mark.assign(n, 0)
         self.stamp = 0
         self.acting_only = nfa.share
-        self.accept = accept
 
         cdef int base = <int>self.finals.size()
         cdef _SetTable sets = self.sets           # DFA state i = NFA-state set i
@@ -1222,11 +1221,18 @@ cdef class Builder:
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
         cdef int out_start, fin, w, x, entering
+        cdef bint scan
         cdef vector[int]* key
         cdef vector[int64_t] by_lo
         cdef vector[int] covering
         self.reached.assign(n, 0)
         self.n_reached = 0
+        self.acts.assign(n, 0)
+        if self.acting_only:
+            for q in range(n):
+                if q == accept or self.n_boff[q] != self.n_boff[q + 1] \
+                        or self.n_coff[q] != self.n_coff[q + 1]:
+                    self.acts[q] = 1
 
         # start state
         cur.push_back(start)
@@ -1269,25 +1275,34 @@ cdef class Builder:
                 # (a range covers every piece from its lo up to its hi: no bound falls
                 # inside a piece), ranges entering in lo order: work in the pieces' targets,
                 # not pieces x ranges (a free-key trie node's state has dozens of ranges)
-                by_lo.clear()
-                for k in range(R):
-                    by_lo.push_back(((<int64_t>r_lo[k]) << 32) | k)
-                cpp_sort(by_lo.begin(), by_lo.end())
+                # (a few ranges: scanning them all per piece is cheaper than sorting)
+                scan = R <= 8
+                if not scan:
+                    by_lo.clear()
+                    for k in range(R):
+                        by_lo.push_back(((<int64_t>r_lo[k]) << 32) | k)
+                    cpp_sort(by_lo.begin(), by_lo.end())
                 covering.clear()
                 entering = 0
                 for bi in range(B - 1):
                     a = bounds[bi]
                     b = bounds[bi + 1]
-                    w = 0
-                    for x in range(<int>covering.size()):
-                        k = covering[x]
-                        if r_hi[k] >= a:
-                            covering[w] = k
-                            w += 1
-                    covering.resize(w)
-                    while entering < R and (by_lo[entering] >> 32) <= a:
-                        covering.push_back(<int>(by_lo[entering] & 0xFFFFFFFF))
-                        entering += 1
+                    if scan:
+                        covering.clear()
+                        for k in range(R):
+                            if r_lo[k] <= a and b - 1 <= r_hi[k]:
+                                covering.push_back(k)
+                    else:
+                        w = 0
+                        for x in range(<int>covering.size()):
+                            k = covering[x]
+                            if r_hi[k] >= a:
+                                covering[w] = k
+                                w += 1
+                        covering.resize(w)
+                        while entering < R and (by_lo[entering] >> 32) <= a:
+                            covering.push_back(<int>(by_lo[entering] & 0xFFFFFFFF))
+                            entering += 1
                     if covering.size() == 0:
                         continue
                     targets.clear()
@@ -1833,12 +1848,18 @@ cdef class Builder:
         node_seen.push_back(-1)
         clo_off.push_back(0)
         clo_pop.assign(P, 0)
-        cdef bint pop
+        cdef bint pop, first, first_put
+        cdef int64_t first_key = 0
         cdef pair[int, int] w
+        # the node of (q, empty stack), once interned: most walks are that one frame
+        cdef vector[int] top_node
+        top_node.assign(P, -1)
         for p in range(P):
             pop = False
             work.clear()
             work.push_back(pair[int, int](p, 0))
+            first = True
+            first_put = False
             while work.size():
                 w = work.back()
                 work.pop_back()
@@ -1846,13 +1867,28 @@ cdef class Builder:
                 below = w.second
                 key = ((<int64_t>q) << 32) | below
                 # visited in this position's walk: stamped with p (clearing a hash set per
-                # position costs its whole bucket array)
-                if visited.get(key) == p:
-                    continue
-                visited.put(key, p)
+                # position costs its whole bucket array). The walk's first frame is new, and
+                # is stamped only if the walk goes on (most stop there)
+                if first:
+                    first = False
+                    first_key = key
+                else:
+                    if not first_put:
+                        visited.put(first_key, p)
+                        first_put = True
+                    if visited.get(key) == p:
+                        continue
+                    visited.put(key, p)
                 if e_off[q] != e_off[q + 1]:
-                    node = self._intern(node_index, node_head, node_tail, node_depth,
-                                        node_chain, node_seen, q, below)
+                    if below == 0:
+                        node = top_node[q]
+                        if node < 0:
+                            node = top_node[q] = self._intern(
+                                node_index, node_head, node_tail, node_depth, node_chain,
+                                node_seen, q, below)
+                    else:
+                        node = self._intern(node_index, node_head, node_tail, node_depth,
+                                            node_chain, node_seen, q, below)
                     if node_seen[node] != p:
                         node_seen[node] = p
                         j = node_chain[node]
