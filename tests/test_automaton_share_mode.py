@@ -118,7 +118,7 @@ def _global_passes(t, names):
     return total
 
 
-def _tools_schema():
+def _formats_schema():
     return schema_to_ir({"type": "object", "properties": {
         "when": {"type": "string", "format": "date-time"},
         "email": {"type": "string", "format": "email"},
@@ -131,7 +131,7 @@ CYCLES = {
     "ab-loops": lambda: regex_to_ir(r"((ab|cb)d)*(ab|cb)e"),
     "copies-in-a-loop": lambda: regex_to_ir(r"(x(abc|abd|xbc|xbd)y)*z"),
     "counted-in-a-loop": lambda: regex_to_ir(r"([a-z][a-z0-9-]{0,6}\.)+[a-z]{2,4}"),
-    "schema": _tools_schema,
+    "schema": _formats_schema,
     **{f"ir-{n}": f for n, f in grammars_ir.ALL.items()},
 }
 
