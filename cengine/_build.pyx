@@ -598,8 +598,72 @@ cdef class RuleNfa:
         the first half is a UTF-8 tail (_tail_id) rather than an expression."""
         return ((<int64_t>self.canon[t]) << 2) | (tail << 1) | self.ws
 
+    cdef bint _stampable(self, int s, int t, int end, int e0, int e1, int b0, int b1,
+                         int c0, int c1) noexcept:
+        """Whether the fragment just emitted from s to t (its new states t..end-1, its edges
+        the records [e0, e1), [b0, b1), [c0, c1)) names no other state, and in share mode
+        continues (canon) only within itself: then the same emission from another start into
+        another end makes the same fragment renumbered."""
+        cdef int i, x
+        for i in range(e0, e1):
+            x = self.eps_flat[i]
+            if x != s and not (t <= x < end):
+                return False
+        for i in range(b0, b1, 5):
+            x = self.byt_flat[i]
+            if x != s and not (t <= x < end):
+                return False
+            x = self.byt_flat[i + 3]
+            if x != s and not (t <= x < end):
+                return False
+        for i in range(c0, c1, 3):
+            x = self.calls_flat[i]
+            if x != s and not (t <= x < end):
+                return False
+            x = self.calls_flat[i + 2]
+            if x != s and not (t <= x < end):
+                return False
+        if self.share:
+            for x in range(t, end):
+                if not (t <= self.canon[x] < end):
+                    return False
+        return True
+
+    cdef int _stamp(self, int cur, int s, int t, int end, int e0, int e1, int b0, int b1,
+                    int c0, int c1) except -1:
+        """A copy of the fragment (s, t, end, records) from cur into a new end, its states
+        made in the same order; returns the new end."""
+        cdef int i, x, nxt, delta
+        nxt = self.new()
+        for i in range(end - t - 1):
+            self.new()
+        delta = nxt - t
+        for i in range(e0, e1):
+            x = self.eps_flat[i]
+            self.eps_flat.push_back(cur if x == s else x + delta)
+        for i in range(b0, b1, 5):
+            x = self.byt_flat[i]
+            self.byt_flat.push_back(cur if x == s else x + delta)
+            self.byt_flat.push_back(self.byt_flat[i + 1])
+            self.byt_flat.push_back(self.byt_flat[i + 2])
+            x = self.byt_flat[i + 3]
+            self.byt_flat.push_back(cur if x == s else x + delta)
+            self.byt_flat.push_back(self.byt_flat[i + 4])
+        for i in range(c0, c1, 3):
+            x = self.calls_flat[i]
+            self.calls_flat.push_back(cur if x == s else x + delta)
+            self.calls_flat.push_back(self.calls_flat[i + 1])
+            x = self.calls_flat[i + 2]
+            self.calls_flat.push_back(cur if x == s else x + delta)
+        if self.share:
+            for x in range(t, end):
+                self.canon[x + delta] = self.canon[x] + delta
+        return nxt
+
     cdef int emit(self, e, int s, int t, int depth) except -1:
         cdef int i, m, cur, nxt, a, b, saved, lo, hi, base
+        cdef int copies, stamp = 0, tcur = 0, tnxt = 0, tend = 0
+        cdef int te0 = 0, te1 = 0, tb0 = 0, tb1 = 0, tc0 = 0, tc1 = 0
         cdef const unsigned char[:] data
         if depth > MAX_EXPR_DEPTH:
             raise LimitError("grammar expressions nest too deeply")
@@ -656,9 +720,31 @@ cdef class RuleNfa:
         elif k is _Repeat:
             item = e.item
             cur = s
-            for i in range(<int>e.lo):
-                nxt = self.new()
-                self.emit(item, cur, nxt, depth + 1)
+            # the counted copies (lo of them, then hi - lo optional ones, each after a skip to
+            # t): the first is emitted, the others stamped from it when its fragment touches
+            # only its own new states, its start and its end (then emitting again would make
+            # the same states and edges, renumbered: a walk of the item's expression per count
+            # is what a {1,255} costs otherwise)
+            copies = <int>e.lo if e.hi is None else <int>e.hi
+            stamp = 0               # 0 no copy yet, 1 stamp from the first, -1 emit each
+            for i in range(copies):
+                if i >= <int>e.lo:
+                    self._eps(cur, t)
+                if stamp == 1:
+                    nxt = self._stamp(cur, tcur, tnxt, tend, te0, te1, tb0, tb1, tc0, tc1)
+                else:
+                    nxt = self.new()
+                    te0 = <int>self.eps_flat.size()
+                    tb0 = <int>self.byt_flat.size()
+                    tc0 = <int>self.calls_flat.size()
+                    self.emit(item, cur, nxt, depth + 1)
+                    if stamp == 0:
+                        tcur, tnxt, tend = cur, nxt, self.n
+                        te1 = <int>self.eps_flat.size()
+                        tb1 = <int>self.byt_flat.size()
+                        tc1 = <int>self.calls_flat.size()
+                        stamp = 1 if i + 1 < copies and self._stampable(
+                            tcur, tnxt, tend, te0, te1, tb0, tb1, tc0, tc1) else -1
                 cur = nxt
             if e.hi is None:
                 # loop through a fresh head: cur -eps-> h -item-> b -eps-> h ; h -eps-> t.
@@ -673,11 +759,6 @@ cdef class RuleNfa:
                 self._eps(b, h)
                 self._eps(h, t)
             else:
-                for i in range(<int>e.hi - <int>e.lo):
-                    self._eps(cur, t)
-                    nxt = self.new()
-                    self.emit(item, cur, nxt, depth + 1)
-                    cur = nxt
                 self._eps(cur, t)
         elif k is _Ref:
             idx = self.rule_index.get(e.name)
@@ -981,6 +1062,11 @@ cdef class Builder:
     # the NFA of the rule being determinized
     cdef vector[int] n_eoff, n_eto, n_boff, n_blo, n_bhi, n_bto, n_bws, n_coff, n_crule, n_cto
     cdef vector[int] mark, buf
+    # share mode: the states of self.buf that act (byte edges, calls, or the accept state);
+    # the DFA state is that set, see add_rule
+    cdef vector[int] acting
+    cdef vector[char] acts
+    cdef bint acting_only
     cdef int stamp
     # the subset construction's tables, emptied for each rule (made once per build)
     cdef _SetTable sets, by_targets
@@ -1060,8 +1146,27 @@ cdef class Builder:
                 if self.mark[r] != st:
                     self.mark[r] = st
                     self.buf.push_back(r)
-        cpp_sort(self.buf.begin(), self.buf.end())
+        if not self.acting_only:
+            cpp_sort(self.buf.begin(), self.buf.end())
+            return 0
+        # share mode: the DFA state is named by its acting states (dfa_key), sorted; the
+        # rest of the closure only counts as reached (check_growth), in any order
+        self.acting.clear()
+        for i in range(self.buf.size()):
+            q = self.buf[i]
+            if self.acts[q]:
+                self.acting.push_back(q)
+        cpp_sort(self.acting.begin(), self.acting.end())
         return 0
+
+    cdef vector[int]* dfa_key(self) noexcept:
+        """The NFA-state set that names the DFA state of the closure just made: all of it,
+        sorted (the frozen reference's numbering), or in share mode only the states that act.
+        A state with no byte edge and no call that is not the accept state (an alternative's
+        end, a repeat's loop head) changes nothing the DFA state does, yet two closures that
+        differ only in such states were two DFA states, equal futures the minimizer had to
+        merge again; the subset construction now makes one."""
+        return &self.acting if self.acting_only else &self.buf
 
     cdef void _csr(self, int n, vector[int]& flat, int stride, vector[int]& off, vector[int]** cols) noexcept:
         """Group the records of flat (stride ints, first = from state) by from state."""
@@ -1098,6 +1203,7 @@ cdef class Builder:
         self._csr(n, nfa.calls_flat, 3, self.n_coff, cols)
         self.mark.assign(n, 0)
         self.stamp = 0
+        self.acting_only = nfa.share
 
         cdef int base = <int>self.finals.size()
         cdef _SetTable sets = self.sets           # DFA state i = NFA-state set i
@@ -1114,14 +1220,24 @@ cdef class Builder:
         cdef vector[pair[int, int]] cpairs
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
-        cdef int out_start, fin
+        cdef int out_start, fin, w, x, entering
+        cdef bint scan
+        cdef vector[int]* key
+        cdef vector[int64_t] by_lo
+        cdef vector[int] covering
         self.reached.assign(n, 0)
         self.n_reached = 0
+        self.acts.assign(n, 0)
+        if self.acting_only:
+            for q in range(n):
+                if q == accept or self.n_boff[q] != self.n_boff[q + 1] \
+                        or self.n_coff[q] != self.n_coff[q + 1]:
+                    self.acts[q] = 1
 
         # start state
         cur.push_back(start)
         self.closure(cur)
-        sets.add(self.buf, 0)
+        sets.add(deref(self.dfa_key()), 0)
         nsets = 1
         self.check_growth(nsets)
         i = 0
@@ -1154,22 +1270,51 @@ cdef class Builder:
                 cpp_sort(bounds.begin(), bounds.end())
                 bounds.erase(cpp_unique(bounds.begin(), bounds.end()), bounds.end())
                 B = <int>bounds.size()
-                self.spend(<int64_t>B * R)
+                self.spend(<int64_t>B * R)     # (the units of the reference's B x R scan)
+                # sweep the pieces left to right with the ranges covering the current one
+                # (a range covers every piece from its lo up to its hi: no bound falls
+                # inside a piece), ranges entering in lo order: work in the pieces' targets,
+                # not pieces x ranges (a free-key trie node's state has dozens of ranges)
+                # (a few ranges: scanning them all per piece is cheaper than sorting)
+                scan = R <= 8
+                if not scan:
+                    by_lo.clear()
+                    for k in range(R):
+                        by_lo.push_back(((<int64_t>r_lo[k]) << 32) | k)
+                    cpp_sort(by_lo.begin(), by_lo.end())
+                covering.clear()
+                entering = 0
                 for bi in range(B - 1):
                     a = bounds[bi]
                     b = bounds[bi + 1]
+                    if scan:
+                        covering.clear()
+                        for k in range(R):
+                            if r_lo[k] <= a and b - 1 <= r_hi[k]:
+                                covering.push_back(k)
+                    else:
+                        w = 0
+                        for x in range(<int>covering.size()):
+                            k = covering[x]
+                            if r_hi[k] >= a:
+                                covering[w] = k
+                                w += 1
+                        covering.resize(w)
+                        while entering < R and (by_lo[entering] >> 32) <= a:
+                            covering.push_back(<int>(by_lo[entering] & 0xFFFFFFFF))
+                            entering += 1
+                    if covering.size() == 0:
+                        continue
                     targets.clear()
                     ws0 = 0
                     ws1 = 0
-                    for k in range(R):
-                        if r_lo[k] <= a and b - 1 <= r_hi[k]:
-                            targets.push_back(r_to[k])
-                            if r_ws[k]:
-                                ws1 = 1
-                            else:
-                                ws0 = 1
-                    if targets.size() == 0:
-                        continue
+                    for x in range(<int>covering.size()):
+                        k = covering[x]
+                        targets.push_back(r_to[k])
+                        if r_ws[k]:
+                            ws1 = 1
+                        else:
+                            ws0 = 1
                     if ws0 and ws1:
                         raise CompileError(f"byte 0x{a:02x} is whitespace on one path and content on "
                                            "another: the whitespace budget would be ambiguous")
@@ -1188,9 +1333,10 @@ cdef class Builder:
                         j = single[one]
                     else:
                         self.closure(targets)
-                        j = sets.find(self.buf)
+                        key = self.dfa_key()
+                        j = sets.find(deref(key))
                         if j < 0:
-                            j = sets.add(self.buf, nsets)
+                            j = sets.add(deref(key), nsets)
                             nsets += 1
                             if nsets > self.max_positions:
                                 raise LimitError(f"grammar needs more than {self.max_positions} positions")
@@ -1241,9 +1387,10 @@ cdef class Builder:
                     j = single[one]
                 else:
                     self.closure(targets)
-                    j = sets.find(self.buf)
+                    key = self.dfa_key()
+                    j = sets.find(deref(key))
                     if j < 0:
-                        j = sets.add(self.buf, nsets)
+                        j = sets.add(deref(key), nsets)
                         nsets += 1
                         self.check_growth(nsets)
                     if one >= 0:
@@ -1311,48 +1458,82 @@ cdef class Builder:
             sig.push_back(self.c_rule[k])
             sig.push_back(cls[self.c_to[k] - base])
 
-    cdef bint _post_order(self, int b, int e, vector[int]& order, vector[int]& state,
-                          vector[int]& dfs_p, vector[int]& dfs_k) noexcept:
-        """order = the positions [b, e) of one rule in depth-first post-order from b over
-        byte edges and call returns (positions it does not reach follow, last first).
-        Returns whether the search met a cycle (an edge back into its own path)."""
-        cdef int n = e - b, p, k, ne, nc, t, top
-        cdef bint cyclic = False
-        order.clear()
-        state.assign(n, 0)              # 0 unseen, 1 on the path, 2 done
-        dfs_p.clear()
-        dfs_k.clear()
-        dfs_p.push_back(b)
-        dfs_k.push_back(0)
-        state[0] = 1
-        while dfs_p.size():
-            top = <int>dfs_p.size() - 1
-            p = dfs_p[top]
-            k = dfs_k[top]
-            ne = self.e_off[p + 1] - self.e_off[p]
-            nc = self.c_off[p + 1] - self.c_off[p]
-            if k < ne + nc:
-                dfs_k[top] = k + 1
-                if k < ne:
-                    t = self.e_to[self.e_off[p] + k]
-                else:
-                    t = self.c_to[self.c_off[p] + k - ne]
-                if state[t - b] == 0:
-                    state[t - b] = 1
-                    dfs_p.push_back(t)
-                    dfs_k.push_back(0)
-                elif state[t - b] == 1:
-                    cyclic = True
-            else:
-                state[p - b] = 2
-                order.push_back(p)
+    cdef void _sccs(self, int b, int e, vector[int]& members, vector[int]& comp_off,
+                    vector[int]& index, vector[int]& low, vector[int]& stack,
+                    vector[int]& dfs_p, vector[int]& dfs_k) noexcept:
+        """The strongly connected components of the positions [b, e) of one rule over byte
+        edges and call returns (Tarjan, iterative), from b first: component c is
+        members[comp_off[c]:comp_off[c + 1]] (in depth-first post-order), and every component
+        comes after the components it reaches (its targets are final when it is visited)."""
+        cdef int n = e - b, p, k, ne, nc, t, top, root, count = 0, q, at, m, finished = 0
+        cdef vector[int] fin
+        cdef vector[int64_t] by_fin
+        fin.assign(n, 0)
+        members.clear()
+        comp_off.clear()
+        comp_off.push_back(0)
+        index.assign(n, -1)             # discovery number; -2 once in a component
+        low.assign(n, 0)
+        stack.clear()
+        for root in range(b, e):
+            if index[root - b] != -1:
+                continue
+            dfs_p.clear()
+            dfs_k.clear()
+            dfs_p.push_back(root)
+            dfs_k.push_back(0)
+            index[root - b] = count
+            low[root - b] = count
+            count += 1
+            stack.push_back(root)
+            while dfs_p.size():
+                top = <int>dfs_p.size() - 1
+                p = dfs_p[top]
+                k = dfs_k[top]
+                ne = self.e_off[p + 1] - self.e_off[p]
+                nc = self.c_off[p + 1] - self.c_off[p]
+                if k < ne + nc:
+                    dfs_k[top] = k + 1
+                    if k < ne:
+                        t = self.e_to[self.e_off[p] + k]
+                    else:
+                        t = self.c_to[self.c_off[p] + k - ne]
+                    if index[t - b] == -1:
+                        index[t - b] = count
+                        low[t - b] = count
+                        count += 1
+                        stack.push_back(t)
+                        dfs_p.push_back(t)
+                        dfs_k.push_back(0)
+                    elif index[t - b] >= 0 and index[t - b] < low[p - b]:
+                        low[p - b] = index[t - b]      # t is on the stack (not yet placed)
+                    continue
                 dfs_p.pop_back()
                 dfs_k.pop_back()
-        for p in range(e - 1, b - 1, -1):
-            if state[p - b] == 0:
-                order.push_back(p)
-                cyclic = True           # (unreached positions: keep the old passes)
-        return cyclic
+                fin[p - b] = finished
+                finished += 1
+                if top > 0 and low[p - b] < low[dfs_p[top - 1] - b]:
+                    low[dfs_p[top - 1] - b] = low[p - b]
+                if low[p - b] == index[p - b]:
+                    at = <int>members.size()
+                    while True:
+                        q = stack.back()
+                        stack.pop_back()
+                        index[q - b] = -2
+                        members.push_back(q)
+                        if q == p:
+                            break
+                    if <int>members.size() - at > 1:
+                        # in post-order (finish order): targets before sources but along
+                        # the cycle, cross edges included, so one pass merges what it can
+                        by_fin.clear()
+                        for m in range(at, <int>members.size()):
+                            q = members[m]
+                            by_fin.push_back(((<int64_t>fin[q - b]) << 32) | q)
+                        cpp_sort(by_fin.begin(), by_fin.end())
+                        for m in range(<int>by_fin.size()):
+                            members[at + m] = <int>(by_fin[m] & 0xFFFFFFFF)
+                    comp_off.push_back(<int>members.size())
 
     def minimize(self, int max_rounds):
         """Merge the positions of each rule that behave alike: the subset construction keeps
@@ -1363,20 +1544,26 @@ cdef class Builder:
         Merging from below: two positions with the same final flag, byte edges into the same
         classes with the same whitespace bit (adjacent ranges into one class merged) and the
         same callees returning into the same classes behave alike, so each merge keeps the
-        language, the stack behaviour and every flag, whenever the passes stop. A pass visits
-        the positions in post-order from the rule's start (every target before its sources,
-        except along a cycle), so the acyclic part merges in one pass; only a rule with a
-        cycle repeats passes while they merge, at most max_rounds. (Copies of a cycle are not
-        merged; a long counted run costs one pass, where refining from one class per flag
-        would take a pass per count.)
+        language, the stack behaviour and every flag, whenever the passes stop. The positions
+        are visited by strongly connected component, each after the components it reaches,
+        so a position outside a cycle is looked at once, its targets' classes final; only the
+        positions of a cycle repeat passes over their own component while they merge, at most
+        max_rounds (a member of a cycle can only merge with members of the same cycle: its
+        edge into the cycle names a class no position outside it has). This is the same
+        merging as passes over the whole rule until none merges (the merges are monotone and
+        end in the same classes) for a fraction of the signatures. (Copies of a cycle are not
+        merged; a long counted run costs one look per position, where refining from one class
+        per flag would take a pass per count.)
         Returns (positions before, positions after)."""
         cdef int R = <int>self.starts.size()
         cdef int P = <int>self.finals.size()
-        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base, m
+        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base, m, ci, cb, ce
         cdef int64_t work = 0
-        cdef bint merged, cyclic
-        cdef vector[int] cls, ren, sig, newpos, rep, order, state, dfs_p, dfs_k
-        cdef _SetTable table = _SetTable()
+        cdef bint merged
+        cdef vector[int] cls, ren, sig, newpos, rep, members, comp_off, index, low, stack
+        cdef vector[int] dfs_p, dfs_k
+        cdef _SetTable table = _SetTable()      # signature -> class, final positions
+        cdef _SetTable local = _SetTable()      # the same within one pass over a cycle
         cdef vector[int] finals, pos_rule, starts, e_off, e_lo, e_hi, e_to, e_ws
         cdef vector[int] c_off, c_rule, c_to
         newpos.assign(P, 0)
@@ -1389,32 +1576,48 @@ cdef class Builder:
             cls.assign(n, 0)
             for p in range(n):
                 cls[p] = p
-            rounds = 0
-            merged = n > 1
-            cyclic = self._post_order(b, e, order, state, dfs_p, dfs_k) if merged else False
-            while merged and rounds < max_rounds:
-                rounds += 1
-                merged = False
+            if n > 1:
+                self._sccs(b, e, members, comp_off, index, low, stack, dfs_p, dfs_k)
                 table.reset(n)
-                for m in range(n):
-                    p = order[m]
-                    self._signature(p, cls, b, sig)
-                    sig[0] = self.finals[p]         # the flag, not the class: what p does
-                    j = table.find(sig)
-                    if j < 0:
-                        table.add(sig, cls[p - b])
-                    elif table.vals[j] != cls[p - b]:
-                        cls[p - b] = table.vals[j]
+                for ci in range(<int>comp_off.size() - 1):
+                    cb = comp_off[ci]
+                    ce = comp_off[ci + 1]
+                    if ce - cb > 1:
+                        # a cycle: passes over its members, each against the others only (one
+                        # position, looping to itself or not, has no other to merge with)
+                        rounds = 0
                         merged = True
-                    work += <int64_t>sig.size()
-                if not cyclic:
-                    # targets came before their sources: every equal future merged in one
-                    # pass, and no later pass can see a class it did not see
-                    merged = False
-                if work >= GIL_YIELD_UNITS:
-                    work = 0
-                    with nogil:     # a thread waiting for the GIL takes it here
-                        _no_op()
+                        while merged and rounds < max_rounds:
+                            rounds += 1
+                            merged = False
+                            local.reset(ce - cb)
+                            for m in range(cb, ce):
+                                p = members[m]
+                                self._signature(p, cls, b, sig)
+                                sig[0] = self.finals[p]     # the flag, not the class
+                                j = local.find(sig)
+                                if j < 0:
+                                    local.add(sig, cls[p - b])
+                                elif local.vals[j] != cls[p - b]:
+                                    cls[p - b] = local.vals[j]
+                                    merged = True
+                                work += <int64_t>sig.size()
+                    # final now: merge with what came before (a cycle's members find only
+                    # their own entries), then serve the positions that reach it
+                    for m in range(cb, ce):
+                        p = members[m]
+                        self._signature(p, cls, b, sig)
+                        sig[0] = self.finals[p]
+                        j = table.find(sig)
+                        if j < 0:
+                            table.add(sig, cls[p - b])
+                        elif table.vals[j] != cls[p - b]:
+                            cls[p - b] = table.vals[j]
+                        work += <int64_t>sig.size()
+                    if work >= GIL_YIELD_UNITS:
+                        work = 0
+                        with nogil:     # a thread waiting for the GIL takes it here
+                            _no_op()
             # classes numbered by first member: the start stays first
             ren.assign(n, -1)
             count = 0
@@ -1675,12 +1878,18 @@ cdef class Builder:
         node_seen.push_back(-1)
         clo_off.push_back(0)
         clo_pop.assign(P, 0)
-        cdef bint pop
+        cdef bint pop, first, first_put
+        cdef int64_t first_key = 0
         cdef pair[int, int] w
+        # the node of (q, empty stack), once interned: most walks are that one frame
+        cdef vector[int] top_node
+        top_node.assign(P, -1)
         for p in range(P):
             pop = False
             work.clear()
             work.push_back(pair[int, int](p, 0))
+            first = True
+            first_put = False
             while work.size():
                 w = work.back()
                 work.pop_back()
@@ -1688,13 +1897,28 @@ cdef class Builder:
                 below = w.second
                 key = ((<int64_t>q) << 32) | below
                 # visited in this position's walk: stamped with p (clearing a hash set per
-                # position costs its whole bucket array)
-                if visited.get(key) == p:
-                    continue
-                visited.put(key, p)
+                # position costs its whole bucket array). The walk's first frame is new, and
+                # is stamped only if the walk goes on (most stop there)
+                if first:
+                    first = False
+                    first_key = key
+                else:
+                    if not first_put:
+                        visited.put(first_key, p)
+                        first_put = True
+                    if visited.get(key) == p:
+                        continue
+                    visited.put(key, p)
                 if e_off[q] != e_off[q + 1]:
-                    node = self._intern(node_index, node_head, node_tail, node_depth,
-                                        node_chain, node_seen, q, below)
+                    if below == 0:
+                        node = top_node[q]
+                        if node < 0:
+                            node = top_node[q] = self._intern(
+                                node_index, node_head, node_tail, node_depth, node_chain,
+                                node_seen, q, below)
+                    else:
+                        node = self._intern(node_index, node_head, node_tail, node_depth,
+                                            node_chain, node_seen, q, below)
                     if node_seen[node] != p:
                         node_seen[node] = p
                         j = node_chain[node]

@@ -228,9 +228,10 @@ def _any_order_view(grammar: ir.GrammarIR):
     return replace(grammar, rules=rules), nodes
 
 
-# passes of merging equal positions per rule (each pass keeps the language; copies nested
-# deeper than this stay partly unmerged)
-MINIMIZE_MAX_ROUNDS = 16
+# passes of merging equal positions over one cycle's positions (Builder.minimize; each pass
+# keeps the language; merges that need more passes around a cycle are left undone). A pass
+# over a cycle costs its positions only, so the bound is loose: the corpus converges below it
+MINIMIZE_MAX_ROUNDS = 64
 
 
 def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
