@@ -53,28 +53,55 @@ def test_automaton_dfa_growth_refuses_blowup_before_the_work_cap(name, compile_)
 # a limit met while building a schema's rule names the keyword and pointer of the schema the
 # rule was compiled from (the builder sees rules, not keywords)
 BOMB = "^(a|b)*a(a|b){20}$"
-SCHEMA_LIMITS = [
-    ({"type": "string", "pattern": BOMB}, "pattern", "/pattern"),
+PATTERN_LIMITS = [
+    ({"type": "string", "pattern": BOMB}, "/pattern"),
     ({"type": "object", "properties": {"k": {"type": "string", "pattern": BOMB}}},
-     "properties", "/properties"),
-    ({"type": "array", "items": {"type": "string", "pattern": BOMB}}, "items", "/items"),
+     "/properties/k/pattern"),
     ({"type": "array", "items": {"type": "string", "pattern": BOMB}, "maxItems": 3},
-     "maxItems", "/maxItems"),
+     "/items/pattern"),
     ({"$defs": {"d": {"type": "object", "properties": {"k": {"pattern": BOMB}}}},
-      "type": "array", "items": {"$ref": "#/$defs/d"}}, "properties", "/$defs/d/properties"),
+      "type": "array", "items": {"$ref": "#/$defs/d"}}, "/$defs/d/properties/k/pattern"),
 ]
 
 
-@pytest.mark.parametrize("schema, keyword, pointer", SCHEMA_LIMITS)
+@pytest.mark.parametrize("schema, pointer", PATTERN_LIMITS)
 @pytest.mark.parametrize("budget", [None, cengine.CompileBudget(max_work=2_000_000,
                                                                 max_dfa_growth=0)])
-def test_automaton_schema_limits_name_keyword_and_pointer(schema, keyword, pointer, budget):
+def test_automaton_schema_pattern_limits_name_the_pattern(schema, pointer, budget):
+    # a pattern's string is a rule of its own (shared by every property with that pattern):
+    # its blowup names the pattern where it was first met
     cengine.CACHE.clear()
     with pytest.raises(cengine.LimitError) as e:
         cengine.compile_json_schema(schema, budget=budget)
     assert e.value.limit in ("max_dfa_growth", "max_compile_work")
+    assert (e.value.keyword, e.value.pointer) == ("pattern", pointer)
+    assert e.value.rule is not None
+
+
+_PROPS = {f"p{i}": {"type": "boolean"} for i in range(12)}
+RULE_LIMITS = [
+    ({"type": "object", "properties": _PROPS}, "properties", "/properties"),
+    ({"type": "object", "properties": {"a": {"type": "object", "properties": _PROPS}}},
+     "properties", "/properties/a/properties"),
+    ({"type": "array", "items": {"enum": [f"v{i}" for i in range(40)]}}, "items", "/items"),
+    ({"type": "array", "items": {"type": "boolean"}, "maxItems": 40}, "maxItems", "/maxItems"),
+    ({"$defs": {"d": {"type": "object", "properties": _PROPS}}, "type": "array",
+      "items": {"$ref": "#/$defs/d"}}, "properties", "/$defs/d/properties"),
+]
+
+
+@pytest.mark.parametrize("schema, keyword, pointer", RULE_LIMITS)
+def test_automaton_schema_rule_limits_name_keyword_and_pointer(monkeypatch, schema, keyword,
+                                                               pointer):
+    # a rule's NFA over a (lowered) state limit: the object's or array's rule is the only
+    # large one here
+    monkeypatch.setattr(automaton, "MAX_NFA_STATES", 150)
+    cengine.CACHE.clear()
+    with pytest.raises(cengine.LimitError) as e:
+        cengine.compile_json_schema(schema, property_order="declared")
     assert (e.value.keyword, e.value.pointer) == (keyword, pointer)
     assert e.value.rule is not None
+    cengine.CACHE.clear()
 
 
 def test_automaton_dfa_growth_counts_reached_nfa_states():

@@ -28,6 +28,7 @@ free strings).
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import json
 import re
@@ -310,6 +311,7 @@ class _Compiler:
         self.conj_rules: Dict[str, str] = {}
         self._validator = None
         self.number_rules: Dict = {}
+        self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
         self._embedded: Optional[bool] = None
 
     # --- helpers ------------------------------------------------------------------------
@@ -1181,13 +1183,35 @@ class _Compiler:
             if "pattern" in schema:
                 raise CompileError("'pattern' beside an enforced 'format' is not enforced",
                                    keyword="pattern", pointer=_ptr(ptr, "pattern"))
-            return js.constrained_string(fmt, lo, hi, ptr, "format", self.g)
+            return self._shared_string(
+                ("format", schema["format"], lo, hi), ptr,
+                lambda: js.constrained_string(fmt, lo, hi, ptr, "format", self.g))
         if "pattern" in schema:
-            return js.constrained_string(js.pattern_expr(schema["pattern"], ptr), lo, hi, ptr,
-                                         "pattern", self.g)
+            return self._shared_string(
+                ("pattern", schema["pattern"], lo, hi), ptr,
+                lambda: js.constrained_string(js.pattern_expr(schema["pattern"], ptr), lo, hi,
+                                              ptr, "pattern", self.g))
         self._check_length(lo, "minLength", ptr)
         self._check_length(hi, "maxLength", ptr)
         return jg.bounded_string(self.g, lo, hi)
+
+    def _shared_string(self, key: tuple, ptr: str, make) -> ir.Expr:
+        """The string of a format or pattern (with length bounds), one rule per distinct key
+        in the grammar: the builder inlines a short one back into its callers (as any rule
+        matching at most INLINE_MAX_MATCH bytes), and a long one (an email address, a
+        255-character class run) is built once and called, not copied into every object
+        that has such a property."""
+        name = self.shared_strings.get(key)
+        if name is None:
+            expr = make()
+            if isinstance(expr, (ir.Ref, ir.Nothing)):
+                return expr
+            digest = hashlib.sha1(repr(key).encode()).hexdigest()[:12]
+            name = self.g.fresh_name(f"{self.prefix}json-{key[0]}-string-{digest}")
+            self.g.add(name, expr)
+            self.g.sources[name] = (key[0], _ptr(ptr, key[0]))   # where it was first met
+            self.shared_strings[key] = name
+        return ir.Ref(name)
 
     # --- arrays ----------------------------------------------------------------------------
     def _array(self, schema: dict, ptr: str) -> ir.Expr:

@@ -249,9 +249,16 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
         return _ensure(g, f"json-string-length-{lo}-{hi}",
                        lambda: counter_string(g, lo, hi))
     ch = string_char(g)
-    if hi is None:
-        return ir.seq(ir.lit('"'), ir.repeat(ch, lo, lo), string_body(g))
-    return ir.seq(ir.lit('"'), ir.repeat(ch, lo, hi), ir.lit('"'))
+
+    def unrolled():
+        if hi is None:
+            return ir.seq(ir.lit('"'), ir.repeat(ch, lo, lo), string_body(g))
+        return ir.seq(ir.lit('"'), ir.repeat(ch, lo, hi), ir.lit('"'))
+    if max(lo, hi or 0) > _INLINED_RUN:
+        # one rule per bound pair: every property with maxLength 255 calls the same ~260
+        # positions instead of the builder copying them into each caller
+        return _ensure(g, f"json-string-length-{lo}-{hi}", unrolled)
+    return unrolled()
 
 
 # Above UNROLL_LENGTH_MAX a length is a counter on the pushdown stack (counter_string): the
@@ -367,9 +374,16 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
         # in the counter the character is a rule, called from the level rules (as string_char)
         ch_rule = _ensure(g, f"json-class-char{tag}", lambda: ch)
         return _counter(g, open_, ch_rule, close, tail, lo, hi, COUNT_FIRST, COUNT_BASE, tag)
-    if hi is None:
-        return ir.seq(open_, ir.repeat(ch, lo, lo), tail)
-    return ir.seq(open_, ir.repeat(ch, lo, hi), close)
+
+    def unrolled():
+        if hi is None:
+            return ir.seq(open_, ir.repeat(ch, lo, lo), tail)
+        return ir.seq(open_, ir.repeat(ch, lo, hi), close)
+    if max(lo, hi or 0) > _INLINED_RUN:
+        # a rule of its own, as bounded_string's (named by class, head, foot and bounds)
+        key = hashlib.sha1(repr((ranges, head, foot)).encode()).hexdigest()[:12]
+        return _ensure(g, f"json-class-string-{key}-{lo}-{hi}", unrolled)
+    return unrolled()
 
 
 def _int_part() -> ir.Expr:
