@@ -22,7 +22,7 @@ from libcpp.unordered_map cimport unordered_map
 from libcpp.unordered_set cimport unordered_set
 from libcpp.algorithm cimport sort as cpp_sort, unique as cpp_unique
 from cython.operator cimport dereference as deref
-from cpython.ref cimport PyObject, Py_INCREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 import numpy as np
@@ -152,16 +152,73 @@ cdef double _NAN = float("nan")
 cdef int64_t _NO_WEIGHT = -1        # a repeat count that is no C integer (sized the slow way)
 cdef double _UNMEASURED = -2        # (no longest match is negative)
 
-cdef object _object_new = object.__new__
-cdef object _object_setattr = object.__setattr__
+# The IR's expressions are slotted dataclasses: the pass reads their fields straight from
+# the slots and fills the slots of the nodes it makes (what the generated __init__ does,
+# without a Python frame per node; the pass reads and makes hundreds of thousands). The
+# offsets come from the classes' member descriptors; a field that is no slot is read and
+# written the ordinary way (offset -1).
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    ctypedef struct PyTypeObject:
+        PyObject* (*tp_alloc)(PyTypeObject*, Py_ssize_t)
 
 
-cdef inline object _new_node(k, str field, value):
-    """k(value) for a frozen one-field dataclass of the IR (Seq, Alt), without running its
-    generated __init__ (a Python frame per node: the inlining pass makes thousands)."""
-    x = _object_new(k)
-    _object_setattr(x, field, value)
+cdef Py_ssize_t _slot_offset(cls, str name):
+    d = cls.__dict__.get(name)
+    if type(d) is not type(_ir.Ref.name):      # (a member descriptor)
+        return -1
+    return (<PyMemberDescrObject*><PyObject*>d).d_member.offset
+
+
+cdef Py_ssize_t _SEQ_ITEMS = _slot_offset(_Seq, "items")
+cdef Py_ssize_t _ALT_ITEMS = _slot_offset(_Alt, "items")
+cdef Py_ssize_t _REPEAT_ITEM = _slot_offset(_Repeat, "item")
+cdef Py_ssize_t _REPEAT_LO = _slot_offset(_Repeat, "lo")
+cdef Py_ssize_t _REPEAT_HI = _slot_offset(_Repeat, "hi")
+cdef Py_ssize_t _REF_NAME = _slot_offset(_Ref, "name")
+
+
+cdef inline object _field(e, Py_ssize_t offset, str name):
+    """e.name, read from its slot at offset when there is one."""
+    cdef PyObject* v
+    if offset >= 0:
+        v = (<PyObject**>(<char*><PyObject*>e + offset))[0]
+        if v != NULL:
+            return <object>v
+    return getattr(e, name)
+
+
+cdef inline object _make(k, Py_ssize_t offset, str name, value, Py_ssize_t offset2=-1,
+                         str name2=None, value2=None, Py_ssize_t offset3=-1, str name3=None,
+                         value3=None):
+    """A new k with its fields set (up to three), as object.__new__ + the frozen
+    dataclass's own __init__ would make it, without the __init__'s Python frame."""
+    cdef PyObject* o = (<PyTypeObject*><PyObject*>k).tp_alloc(<PyTypeObject*><PyObject*>k, 0)
+    if o == NULL:
+        raise MemoryError()
+    x = <object>o
+    Py_DECREF(x)            # (the cast took a second reference)
+    _set_field(x, offset, name, value)
+    if name2 is not None:
+        _set_field(x, offset2, name2, value2)
+    if name3 is not None:
+        _set_field(x, offset3, name3, value3)
     return x
+
+
+cdef inline int _set_field(x, Py_ssize_t offset, str name, value) except -1:
+    cdef PyObject** slot
+    if offset >= 0:
+        slot = <PyObject**>(<char*><PyObject*>x + offset)
+        Py_INCREF(value)
+        Py_XDECREF(slot[0])
+        slot[0] = <PyObject*>value
+    else:
+        object.__setattr__(x, name, value)
+    return 0
 
 
 cdef inline int64_t _wrap_add(int64_t a, int64_t b) noexcept nogil:
@@ -183,6 +240,7 @@ cdef struct ExprNode:
     int32_t height      # longest path down to a leaf (what the depth guard measures)
     uint8_t kind
     uint8_t long_ref    # N_REPEAT: the item is a call, counted past UNROLL_MAX
+    uint8_t calls       # some call below (the walks for calls skip subtrees without)
 
 
 cdef class _InlinePass:
@@ -250,6 +308,7 @@ cdef class _InlinePass:
         x.height = h
         x.kind = kind
         x.long_ref = 0
+        x.calls = kind == N_REF
         self.nodes.push_back(x)
         return <int32_t>self.nodes.size() - 1
 
@@ -259,6 +318,7 @@ cdef class _InlinePass:
         cdef uintptr_t key = <uintptr_t><PyObject*>e
         cdef size_t h
         cdef int32_t i, c, height, first, n, j
+        cdef uint8_t calls
         k = type(e)
         if k is _Seq or k is _Alt or k is _Repeat or k is _Dfa or k is self.ws_type:
             h = self._slot(key)
@@ -271,18 +331,19 @@ cdef class _InlinePass:
             raise RecursionError("grammar expressions nest too deeply")
         if k is _Ref:
             i = self._add(e, N_REF, 0, 0, 0)
-            r = self.rule_index.get(e.name)
+            r = self.rule_index.get(_field(e, _REF_NAME, "name"))
             if r is None:
                 self.undefined = True
             else:
                 self.nodes[i].callee = <int32_t>r
             return i
         if k is _Seq or k is _Alt:
-            items = e.items
+            items = _field(e, _SEQ_ITEMS if k is _Seq else _ALT_ITEMS, "items")
             n = len(items)
             first = <int32_t>self.kids.size()
             self.kids.resize(first + n)
             height = 0
+            calls = 0
             j = 0
             for it in items:
                 c = self.node(it, depth + 1)
@@ -290,13 +351,17 @@ cdef class _InlinePass:
                 j += 1
                 if self.nodes[c].height + 1 > height:
                     height = self.nodes[c].height + 1
+                calls |= self.nodes[c].calls
             i = self._add(e, N_SEQ if k is _Seq else N_ALT, first, n, height)
+            self.nodes[i].calls = calls
         elif k is _Repeat or k is self.ws_type:
-            c = self.node(e.item, depth + 1)
+            c = self.node(_field(e, _REPEAT_ITEM, "item") if k is _Repeat else e.item,
+                          depth + 1)
             first = <int32_t>self.kids.size()
             self.kids.push_back(c)
             i = self._add(e, N_REPEAT if k is _Repeat else N_WS, first, 1,
                           self.nodes[c].height + 1)
+            self.nodes[i].calls = self.nodes[c].calls
             if k is _Repeat:
                 self._repeat_numbers(i, e, c)
         elif k is _Dfa:
@@ -321,7 +386,8 @@ cdef class _InlinePass:
 
     cdef int _repeat_numbers(self, int32_t i, e, int32_t item) except -1:
         cdef int64_t w
-        hi, lo = e.hi, e.lo
+        hi = _field(e, _REPEAT_HI, "hi")
+        lo = _field(e, _REPEAT_LO, "lo")
         if self.nodes[item].kind == N_REF:
             self.nodes[i].long_ref = (hi if hi is not None else lo) > UNROLL_MAX
         if hi is None:
@@ -384,7 +450,7 @@ cdef class _InlinePass:
                         self.longs.push_back(t)
                 for j in range(self.nodes[i].first, self.nodes[i].first + self.nodes[i].nkids):
                     c = self.kids[j]
-                    if mark[c] != r:
+                    if self.nodes[c].calls and mark[c] != r:
                         mark[c] = r
                         stack.push_back(c)
         self.refs_first.push_back(<int32_t>self.refs.size())
@@ -591,7 +657,10 @@ cdef class _InlinePass:
             return x
         e = <object>self.nodes[i].obj
         if kd == N_REPEAT:
-            x = _Repeat(self.rebuild(self.kids[f], changed, made, bodies), e.lo, e.hi)
+            x = _make(_Repeat, _REPEAT_ITEM, "item",
+                      self.rebuild(self.kids[f], changed, made, bodies),
+                      _REPEAT_LO, "lo", _field(e, _REPEAT_LO, "lo"),
+                      _REPEAT_HI, "hi", _field(e, _REPEAT_HI, "hi"))
         else:
             items = PyTuple_New(n)
             for j in range(n):
@@ -600,7 +669,8 @@ cdef class _InlinePass:
                     else <object>self.nodes[c].obj
                 Py_INCREF(y)
                 PyTuple_SET_ITEM(items, j, y)
-            x = _new_node(type(e), "items", items)
+            x = _make(_Seq, _SEQ_ITEMS, "items", items) if kd == N_SEQ \
+                else _make(_Alt, _ALT_ITEMS, "items", items)
         made[i] = x
         return x
 
@@ -738,14 +808,15 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
             if mark[m] != r:
                 mark[m] = r
                 per_rule[r].push_back(m)
-    names = list(rules)
-    out_calls = {}
+    cdef list names = list(rules)
+    cdef dict out_calls = {}
+    cdef set called
     r = 0
     for n in rules:
-        c = set()
+        called = set()
         for s in per_rule[r]:
-            c.add(names[s])
-        out_calls[n] = c
+            called.add(names[s])
+        out_calls[n] = called
         r += 1
     return exprs, out_calls
 
