@@ -1,6 +1,8 @@
 # distutils: language = c++
 # Design: Python hands each rule's Thompson NFA to a Builder; subset construction and every
 # per-position pass run over C++ vectors, in the frozen oracle's order (see the docstring).
+# The inlining pass before them flattens the IR once into int-indexed nodes and decides over
+# those (its section below).
 # The automaton's constants come from _automaton.pxd, the one place they are defined.
 """C++ kernels of the automaton builder (cengine.automaton.build).
 
