@@ -677,6 +677,25 @@ cdef class _InlinePass:
         return x
 
 
+def _recursive_rules(refs):
+    """The rules that reach themselves (members of a strongly connected component of more
+    than one rule, or calling themselves), of a call graph given as rule -> set of callees:
+    the pass's Tarjan over int arrays, for names (tests/test_automaton_recursive_rules.py)."""
+    cdef _InlinePass p = _InlinePass()
+    names = list(refs)
+    index = {n: i for i, n in enumerate(names)}
+    p.n_rules = len(names)
+    for n in names:
+        p.refs_first.push_back(<int32_t>p.refs.size())
+        for m in refs[n]:
+            p.refs.push_back(<int32_t>index[m])
+    p.refs_first.push_back(<int32_t>p.refs.size())
+    cdef vector[uint8_t] recursive
+    cdef vector[int32_t] order
+    p.tarjan(recursive, order)
+    return {names[i] for i in range(len(names)) if recursive[i]}
+
+
 # the whole inlining pass (see automaton._inline_small_rules for the why)
 def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
     """automaton._inline_small_rules: (rule -> expression with small rules inlined,
