@@ -808,8 +808,7 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
 
     # rules each substituted expression calls: its own calls, with inlined rules replaced by
     # what their bodies call (and kept where a long counted run still calls them)
-    cdef vector[int32_t] calls_first, calls, mark, long_mark
-    calls_first.resize(nr + 1, 0)
+    cdef vector[int32_t] mark, long_mark
     cdef vector[vector[int32_t]] per_rule
     per_rule.resize(nr)
     mark.resize(nr, -1)
