@@ -1,6 +1,8 @@
 # distutils: language = c++
 # Design: Python hands each rule's Thompson NFA to a Builder; subset construction and every
 # per-position pass run over C++ vectors, in the frozen oracle's order (see the docstring).
+# The inlining pass before them flattens the IR once into int-indexed nodes and decides over
+# those (its section below).
 # The automaton's constants come from _automaton.pxd, the one place they are defined.
 """C++ kernels of the automaton builder (cengine.automaton.build).
 
@@ -22,6 +24,8 @@ from libcpp.unordered_map cimport unordered_map
 from libcpp.unordered_set cimport unordered_set
 from libcpp.algorithm cimport sort as cpp_sort, unique as cpp_unique
 from cython.operator cimport dereference as deref
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 import numpy as np
 
@@ -117,378 +121,724 @@ cdef int64_t _tail_id(tuple sq, int i) except -1:
     return <int64_t>n
 
 
-# --- walkers of the inlining pass (automaton._inline_small_rules) ------------------------
+# --- the inlining pass (automaton._inline_small_rules) -----------------------------------
+# One walk over the rules' Python expressions flattens them into a DAG of int-indexed nodes
+# (composite subtrees deduplicated by identity: front ends share them, an object's chains of
+# optional members above all). Every question the pass asks (which rules a rule calls, which
+# are recursive, how long a rule's match is, how big an inlined body is, which subtrees
+# change) is then answered over C++ vectors, and only the subtrees that change are rebuilt as
+# Python objects. The answers are exactly those of the frozen pure-Python pass,
+# tests/oracles/inline_reference.py (which documents them): the same expressions, sharing
+# included (one result object per shared subtree), the same callees, the same errors.
 
-cdef int _refs(e, set out, ws_type, int depth) except -1:
-    if depth > MAX_EXPR_DEPTH:
-        raise RecursionError("grammar expressions nest too deeply")
-    k = type(e)
-    if k is _Ref:
-        out.add(e.name)
-    elif k is _Seq or k is _Alt:
-        for it in e.items:
-            _refs(it, out, ws_type, depth + 1)
-    elif k is _Repeat or k is ws_type:
-        _refs(e.item, out, ws_type, depth + 1)
-    return 0
-
-
-def expr_refs(e, set out, ws_type):
-    """Add the names of the rules e calls to out."""
-    _refs(e, out, ws_type, 0)
-
-
-cdef double _PINF = float("inf")
-
-
-cdef object _max_match_composite(e, k, rule_max, ws_type, dict memo, int depth, cap):
-    # past cap the exact length does not matter (the pass only asks "at most cap?"): stop
-    # walking and answer inf
-    if k is _Seq:
-        total = 0
-        for it in e.items:
-            total = total + _max_match(it, rule_max, ws_type, memo, depth + 1, cap)
-            if total > cap:
-                return _PINF
-        return total
-    if k is _Alt:
-        items = e.items
-        if not items:
-            return max(())          # the same ValueError as the Python pass
-        best = _max_match(items[0], rule_max, ws_type, memo, depth + 1, cap)
-        for i in range(1, len(items)):
-            if best > cap:
-                return _PINF
-            v = _max_match(items[i], rule_max, ws_type, memo, depth + 1, cap)
-            if v > best:
-                best = v
-        return _PINF if best > cap else best
-    if k is _Repeat:
-        m = _max_match(e.item, rule_max, ws_type, memo, depth + 1, cap)
-        if m == 0:
-            return 0
-        return _PINF if e.hi is None or e.hi * m > cap else e.hi * m
-
-
-cdef object _max_match(e, rule_max, ws_type, dict memo, int depth, cap):
-    if depth > MAX_EXPR_DEPTH:
-        raise RecursionError("grammar expressions nest too deeply")
-    k = type(e)
-    if k is _Bytes:
-        return len(e.data)
-    if k is _ByteSet:
-        return 1
-    if k is _CharSet:
-        ranges = e.ranges
-        top = ranges[len(ranges) - 1][1] if ranges else 0   # (no negative index: wraparound is off)
-        return 1 if top < 0x80 else 2 if top < 0x800 else 3 if top < 0x10000 else 4
-    if k is _Seq or k is _Alt or k is _Repeat:
-        key = id(e)
-        v = memo.get(key)
-        if v is None:
-            v = _max_match_composite(e, k, rule_max, ws_type, memo, depth, cap)
-            memo[key] = v
-        return v
-    if k is _Ref:
-        return rule_max(e.name)
-    if k is ws_type:
-        return _max_match(e.item, rule_max, ws_type, memo, depth + 1, cap)
-    if k is _Dfa:
-        key = id(e)
-        v = memo.get(key)
-        if v is None:
-            v = _ir.dfa_max_match(e)
-            memo[key] = v
-        return v
-    return 0
-
-
-def max_match(e, rule_max, ws_type):
-    """Longest byte string the expression can match (inf when unbounded); calls of other
-    rules are measured by rule_max(name)."""
-    return _max_match(e, rule_max, ws_type, {}, 0, _PINF)
-
-
-cdef object _subst(e, set inlinable, resolved, dict memo, int depth):
-    # memo: id -> result for composite subexpressions. Front ends share subtrees (an
-    # object's chains of optional members), so a tree walk would copy a shared subtree once
-    # per path to it; the same result object stands for every occurrence (same structure)
-    if depth > MAX_EXPR_DEPTH:
-        raise RecursionError("grammar expressions nest too deeply")
-    k = type(e)
-    if k is _Ref:
-        if e.name in inlinable:
-            x = resolved(e.name)
-            if x is not None:
-                return x
-        return e
-    if k is not _Seq and k is not _Alt and k is not _Repeat:
-        return e
-    key = id(e)
-    x = memo.get(key)
-    if x is not None:
-        return x
-    cdef bint changed = False
-    if k is _Seq or k is _Alt:
-        items = e.items
-        out = []
-        for it in items:
-            y = _subst(it, inlinable, resolved, memo, depth + 1)
-            if y is not it:
-                changed = True
-            out.append(y)
-        # a subtree that calls nothing inlined stays the same object (no copy to make, and
-        # the builder's sharing by identity keeps seeing one subtree)
-        x = _new_node(k, "items", tuple(out)) if changed else e
-    elif type(e.item) is _Ref and _repeat_count(e) > UNROLL_INLINE_MAX:
-        x = e           # a long counted run calls its item: one copy of it, not n
-    else:
-        y = _subst(e.item, inlinable, resolved, memo, depth + 1)
-        x = _Repeat(y, e.lo, e.hi) if y is not e.item else e
-    memo[key] = x
-    return x
-
-
-cdef object _object_new = object.__new__
-cdef object _object_setattr = object.__setattr__
-
-
-cdef inline object _new_node(k, str field, value):
-    """k(value) for a frozen one-field dataclass of the IR (Seq, Alt), without running its
-    generated __init__ (a Python frame per node: the inlining pass makes thousands)."""
-    x = _object_new(k)
-    _object_setattr(x, field, value)
-    return x
-
+# node kinds
+cdef enum:
+    N_LEAF          # Bytes, ByteSet, CharSet, Nothing, anything else: no calls, no children
+    N_DFA
+    N_REF
+    N_SEQ
+    N_ALT
+    N_REPEAT
+    N_WS            # the whitespace wrapper (ws_type): walked, never substituted into
 
 # A bounded repeat is unrolled into one copy of its item per count; above this count an
 # inlinable item stays a call, so a string of maxLength 2000 is 2000 call positions instead
 # of 2000 copies of the ~80-position JSON character automaton. (Must match
 # the oracle's, tests/oracles/automaton_reference.py.)
-UNROLL_INLINE_MAX = 32
+cdef enum:
+    UNROLL_MAX = 32
+UNROLL_INLINE_MAX = UNROLL_MAX
+
+cdef double _PINF = float("inf")
+cdef double _NAN = float("nan")
+cdef int64_t _NO_WEIGHT = -1        # a repeat count that is no C integer (sized the slow way)
+cdef double _UNMEASURED = -2        # (no longest match is negative)
+
+# The IR's expressions are slotted dataclasses: the pass reads their fields straight from
+# the slots and fills the slots of the nodes it makes (what the generated __init__ does,
+# without a Python frame per node; the pass reads and makes hundreds of thousands). The
+# offsets come from the classes' member descriptors; a field that is no slot is read and
+# written the ordinary way (offset -1).
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    ctypedef struct PyTypeObject:
+        PyObject* (*tp_alloc)(PyTypeObject*, Py_ssize_t)
 
 
-def _repeat_count(e):
-    return e.hi if e.hi is not None else e.lo
+cdef Py_ssize_t _slot_offset(cls, str name):
+    d = cls.__dict__.get(name)
+    if type(d) is not type(_ir.Ref.name):      # (a member descriptor)
+        return -1
+    return (<PyMemberDescrObject*><PyObject*>d).d_member.offset
 
 
-cdef int _long_repeat_refs(e, set out, int depth) except -1:
-    """Rules that _subst keeps as calls in e: items of repeats counted past UNROLL_INLINE_MAX."""
-    if depth > MAX_EXPR_DEPTH:
-        raise RecursionError("grammar expressions nest too deeply")
-    k = type(e)
-    if k is _Repeat:
-        if type(e.item) is _Ref and _repeat_count(e) > UNROLL_INLINE_MAX:
-            out.add(e.item.name)
-        else:
-            _long_repeat_refs(e.item, out, depth + 1)
-    elif k is _Seq or k is _Alt:
-        for it in e.items:
-            _long_repeat_refs(it, out, depth + 1)
-    elif hasattr(e, "item"):     # the whitespace wrapper
-        _long_repeat_refs(e.item, out, depth + 1)
+cdef Py_ssize_t _SEQ_ITEMS = _slot_offset(_Seq, "items")
+cdef Py_ssize_t _ALT_ITEMS = _slot_offset(_Alt, "items")
+cdef Py_ssize_t _REPEAT_ITEM = _slot_offset(_Repeat, "item")
+cdef Py_ssize_t _REPEAT_LO = _slot_offset(_Repeat, "lo")
+cdef Py_ssize_t _REPEAT_HI = _slot_offset(_Repeat, "hi")
+cdef Py_ssize_t _REF_NAME = _slot_offset(_Ref, "name")
+
+
+cdef inline object _field(e, Py_ssize_t offset, str name):
+    """e.name, read from its slot at offset when there is one."""
+    cdef PyObject* v
+    if offset >= 0:
+        v = (<PyObject**>(<char*><PyObject*>e + offset))[0]
+        if v != NULL:
+            return <object>v
+    return getattr(e, name)
+
+
+cdef inline object _make(k, Py_ssize_t offset, str name, value, Py_ssize_t offset2=-1,
+                         str name2=None, value2=None, Py_ssize_t offset3=-1, str name3=None,
+                         value3=None):
+    """A new k with its fields set (up to three), as object.__new__ + the frozen
+    dataclass's own __init__ would make it, without the __init__'s Python frame."""
+    cdef PyObject* o = (<PyTypeObject*><PyObject*>k).tp_alloc(<PyTypeObject*><PyObject*>k, 0)
+    if o == NULL:
+        raise MemoryError()
+    x = <object>o
+    Py_DECREF(x)            # (the cast took a second reference)
+    _set_field(x, offset, name, value)
+    if name2 is not None:
+        _set_field(x, offset2, name2, value2)
+    if name3 is not None:
+        _set_field(x, offset3, name3, value3)
+    return x
+
+
+cdef inline int _set_field(x, Py_ssize_t offset, str name, value) except -1:
+    cdef PyObject** slot
+    if offset >= 0:
+        slot = <PyObject**>(<char*><PyObject*>x + offset)
+        Py_INCREF(value)
+        Py_XDECREF(slot[0])
+        slot[0] = <PyObject*>value
+    else:
+        object.__setattr__(x, name, value)
     return 0
 
 
-def subst(e, set inlinable, resolved):
-    """e with every call of an inlinable rule replaced by resolved(name) (when not None)."""
-    return _subst(e, inlinable, resolved, {}, 0)
+cdef inline int64_t _wrap_add(int64_t a, int64_t b) noexcept nogil:
+    # the node counts of the Python pass were C long longs: keep their wraparound
+    return <int64_t>(<uint64_t>a + <uint64_t>b)
 
 
-cdef long long _size(e, dict known, ws_type, int depth) except -1:
-    if depth > MAX_EXPR_DEPTH:
-        raise RecursionError("grammar expressions nest too deeply")
-    n = known.get(id(e))
-    if n is not None:
-        return n
-    k = type(e)
-    cdef long long total, hi
-    if k is _Seq or k is _Alt:
-        total = 1
-        for it in e.items:
-            total += _size(it, known, ws_type, depth + 1)
+cdef inline int64_t _wrap_mul(int64_t a, int64_t b) noexcept nogil:
+    return <int64_t>(<uint64_t>a * <uint64_t>b)
+
+
+cdef struct ExprNode:
+    PyObject* obj       # the expression (borrowed: the grammar's rules keep it alive)
+    double maxv         # N_LEAF: longest match; N_REPEAT: hi (NaN: unbounded)
+    int64_t weight      # N_LEAF, N_DFA: node count (-1: not yet); N_REPEAT: count weight
+    int32_t first       # children: kids[first .. first + nkids)
+    int32_t nkids
+    int32_t callee      # N_REF: the rule called (-1: undefined)
+    int32_t height      # longest path down to a leaf (what the depth guard measures)
+    uint8_t kind
+    uint8_t long_ref    # N_REPEAT: the item is a call, counted past UNROLL_MAX
+    uint8_t calls       # some call below (the walks for calls skip subtrees without)
+
+
+cdef class _InlinePass:
+    """The flattened grammar and the pass's answers over it (one compile)."""
+    cdef vector[ExprNode] nodes     # children before parents
+    cdef vector[int32_t] kids
+    # composite / Dfa object -> node: open addressing on the address (0 = free slot)
+    cdef vector[uintptr_t] seen_key
+    cdef vector[int32_t] seen_node
+    cdef size_t seen_count
+    cdef int seen_bits
+    cdef dict rule_index
+    cdef object ws_type
+    cdef list exprs                 # rule -> its expression (keeps the nodes alive)
+    cdef bint undefined
+    # rules
+    cdef int32_t n_rules
+    cdef vector[int32_t] root
+    cdef vector[uint8_t] container, whitespace
+    cdef vector[int32_t] refs_first, refs   # distinct callees per rule (CSR)
+    cdef vector[int32_t] long_first, longs  # rules called from long counted runs (CSR)
+
+    def __cinit__(self):
+        self.seen_bits = 10
+        self.seen_key.resize(1 << 10, 0)
+        self.seen_node.resize(1 << 10, 0)
+        self.seen_count = 0
+
+    cdef inline size_t _slot(self, uintptr_t key) noexcept nogil:
+        cdef size_t mask = (<size_t>1 << self.seen_bits) - 1
+        cdef size_t h = <size_t>((<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15ULL)
+                                 >> (64 - self.seen_bits))
+        while self.seen_key[h] != 0 and self.seen_key[h] != key:
+            h = (h + 1) & mask
+        return h
+
+    cdef void _remember(self, uintptr_t key, int32_t i) noexcept nogil:
+        cdef vector[uintptr_t] keys
+        cdef vector[int32_t] vals
+        cdef size_t j, h
+        if 2 * (self.seen_count + 1) > self.seen_key.size():     # grow: half full at most
+            keys.swap(self.seen_key)
+            vals.swap(self.seen_node)
+            self.seen_bits += 1
+            self.seen_key.resize(<size_t>1 << self.seen_bits, 0)
+            self.seen_node.resize(<size_t>1 << self.seen_bits, 0)
+            for j in range(keys.size()):
+                if keys[j] != 0:
+                    h = self._slot(keys[j])
+                    self.seen_key[h] = keys[j]
+                    self.seen_node[h] = vals[j]
+        h = self._slot(key)
+        self.seen_key[h] = key
+        self.seen_node[h] = i
+        self.seen_count += 1
+
+    cdef inline int32_t _add(self, e, int kind, int32_t first, int32_t n, int32_t h) noexcept:
+        cdef ExprNode x
+        x.obj = <PyObject*>e
+        x.maxv = 0
+        x.weight = 1
+        x.first = first
+        x.nkids = n
+        x.callee = -1
+        x.height = h
+        x.kind = kind
+        x.long_ref = 0
+        x.calls = kind == N_REF
+        self.nodes.push_back(x)
+        return <int32_t>self.nodes.size() - 1
+
+    cdef int32_t node(self, e, int depth) except -1:
+        """The node of e (flattened on first sight). Raises the Python pass's RecursionError
+        when some occurrence nests deeper than MAX_EXPR_DEPTH."""
+        cdef uintptr_t key = <uintptr_t><PyObject*>e
+        cdef size_t h
+        cdef int32_t i, c, height, first, n, j
+        cdef uint8_t calls
+        k = type(e)
+        if k is _Seq or k is _Alt or k is _Repeat or k is _Dfa or k is self.ws_type:
+            h = self._slot(key)
+            if self.seen_key[h] == key:
+                i = self.seen_node[h]
+                if depth + self.nodes[i].height > MAX_EXPR_DEPTH:
+                    raise RecursionError("grammar expressions nest too deeply")
+                return i
+        if depth > MAX_EXPR_DEPTH:
+            raise RecursionError("grammar expressions nest too deeply")
+        if k is _Ref:
+            i = self._add(e, N_REF, 0, 0, 0)
+            r = self.rule_index.get(_field(e, _REF_NAME, "name"))
+            if r is None:
+                self.undefined = True
+            else:
+                self.nodes[i].callee = <int32_t>r
+            return i
+        if k is _Seq or k is _Alt:
+            items = _field(e, _SEQ_ITEMS if k is _Seq else _ALT_ITEMS, "items")
+            n = len(items)
+            first = <int32_t>self.kids.size()
+            self.kids.resize(first + n)
+            height = 0
+            calls = 0
+            j = 0
+            for it in items:
+                c = self.node(it, depth + 1)
+                self.kids[first + j] = c
+                j += 1
+                if self.nodes[c].height + 1 > height:
+                    height = self.nodes[c].height + 1
+                calls |= self.nodes[c].calls
+            i = self._add(e, N_SEQ if k is _Seq else N_ALT, first, n, height)
+            self.nodes[i].calls = calls
+        elif k is _Repeat or k is self.ws_type:
+            c = self.node(_field(e, _REPEAT_ITEM, "item") if k is _Repeat else e.item,
+                          depth + 1)
+            first = <int32_t>self.kids.size()
+            self.kids.push_back(c)
+            i = self._add(e, N_REPEAT if k is _Repeat else N_WS, first, 1,
+                          self.nodes[c].height + 1)
+            self.nodes[i].calls = self.nodes[c].calls
+            if k is _Repeat:
+                self._repeat_numbers(i, e, c)
+        elif k is _Dfa:
+            i = self._add(e, N_DFA, 0, 0, 0)
+            self.nodes[i].weight = -1           # (measured when first asked)
+        else:
+            i = self._add(e, N_LEAF, 0, 0, 0)
+            if k is _Bytes:
+                n = len(e.data)
+                self.nodes[i].maxv = n
+                self.nodes[i].weight = n if n > 1 else 1
+            elif k is _ByteSet:
+                self.nodes[i].maxv = 1
+            elif k is _CharSet:
+                ranges = e.ranges
+                top = ranges[len(ranges) - 1][1] if ranges else 0
+                self.nodes[i].maxv = 1 if top < 0x80 else 2 if top < 0x800 else \
+                    3 if top < 0x10000 else 4
+            return i        # (leaves are not deduplicated: equal answers either way)
+        self._remember(key, i)
+        return i
+
+    cdef int _repeat_numbers(self, int32_t i, e, int32_t item) except -1:
+        cdef int64_t w
+        hi = _field(e, _REPEAT_HI, "hi")
+        lo = _field(e, _REPEAT_LO, "lo")
+        if self.nodes[item].kind == N_REF:
+            self.nodes[i].long_ref = (hi if hi is not None else lo) > UNROLL_MAX
+        if hi is None:
+            self.nodes[i].maxv = _NAN
+        else:
+            try:
+                self.nodes[i].maxv = float(hi)
+            except OverflowError:
+                self.nodes[i].maxv = _PINF
+        try:
+            w = hi if hi is not None else lo + 1
+            self.nodes[i].weight = max(1, min(w, 64))
+        except Exception:
+            self.nodes[i].weight = _NO_WEIGHT   # the Python pass's error, raised if sized
+        return 0
+
+    cdef int flatten(self, grammar) except -1:
+        rules = grammar.rules
+        self.rule_index = {n: i for i, n in enumerate(rules)}
+        self.n_rules = len(rules)
+        self.undefined = False
+        self.exprs = []
+        cdef uint8_t container, whitespace
+        for r in rules.values():
+            e = r.expr
+            self.exprs.append(e)
+            # (typed first: Cython hands push_back a dangling reference to a conditional)
+            container = 1 if r.container else 0
+            whitespace = 1 if r.whitespace else 0
+            self.container.push_back(container)
+            self.whitespace.push_back(whitespace)
+            self.root.push_back(self.node(e, 0))
+        return 0
+
+    cdef void collect_refs(self) noexcept nogil:
+        """Per rule, the distinct rules it calls and those it calls from long counted runs."""
+        cdef vector[int32_t] mark, seen_rule, seen_long, stack
+        cdef int32_t r, i, c, j, t
+        mark.resize(self.nodes.size(), -1)
+        seen_rule.resize(self.n_rules, -1)
+        seen_long.resize(self.n_rules, -1)
+        for r in range(self.n_rules):
+            self.refs_first.push_back(<int32_t>self.refs.size())
+            self.long_first.push_back(<int32_t>self.longs.size())
+            stack.push_back(self.root[r])
+            mark[self.root[r]] = r
+            while stack.size():
+                i = stack.back()
+                stack.pop_back()
+                if self.nodes[i].kind == N_REF:
+                    t = self.nodes[i].callee
+                    if t >= 0 and seen_rule[t] != r:
+                        seen_rule[t] = r
+                        self.refs.push_back(t)
+                    continue
+                if self.nodes[i].long_ref:
+                    t = self.nodes[self.kids[self.nodes[i].first]].callee
+                    if t >= 0 and seen_long[t] != r:
+                        seen_long[t] = r
+                        self.longs.push_back(t)
+                for j in range(self.nodes[i].first, self.nodes[i].first + self.nodes[i].nkids):
+                    c = self.kids[j]
+                    if self.nodes[c].calls and mark[c] != r:
+                        mark[c] = r
+                        stack.push_back(c)
+        self.refs_first.push_back(<int32_t>self.refs.size())
+        self.long_first.push_back(<int32_t>self.longs.size())
+
+    cdef int raise_undefined(self, grammar) except -1:
+        """The Python pass's error for a call of an undefined rule: the first rule (in order)
+        with one, and of its callees the first in the iteration order of the set of names
+        the Python pass collected (filled in the same order: pre-order, first occurrences)."""
+        rules = grammar.rules
+        cdef vector[int32_t] mark
+        cdef vector[int32_t] stack
+        cdef int32_t r, i, j
+        mark.resize(self.nodes.size(), -1)
+        for r, (n, rule) in enumerate(rules.items()):
+            names = set()
+            stack.push_back(self.root[r])
+            missing = False
+            while stack.size():
+                i = stack.back()
+                stack.pop_back()
+                if mark[i] == r:
+                    continue
+                mark[i] = r             # (marked when visited: a true pre-order)
+                if self.nodes[i].kind == N_REF:
+                    names.add((<object>self.nodes[i].obj).name)
+                    missing = missing or self.nodes[i].callee < 0
+                    continue
+                j = self.nodes[i].first + self.nodes[i].nkids - 1
+                while j >= self.nodes[i].first:     # pushed last first: popped in pre-order
+                    stack.push_back(self.kids[j])
+                    j -= 1
+            if missing:
+                for m in names:
+                    if m not in rules:
+                        line, col = (rule.origin or (None, None))
+                        raise CompileError(f"rule '{m}' is used but never defined", rule=m,
+                                           line=line, column=col)
+        return 0
+
+    cdef void tarjan(self, vector[uint8_t]& recursive, vector[int32_t]& order) noexcept nogil:
+        """Rules that reach themselves (in a strongly connected component of more than one
+        rule, or calling themselves), and every rule in an order where a rule's callees
+        outside its component come before it (Tarjan's emission order). Iterative: rule
+        chains are thousands deep."""
+        cdef int32_t n = self.n_rules, counter = 0, root, v, w, e
+        cdef size_t top
+        cdef vector[int32_t] index, low, stack, work_v, work_e
+        cdef vector[uint8_t] on_stack
+        index.resize(n, -1)
+        low.resize(n, 0)
+        on_stack.resize(n, 0)
+        recursive.resize(n, 0)
+        for root in range(n):
+            if index[root] >= 0:
+                continue
+            index[root] = low[root] = counter
+            counter += 1
+            stack.push_back(root)
+            on_stack[root] = 1
+            work_v.push_back(root)
+            work_e.push_back(self.refs_first[root])
+            while work_v.size():
+                v = work_v.back()
+                e = work_e.back()
+                if e < self.refs_first[v + 1]:
+                    work_e[work_e.size() - 1] = e + 1
+                    w = self.refs[e]
+                    if index[w] < 0:
+                        index[w] = low[w] = counter
+                        counter += 1
+                        stack.push_back(w)
+                        on_stack[w] = 1
+                        work_v.push_back(w)
+                        work_e.push_back(self.refs_first[w])
+                    elif on_stack[w] and index[w] < low[v]:
+                        low[v] = index[w]
+                    continue
+                work_v.pop_back()
+                work_e.pop_back()
+                if work_v.size() and low[v] < low[work_v.back()]:
+                    low[work_v.back()] = low[v]
+                if low[v] == index[v]:
+                    top = order.size()
+                    while True:
+                        w = stack.back()
+                        stack.pop_back()
+                        on_stack[w] = 0
+                        order.push_back(w)
+                        if w == v:
+                            break
+                    if order.size() - top > 1 or self._calls(v, v):
+                        while top < order.size():
+                            recursive[order[top]] = 1
+                            top += 1
+
+    cdef inline bint _calls(self, int32_t r, int32_t t) noexcept nogil:
+        cdef int32_t e
+        for e in range(self.refs_first[r], self.refs_first[r + 1]):
+            if self.refs[e] == t:
+                return True
+        return False
+
+    cdef double max_match(self, int32_t i, vector[double]& memo, vector[double]& rule_max,
+                          double cap) except? -3:
+        """Longest match of node i, exactly as the Python pass measured it: past cap the
+        walk stops and answers inf (so the nodes it measures, and so the errors it can meet,
+        are the same). memo: composite and Dfa nodes (_UNMEASURED: not yet)."""
+        cdef ExprNode* x = &self.nodes[i]
+        cdef int kd = x.kind
+        cdef int32_t j, n = x.nkids, f = x.first
+        cdef double v, best, m, hi
+        if kd == N_LEAF:
+            return x.maxv
+        if kd == N_REF:
+            return rule_max[x.callee]
+        if kd == N_WS:
+            return self.max_match(self.kids[f], memo, rule_max, cap)
+        if memo[i] != _UNMEASURED:
+            return memo[i]
+        if kd == N_DFA:
+            v = _ir.dfa_max_match(<object>x.obj)
+        elif kd == N_SEQ:
+            v = 0
+            for j in range(n):
+                v = v + self.max_match(self.kids[f + j], memo, rule_max, cap)
+                if v > cap:
+                    v = _PINF
+                    break
+        elif kd == N_ALT:
+            if n == 0:
+                max(())                 # the Python pass's ValueError
+            best = self.max_match(self.kids[f], memo, rule_max, cap)
+            for j in range(1, n):
+                if best > cap:
+                    break
+                v = self.max_match(self.kids[f + j], memo, rule_max, cap)
+                if v > best:
+                    best = v
+            v = _PINF if best > cap else best
+        else:                           # N_REPEAT
+            m = self.max_match(self.kids[f], memo, rule_max, cap)
+            hi = self.nodes[i].maxv
+            if m == 0:
+                v = 0
+            elif hi != hi or hi * m > cap:      # (hi NaN: unbounded)
+                v = _PINF
+            else:
+                v = hi * m
+        memo[i] = v
+        return v
+
+    cdef int64_t body_size(self, int32_t i, vector[int64_t]& memo, vector[uint8_t]& sized,
+                           vector[int64_t]& inlined_size, bint plain) except? -1:
+        """Node count of node i's substituted expression (plain: as it is, which is what
+        is under a whitespace wrapper, never substituted into); a call of a rule inlined
+        counts its body's size (inlined_size >= 0)."""
+        cdef int kd = self.nodes[i].kind
+        cdef int32_t j, f = self.nodes[i].first, n = self.nodes[i].nkids, t
+        cdef int64_t total, w
+        if kd == N_LEAF:
+            return self.nodes[i].weight
+        if kd == N_REF:
+            t = self.nodes[i].callee
+            if not plain and inlined_size[t] >= 0:
+                return inlined_size[t]
+            return 1
+        if kd == N_DFA:
+            if self.nodes[i].weight < 0:
+                self.nodes[i].weight = _ir.dfa_size(<object>self.nodes[i].obj)
+            return self.nodes[i].weight
+        if kd == N_WS:
+            return self.body_size(self.kids[f], memo, sized, inlined_size, True)
+        if not plain and sized[i]:
+            return memo[i]
+        if kd == N_REPEAT:
+            w = self.nodes[i].weight
+            if w == _NO_WEIGHT:
+                e = <object>self.nodes[i].obj
+                w = e.hi if e.hi is not None else e.lo + 1     # raises as it did
+            if self.nodes[i].long_ref:
+                total = _wrap_add(1, w)             # kept as a call: one node
+            else:
+                total = _wrap_add(1, _wrap_mul(
+                    self.body_size(self.kids[f], memo, sized, inlined_size, plain), w))
+        else:
+            total = 1
+            for j in range(n):
+                total = _wrap_add(total, self.body_size(self.kids[f + j], memo, sized,
+                                                        inlined_size, plain))
+        if not plain:
+            memo[i] = total
+            sized[i] = 1
         return total
-    if k is _Repeat:
-        hi = e.hi if e.hi is not None else e.lo + 1
-        return 1 + _size(e.item, known, ws_type, depth + 1) * max(1, min(hi, 64))
-    if k is ws_type:
-        return _size(e.item, known, ws_type, depth + 1)
-    if k is _Bytes:
-        return max(1, len(e.data))
-    if k is _Dfa:
-        return _ir.dfa_size(e)
-    return 1
 
-
-def expr_size(e, dict known, ws_type):
-    """Node count of e (repeats weighted by their count, at most 64); known: id -> size of
-    subtrees already measured."""
-    return _size(e, known, ws_type, 0)
+    cdef object rebuild(self, int32_t i, vector[uint8_t]& changed, list made, list bodies):
+        """Node i's expression with the inlined calls substituted (i changed)."""
+        cdef int kd = self.nodes[i].kind
+        cdef int32_t j, f = self.nodes[i].first, n = self.nodes[i].nkids, c
+        if kd == N_REF:
+            return bodies[self.nodes[i].callee]
+        x = made[i]
+        if x is not None:
+            return x
+        e = <object>self.nodes[i].obj
+        if kd == N_REPEAT:
+            x = _make(_Repeat, _REPEAT_ITEM, "item",
+                      self.rebuild(self.kids[f], changed, made, bodies),
+                      _REPEAT_LO, "lo", _field(e, _REPEAT_LO, "lo"),
+                      _REPEAT_HI, "hi", _field(e, _REPEAT_HI, "hi"))
+        else:
+            items = PyTuple_New(n)
+            for j in range(n):
+                c = self.kids[f + j]
+                y = self.rebuild(c, changed, made, bodies) if changed[c] \
+                    else <object>self.nodes[c].obj
+                Py_INCREF(y)
+                PyTuple_SET_ITEM(items, j, y)
+            x = _make(_Seq, _SEQ_ITEMS, "items", items) if kd == N_SEQ \
+                else _make(_Alt, _ALT_ITEMS, "items", items)
+        made[i] = x
+        return x
 
 
 def _recursive_rules(refs):
-    """The rules that reach themselves: members of a strongly connected component of more
-    than one rule, or calling themselves. Tarjan's algorithm, iterative (rule chains are
-    thousands deep), linear in rules and calls: a search from every rule would be quadratic
-    in grammars of many chained rules (the subset states of property_order="any")."""
-    index = {}
-    low = {}
-    on_stack = set()
-    stack = []
-    out = set()
-    counter = 0
-    for root in refs:
-        if root in index:
-            continue
-        # frames: [rule, its callees, how many of them are done]
-        work = [[root, list(refs[root]), 0]]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            frame = work[len(work) - 1]      # (no wraparound in this module: no [-1])
-            n = frame[0]
-            callees = frame[1]
-            if frame[2] < len(callees):
-                m = callees[frame[2]]
-                frame[2] += 1
-                if m not in index:
-                    index[m] = low[m] = counter
-                    counter += 1
-                    stack.append(m)
-                    on_stack.add(m)
-                    work.append([m, list(refs[m]), 0])
-                elif m in on_stack and index[m] < low[n]:
-                    low[n] = index[m]
-                continue
-            work.pop()
-            if work:
-                caller = work[len(work) - 1][0]
-                if low[n] < low[caller]:
-                    low[caller] = low[n]
-            if low[n] == index[n]:
-                comp = []
-                while True:
-                    m = stack.pop()
-                    on_stack.discard(m)
-                    comp.append(m)
-                    if m == n:
-                        break
-                if len(comp) > 1 or n in refs[n]:
-                    out.update(comp)
-    return out
+    """The rules that reach themselves (members of a strongly connected component of more
+    than one rule, or calling themselves), of a call graph given as rule -> set of callees:
+    the pass's Tarjan over int arrays, for names (tests/test_automaton_recursive_rules.py)."""
+    cdef _InlinePass p = _InlinePass()
+    names = list(refs)
+    index = {n: i for i, n in enumerate(names)}
+    p.n_rules = len(names)
+    for n in names:
+        p.refs_first.push_back(<int32_t>p.refs.size())
+        for m in refs[n]:
+            p.refs.push_back(<int32_t>index[m])
+    p.refs_first.push_back(<int32_t>p.refs.size())
+    cdef vector[uint8_t] recursive
+    cdef vector[int32_t] order
+    p.tarjan(recursive, order)
+    return {names[i] for i in range(len(names)) if recursive[i]}
 
 
-# the whole inlining pass, compiled (see automaton._inline_small_rules for the why)
+# the whole inlining pass (see automaton._inline_small_rules for the why)
 def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
     """automaton._inline_small_rules: (rule -> expression with small rules inlined,
     rule -> rules that expression calls)."""
+    cdef _InlinePass p = _InlinePass()
+    p.ws_type = ws_type
+    p.flatten(grammar)
     rules = grammar.rules
-    refs = {}
-    for n, r in rules.items():
-        s = set()
-        _refs(r.expr, s, ws_type, 0)
-        refs[n] = s
-    for n, rs in refs.items():
-        for m in rs:
-            if m not in rules:
-                line, col = (rules[n].origin or (None, None))
-                raise CompileError(f"rule '{m}' is used but never defined", rule=m,
-                                   line=line, column=col)
-    recursive = _recursive_rules(refs)
-    maxlen = {n: float("inf") for n in recursive}
-    # max_match of shared composite subexpressions by id (their callees are measured before)
-    mm_memo = {}
+    if p.undefined:
+        p.raise_undefined(grammar)
+    p.collect_refs()
+    cdef vector[uint8_t] recursive
+    cdef vector[int32_t] order
+    p.tarjan(recursive, order)
 
-    def rule_max(n):
-        return maxlen[n]
-
-    # callees first (an explicit post-order: chains of rules, such as the states of a
-    # number automaton, are thousands deep)
-    for n0 in rules:
-        if n0 in maxlen:
-            continue
-        todo = [(n0, False)]
-        while todo:
-            n, ready = todo.pop()
-            if n in maxlen:
-                continue
-            if ready:
-                maxlen[n] = _max_match(rules[n].expr, rule_max, ws_type, mm_memo, 0,
-                                       inline_max_match)
-                continue
-            todo.append((n, True))
-            todo.extend((m, False) for m in refs[n] if m not in maxlen)
+    cdef int32_t nr = p.n_rules, r, e, i, m, s, nn = <int32_t>p.nodes.size()
+    cdef int kd
+    cdef double cap = inline_max_match
+    cdef int64_t max_size = inline_max_size, k
+    # longest match per rule, callees first (recursive rules: inf)
+    cdef vector[double] rule_max, mm_memo
+    rule_max.resize(nr, _PINF)
+    mm_memo.resize(nn, _UNMEASURED)
+    for r in order:
+        if not recursive[r]:
+            rule_max[r] = p.max_match(p.root[r], mm_memo, rule_max, cap)
 
     # only rules matching short strings (a character, an escape): long or unbounded ones
-    # (string bodies, numbers) keep their frames so their mask tables are shared
+    # (string bodies, numbers) keep their frames so their mask tables are shared.
     # Whitespace rules inline too (wrapped, so their bytes still spend the budget): a separate
     # whitespace frame would make every token that starts with a space cross a rule end.
-    inlinable = {n for n, r in rules.items()
-                 if n != grammar.root and n not in recursive and not r.container
-                 and (r.whitespace or rule_max(n) <= inline_max_match)}
-    done = {}
-    # substituted composite subexpressions by id, for the whole pass: `inlinable` and the
-    # resolved bodies do not change during it, and every expression keyed stays alive in
-    # the grammar (ids are not reused)
-    memo = {}
-    # sizes of the inlined bodies kept in `done` (by identity: they are shared, unchanged
-    # subtrees of their callers, so a caller's size need not walk them again)
-    body_size = {}
+    cdef int32_t root_rule = p.rule_index.get(grammar.root, -1)
+    cdef vector[uint8_t] inlinable
+    inlinable.resize(nr, 0)
+    for r in range(nr):
+        inlinable[r] = (r != root_rule and not recursive[r] and not p.container[r]
+                        and (p.whitespace[r] or rule_max[r] <= cap))
 
-    def subst_rule(n):
-        # a rule that calls nothing inlinable comes out unchanged: skip the copy
-        return _subst(rules[n].expr, inlinable, resolved, memo, 0) if refs[n] & inlinable \
-            else rules[n].expr
+    # the calls a substitution reaches (not those of long counted runs, nor under a
+    # whitespace wrapper): only those rules' bodies are ever made
+    cdef vector[uint8_t] reach, reached
+    reach.resize(nn, 0)
+    reached.resize(nr, 0)
+    for r in range(nr):
+        reach[p.root[r]] = 1
+    cdef ExprNode* x
+    i = nn - 1
+    while i >= 0:                       # parents after their children: one sweep down
+        if reach[i]:
+            x = &p.nodes[i]
+            kd = x.kind
+            if kd == N_REF:
+                if x.callee >= 0:
+                    reached[x.callee] = 1
+            elif kd == N_SEQ or kd == N_ALT or (kd == N_REPEAT and not x.long_ref):
+                for e in range(x.first, x.first + x.nkids):
+                    reach[p.kids[e]] = 1
+        i -= 1
 
-    def resolved(n):
-        # the inlined body of an inlinable rule, or None when it is too big to copy
-        if n in done:
-            return done[n]
-        done[n] = None          # non-recursive, so no cycle reaches here again
-        x = subst_rule(n)
-        if rules[n].whitespace:
-            x = ws_type(x)
-        k = _size(x, body_size, ws_type, 0)
-        if k <= inline_max_size:
-            done[n] = x
-            body_size[id(x)] = k
-        return done[n]
+    # which rules are inlined: reached, inlinable, and a substituted body of at most
+    # inline_max_size nodes (callees first, so a body's calls are decided before it)
+    cdef vector[int64_t] inlined_size, size_memo
+    cdef vector[uint8_t] sized
+    inlined_size.resize(nr, -1)
+    size_memo.resize(nn, 0)
+    sized.resize(nn, 0)
+    cdef bint any_inlined = False
+    for r in order:
+        if inlinable[r] and reached[r]:
+            k = p.body_size(p.root[r], size_memo, sized, inlined_size, False)
+            if k <= max_size:
+                inlined_size[r] = k
+                any_inlined = True
 
-    try:
-        exprs = {n: subst_rule(n) for n in rules}
-    except RecursionError:
-        raise LimitError("grammar expressions nest too deeply") from None
+    # the nodes that change: calls of inlined rules, and what contains one (children
+    # first, so one sweep up)
+    cdef vector[uint8_t] changed
+    changed.resize(nn, 0)
+    if any_inlined:
+        for i in range(nn):
+            x = &p.nodes[i]
+            kd = x.kind
+            if kd == N_REF:
+                changed[i] = x.callee >= 0 and inlined_size[x.callee] >= 0
+            elif kd == N_SEQ or kd == N_ALT:
+                for e in range(x.first, x.first + x.nkids):
+                    if changed[p.kids[e]]:
+                        changed[i] = 1
+                        break
+            elif kd == N_REPEAT and not x.long_ref:
+                changed[i] = changed[p.kids[x.first]]
+
+    # inlined bodies, callees first, then every rule's expression; unchanged subtrees stay
+    # the same objects (the builder shares by identity)
+    made = [None] * nn if any_inlined else None
+    bodies = [None] * nr
+    if any_inlined:
+        for r in order:
+            if inlined_size[r] >= 0:
+                i = p.root[r]
+                y = p.rebuild(i, changed, made, bodies) if changed[i] \
+                    else <object>p.nodes[i].obj
+                bodies[r] = ws_type(y) if p.whitespace[r] else y
+    exprs = {}
+    r = 0
+    for n in rules:
+        i = p.root[r]
+        exprs[n] = p.rebuild(i, changed, made, bodies) if changed[i] else p.exprs[r]
+        r += 1
 
     # rules each substituted expression calls: its own calls, with inlined rules replaced by
-    # what their bodies call
-    out_refs = {}
-
-    def calls_of(n):
-        c = out_refs.get(n)
-        if c is None:
-            c = set()
-            kept = None                 # (walked only when some callee was inlined)
-            for m in refs[n]:
-                if m in inlinable and done.get(m) is not None:
-                    c |= calls_of(m)
-                    if kept is None:
-                        kept = set()
-                        _long_repeat_refs(rules[n].expr, kept, 0)
-                    if m in kept:       # also called, from a long counted run
-                        c.add(m)
-                else:
-                    c.add(m)
-            out_refs[n] = c
-        return c
-
-    out = exprs, {n: calls_of(n) for n in rules}
-    # subst_rule / resolved call each other, calls_of itself, through the closure: unbound,
-    # the grammar's IR is freed by reference counting with the compile, not left in a cycle
-    # for a full collection to walk
-    subst_rule = resolved = calls_of = None
-    return out
+    # what their bodies call (and kept where a long counted run still calls them)
+    cdef vector[int32_t] mark, long_mark
+    cdef vector[vector[int32_t]] per_rule
+    per_rule.resize(nr)
+    mark.resize(nr, -1)
+    long_mark.resize(nr, -1)
+    for r in order:
+        for e in range(p.long_first[r], p.long_first[r + 1]):
+            long_mark[p.longs[e]] = r
+        for e in range(p.refs_first[r], p.refs_first[r + 1]):
+            m = p.refs[e]
+            if inlined_size[m] >= 0:
+                for s in per_rule[m]:
+                    if mark[s] != r:
+                        mark[s] = r
+                        per_rule[r].push_back(s)
+                if long_mark[m] != r:
+                    continue
+            if mark[m] != r:
+                mark[m] = r
+                per_rule[r].push_back(m)
+    cdef list names = list(rules)
+    cdef dict out_calls = {}
+    cdef set called
+    r = 0
+    for n in rules:
+        called = set()
+        for s in per_rule[r]:
+            called.add(names[s])
+        out_calls[n] = called
+        r += 1
+    return exprs, out_calls
 
 
 cdef class RuleNfa:
