@@ -246,6 +246,20 @@ def opt(item: Expr) -> Expr:
 
 def normalize_ranges(ranges: Iterable[Tuple[int, int]]) -> Ranges:
     """Sort and merge overlapping or adjacent inclusive ranges."""
+    # most callers pass ranges normalized already (the code-point set helpers chain): a tuple
+    # of int pairs, ascending, apart by at least one, is returned as it is
+    if type(ranges) is tuple:
+        prev = None
+        for r in ranges:
+            if type(r) is not tuple or len(r) != 2:
+                break
+            a, b = r
+            if type(a) is not int or type(b) is not int or a > b or \
+                    (prev is not None and a <= prev + 1):
+                break
+            prev = b
+        else:
+            return ranges
     out: list = []
     for lo, hi in sorted((int(a), int(b)) for a, b in ranges if a <= b):
         if out and lo <= out[-1][1] + 1:

@@ -277,6 +277,25 @@ def _universal_pattern(pattern: Any) -> bool:
     return _pattern_matches(pattern, "", "")
 
 
+def _places_of(root: Any) -> Dict[int, str]:
+    """The JSON pointer of every object in the document root, by identity (the first place
+    found when one object stands in several)."""
+    places: Dict[int, str] = {}
+    stack = [(root, "")]
+    while stack:
+        x, where = stack.pop()
+        if isinstance(x, dict):
+            if id(x) in places:
+                continue
+            places[id(x)] = where
+            stack.extend((v, _ptr(where, k)) for k, v in reversed(list(x.items()))
+                         if isinstance(v, (dict, list)))
+        elif isinstance(x, list):
+            stack.extend((v, _ptr(where, i)) for i, v in reversed(list(enumerate(x)))
+                         if isinstance(v, (dict, list)))
+    return places
+
+
 class _Facts:
     """What every document of a schema has in common, for proving oneOf branches disjoint."""
     __slots__ = ("types", "values", "required", "props", "closed", "absent")
@@ -313,6 +332,7 @@ class _Compiler:
         self.number_rules: Dict = {}
         self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
         self._embedded: Optional[bool] = None
+        self._places: Optional[Dict[int, str]] = None
 
     # --- helpers ------------------------------------------------------------------------
     def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
@@ -387,7 +407,10 @@ class _Compiler:
         """The node in 2020-12 vocabulary (unknown keywords recorded as ignored)."""
         if isinstance(schema, Node):
             return schema
+        mark = len(self.ignored)
         n = drafts.normalize(schema, self.draft, ptr, self.ignored)
+        if len(self.ignored) > mark:
+            self._locate_ignored(schema, ptr, mark)
         if "$recursiveRef" in n:
             # without embedded resources the dynamic scope has one resource, the root, so
             # "$recursiveRef": "#" is "$ref": "#" whatever the $recursiveAnchors say
@@ -398,6 +421,20 @@ class _Compiler:
             n["$ref"] = n.pop("$recursiveRef")
             n.src["$ref"] = "$recursiveRef"
         return n
+
+    def _locate_ignored(self, node: dict, ptr: str, mark: int) -> None:
+        """The ignored keywords recorded from mark on (of node, read at ptr) name node's place
+        in the document: analyses (oneOf branches, discriminators) and rewrites (not, if,
+        oneOf as anyOf) read nodes under pointers of their own, and which of them run first
+        could depend on set order, so the record depended on the process."""
+        if self._places is None:
+            self._places = _places_of(self.root)
+        where = self._places.get(id(node))
+        if where is None or where == ptr:
+            return
+        for i in range(mark, len(self.ignored)):
+            k = self.ignored[i]
+            self.ignored[i] = IgnoredKeyword(k.keyword, where + k.pointer[len(ptr):], k.why)
 
     def _embedded_ids(self) -> bool:
         """Some schema below the root has a non-fragment $id (id in draft-04)."""
@@ -883,7 +920,9 @@ class _Compiler:
         if values is not None:
             types &= {x for v in values for x in TYPES if _is_type(v, x)}
         req = m.get("required", [])
-        required = set(req) if isinstance(req, list) else set()
+        # in the schema's order (a set's would differ between processes: _disjoint reads
+        # the names one by one and stops at the first that proves the branches apart)
+        required = dict.fromkeys(req).keys() if isinstance(req, list) else {}.keys()
         props = m.get("properties", {}) if isinstance(m.get("properties"), dict) else {}
         absent = set(m.get(ABSENT, []))
         if "not" in m:
