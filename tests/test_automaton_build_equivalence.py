@@ -166,16 +166,17 @@ def test_build_equivalence_ir_grammars(name):
 
 # --- refusals: the same error, word for word ----------------------------------------------
 
-def _g(root="root", **rules):
+def _g(start="root", **rules):
+    # rules by name (`root=...` defines the rule named root); start names the root rule
     g = ir.GrammarIR()
     for n, e in rules.items():
         g.add(n, e)
-    g.root = root
+    g.root = start
     return g
 
 
 REFUSALS = {
-    "undefined_rule": lambda: _g(root=ir.Ref("nope")),
+    "undefined_rule": lambda: _g(root=ir.seq(ir.lit("a"), ir.Ref("nope"))),
     "missing_root": lambda: _g(x=ir.lit("a")),
     "left_recursion_direct": lambda: _g(root=ir.alt(ir.seq(ir.Ref("root"), ir.lit("a")),
                                                      ir.lit("b"))),
