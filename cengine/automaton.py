@@ -254,10 +254,9 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
 
     def where(name: str) -> dict:
         # what an error met while building rule `name` names: the rule, its GBNF line and
-        # column, or the schema keyword and pointer it was compiled from (a state rule of an
-        # object, `<object rule>~<state>`, is the object's)
+        # column, or the schema keyword and pointer it was compiled from
         line, col = origins.get(name) or (None, None)
-        keyword, pointer = grammar.sources.get(name.partition("~")[0]) or (None, None)
+        keyword, pointer = grammar.sources.get(name) or (None, None)
         return dict(rule=name, line=line, column=col, keyword=keyword, pointer=pointer)
 
     # per rule DFA (C++ subset construction), concatenated into one position space

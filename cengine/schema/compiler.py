@@ -1309,7 +1309,7 @@ class _Compiler:
             return ir.repeat(run_item, max(lo - i, 0), n_hi)
 
         members = ir.NOTHING if hi == 0 else ir.seq(elem(0), tail(1))
-        tail = None     # a recursive closure is a cycle (see _object_expr_any_order)
+        tail = None     # unbound: it calls itself through its cell (a cycle)
         expr = jg.container(g, "[", members, "]", nullable_members=(lo == 0))
         size_kw = "maxItems" if hi is not None else "minItems" if lo else ikw
         return g.add(self._rule_name(ptr, "array", size_kw), expr, container=True)
@@ -1525,7 +1525,7 @@ class _Compiler:
         if first_req is None and extra is not None:
             firsts.append(_seq_onto(extra, after(n, 1)))
         members = jg.alt(*firsts)
-        after = None    # a recursive closure is a cycle (see _object_expr_any_order)
+        after = None    # unbound: it calls itself through its cell (a cycle)
         if tail is not None:
             members = ir.seq(members, tail)
         empty_ok = first_req is None and lo == 0
