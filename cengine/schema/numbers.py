@@ -296,26 +296,64 @@ def _explore(dfa: _NumberDfa, keyword: str, pointer: str):
     return trans, accepting
 
 
-def _minimize(trans: List[Dict[str, int]], accepting: List[bool]):
-    """Drop states that cannot reach acceptance, then merge equivalent states (Moore).
-    Returns (transitions, accepting) over new ids with the start state 0, or None when
-    nothing is accepted."""
-    n = len(trans)
-    rev: List[List[int]] = [[] for _ in range(n)]
-    for q, out in enumerate(trans):
-        for t in out.values():
-            rev[t].append(q)
-    live = set(q for q in range(n) if accepting[q])
-    stack = list(live)
+_DEAD, _SELF = -1, -2
+
+
+def _blocks_acyclic(trans: List[Dict[str, int]], accepting: List[bool], live: set):
+    """Equivalence classes {state: class} of the live states, or None when the live part has
+    a cycle other than a self-loop. Without such cycles the classes come in one pass over
+    the states in reverse topological order (Revuz): a state's successors are classed before
+    it, so its class is found from its signature (accepting, class per symbol). A self-loop
+    is written _SELF; a state q whose symbol a leads to a state of class X and whose other
+    self-loops match X's is in X when X's signature, with its own class as _SELF, equals q's
+    with X replaced by _SELF. (Moore's rounds on a bound with a 750-digit fraction, as the
+    double reading of `exclusiveMinimum: 0` has, need hundreds of rounds; this is linear.)"""
+    # postorder of a depth-first search from the start, ignoring self-loops
+    order: List[int] = []
+    colour: Dict[int, int] = {0: 1}            # 1 on the stack, 2 done
+    stack = [(0, iter(trans[0].values()))]
     while stack:
-        t = stack.pop()
-        for q in rev[t]:
-            if q not in live:
-                live.add(q)
-                stack.append(q)
-    if 0 not in live:
-        return None
-    states = sorted(live)
+        q, it = stack[-1]
+        for t in it:
+            if t == q or t not in live:
+                continue
+            c = colour.get(t)
+            if c is None:
+                colour[t] = 1
+                stack.append((t, iter(trans[t].values())))
+                break
+            if c == 1:
+                return None                     # a cycle through other states
+        else:
+            stack.pop()
+            colour[q] = 2
+            order.append(q)
+    block: Dict[int, int] = {}
+    by_signature: Dict[tuple, int] = {}
+    for q in order:
+        out = trans[q]
+        row = []
+        for ch in _SYMBOLS:
+            t = out.get(ch)
+            row.append(_DEAD if t is None or t not in live else _SELF if t == q else block[t])
+        sig = (accepting[q], tuple(row))
+        b = by_signature.get(sig)
+        if b is None:
+            for x in set(row):
+                if x >= 0:
+                    cand = (accepting[q], tuple(_SELF if y == x else y for y in row))
+                    if by_signature.get(cand) == x:
+                        b = x
+                        break
+        if b is None:
+            b = by_signature[sig] = len(by_signature)
+        block[q] = b
+    return block
+
+
+def _blocks_moore(trans: List[Dict[str, int]], accepting: List[bool], states: List[int]):
+    """Equivalence classes {state: class} of the live states by Moore's refinement."""
+    n = len(trans)
     # Moore's refinement, vectorised: each round splits blocks by (block, block of every
     # symbol's target); rounds stop when no block splits
     dense = np.full(n, -1, np.int64)
@@ -346,7 +384,38 @@ def _minimize(trans: List[Dict[str, int]], accepting: List[bool]):
         if n_new == n_blocks:
             break
         n_blocks = n_new
-    block = dict(zip(states, ids.tolist()))
+    return dict(zip(states, ids.tolist()))
+
+
+def _minimize(trans: List[Dict[str, int]], accepting: List[bool]):
+    """Drop states that cannot reach acceptance, then merge equivalent states. Returns
+    (transitions, accepting) over new ids with the start state 0, or None when nothing is
+    accepted."""
+    n = len(trans)
+    rev: List[List[int]] = [[] for _ in range(n)]
+    for q, out in enumerate(trans):
+        for t in out.values():
+            rev[t].append(q)
+    live = set(q for q in range(n) if accepting[q])
+    stack = list(live)
+    while stack:
+        t = stack.pop()
+        for q in rev[t]:
+            if q not in live:
+                live.add(q)
+                stack.append(q)
+    if 0 not in live:
+        return None
+    states = sorted(live)
+    block = _blocks_acyclic(trans, accepting, live)
+    if block is None:
+        block = _blocks_moore(trans, accepting, states)
+    return _renumbered(trans, accepting, live, states, block)
+
+
+def _renumbered(trans, accepting, live, states, block):
+    """The quotient automaton, numbered breadth-first from the start (symbols in _SYMBOLS
+    order), so equal languages give equal results whichever way the classes were found."""
     # renumber so that the start is 0, in breadth-first order from it
     ids = {block[0]: 0}
     order = [0]
