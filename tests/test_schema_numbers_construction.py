@@ -1,4 +1,6 @@
-"""The number automaton's construction: the one-pass minimization of acyclic DFAs (Revuz,
+"""The number automaton's construction: the exploration by successors (all symbols of a
+state at once) gives exactly the DFA the exploration by single steps gave, the one-pass
+minimization of acyclic DFAs (Revuz,
 with self-loops) gives exactly the automaton Moore's refinement gives, on a case table of
 bound shapes, and the compiled language is unchanged (every spelling up to a length).
 
@@ -42,12 +44,13 @@ SHAPES = [
 IDS = [json.dumps(s) for s in SHAPES]
 
 
-def _raw(schema):
+def _raw(schema, with_dfa=False):
     """The explored (unminimized) DFA of schema, as number_expr builds it."""
     seen = {}
     real = N._explore
 
     def spy(*args):
+        seen["dfa"] = args[0]
         seen["raw"] = real(*args)
         return seen["raw"]
 
@@ -58,7 +61,49 @@ def _raw(schema):
     finally:
         N._explore = real
         N._AUTOMATA.clear()
-    return seen["raw"]
+    return (seen["raw"], seen["dfa"]) if with_dfa else seen["raw"]
+
+
+def _explore_by_step(dfa):
+    """The breadth-first exploration as it was: dfa.step per symbol."""
+    index = {dfa.start(): 0}
+    order = [dfa.start()]
+    trans = []
+    for st in order:
+        out = {}
+        for ch in N._SYMBOLS:
+            t = dfa.step(st, ch)
+            if t is None:
+                continue
+            if t not in index:
+                index[t] = len(order)
+                order.append(t)
+            out[ch] = index[t]
+        trans.append(out)
+    return trans, [dfa.accepting(st) for st in order]
+
+
+@pytest.mark.parametrize("schema", SHAPES, ids=IDS)
+def test_numbers_exploration_equals_step_by_step(schema):
+    (trans, accepting), dfa = _raw(schema, with_dfa=True)
+    ref_trans, ref_accepting = _explore_by_step(dfa)
+    assert len(trans) > 1
+    assert trans == ref_trans and accepting == ref_accepting
+
+
+@pytest.mark.parametrize("value", [0, 1, 100, 0.1, 0.5, 99.95, 2.5, 12345.678, -7.25,
+                                   5e-324, 2 ** 60 + 1])
+def test_numbers_digits_of_bounds(value):
+    """_digits (one scaled division) equals the digit-by-digit expansion of the value."""
+    from fractions import Fraction
+    x = abs(Fraction(value))
+    ip = x.numerator // x.denominator
+    rest, frac = x - ip, []
+    while rest:
+        rest *= 10
+        frac.append(str(rest.numerator // rest.denominator))
+        rest -= int(frac[-1])
+    assert N._digits(Fraction(value)) == (str(ip), "".join(frac))
 
 
 def _live(trans, accepting):
