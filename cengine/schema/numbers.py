@@ -373,6 +373,7 @@ def _blocks_acyclic(trans: List[Dict[str, int]], accepting: List[bool], live: se
             order.append(q)
     block: Dict[int, int] = {}
     by_signature: Dict[tuple, int] = {}
+    looping = set()         # classes with a self-loop: the only ones a substitution can find
     for q in order:
         out = trans[q]
         row = []
@@ -382,14 +383,15 @@ def _blocks_acyclic(trans: List[Dict[str, int]], accepting: List[bool], live: se
         sig = (accepting[q], tuple(row))
         b = by_signature.get(sig)
         if b is None:
-            for x in set(row):
-                if x >= 0:
-                    cand = (accepting[q], tuple(_SELF if y == x else y for y in row))
-                    if by_signature.get(cand) == x:
-                        b = x
-                        break
+            for x in looping.intersection(row):
+                cand = (accepting[q], tuple(_SELF if y == x else y for y in row))
+                if by_signature.get(cand) == x:
+                    b = x
+                    break
         if b is None:
             b = by_signature[sig] = len(by_signature)
+            if _SELF in row:
+                looping.add(b)
         block[q] = b
     return block
 
