@@ -131,15 +131,14 @@ def _digits(x: Fraction) -> Tuple[str, str]:
     """|x| as (integer digits, fraction digits without trailing zeros); x must have a finite
     decimal expansion (decimals and doubles do)."""
     x = abs(x)
-    ip = x.numerator // x.denominator
-    rest = x - ip
-    frac = []
-    while rest:
-        rest *= 10
-        d = rest.numerator // rest.denominator
-        frac.append(str(d))
-        rest -= d
-    return str(ip), "".join(frac)
+    n, d = x.numerator, x.denominator
+    # d = 2**a * 5**b with a, b < d.bit_length(): m places make x an integer (one big
+    # multiplication; digit by digit in Fractions, a 750-digit bound cost ~8 ms)
+    m = d.bit_length()
+    scaled, rest = divmod(n * 10 ** m, d)
+    assert rest == 0, "not a finite decimal"
+    ip, frac = divmod(scaled, 10 ** m)
+    return str(ip), str(frac).zfill(m).rstrip("0")
 
 
 # --- the DFA --------------------------------------------------------------------------------
@@ -150,6 +149,8 @@ class _Cmp:
         self.value, self.closed, self.upper = value, closed, upper
         self.neg = value < 0
         self.int_digits, self.frac_digits = _digits(value)
+        self._int_rows: Dict[tuple, tuple] = {}
+        self._frac_rows: Dict[tuple, tuple] = {}
 
     # comparator states: ("i", n, c) in the integer part (n digits read, capped at len+1;
     # c the comparison of those digits with the bound's first n), ("f", c, i) in the fraction
@@ -181,6 +182,19 @@ class _Cmp:
             return ("f", c, i + 1 if c == 0 else 0)
         return ("f", 1, 0) if d != "0" else s
 
+    def int_row(self, s) -> tuple:
+        """int_digit(s, d) for the ten digits, memoized per state."""
+        row = self._int_rows.get(s)
+        if row is None:
+            row = self._int_rows[s] = tuple(self.int_digit(s, d) for d in _DIGITS)
+        return row
+
+    def frac_row(self, s) -> tuple:
+        row = self._frac_rows.get(s)
+        if row is None:
+            row = self._frac_rows[s] = tuple(self.frac_digit(s, d) for d in _DIGITS)
+        return row
+
     def holds(self, s, negative: bool) -> bool:
         if s[0] == "i":
             mag = self._int_cmp(s)
@@ -199,6 +213,7 @@ class _Cmp:
 
 
 _SYMBOLS = "-.0123456789"
+_DIGITS = "0123456789"
 
 
 class _NumberDfa:
@@ -250,6 +265,37 @@ class _NumberDfa:
                 return None
         return ("F", neg, ic, fc, r, fd)
 
+    def successors(self, st) -> Dict[str, tuple]:
+        """{symbol: step(st, symbol)} without the None steps, in _SYMBOLS order; the same
+        results as step, with each comparator's digit transitions computed once per state
+        and shared by the ten digits (step per symbol was most of a cold compile)."""
+        phase, neg, ic, fc, r, fd = st
+        out: Dict[str, tuple] = {}
+        if phase == "S":
+            out["-"] = ("-", True, ic, fc, r, fd)
+        if phase in ("Z", "I") and not (self.k == 0 or self.integer):
+            out["."] = (".", neg, (), tuple(b.dot(s) for b, s in zip(self.fb, fc)), r, 0)
+        if phase in ("S", "-", "I"):
+            icols = list(zip(*[b.int_row(s) for b, s in zip(self.ib, ic)])) or [()] * 10
+            fcols = list(zip(*[b.int_row(s) for b, s in zip(self.fb, fc)])) or [()] * 10
+            for d, ch in enumerate(_DIGITS):
+                nxt = "I" if phase == "I" or d else "Z"
+                r2 = (r * 10 + d) % self.p if self.k is not None else r
+                out[ch] = (nxt, neg, icols[d], fcols[d], r2, fd)
+        elif phase in (".", "F"):
+            fcols = list(zip(*[b.frac_row(s) for b, s in zip(self.fb, fc)])) or [()] * 10
+            for d, ch in enumerate(_DIGITS):
+                if self.integer and d:
+                    continue
+                r2, fd2 = r, fd
+                if self.k is not None:
+                    if fd < self.k:
+                        r2, fd2 = (r * 10 + d) % self.p, fd + 1
+                    elif d:
+                        continue
+                out[ch] = ("F", neg, ic, fcols[d], r2, fd2)
+        return out
+
     def accepting(self, st) -> bool:
         phase, neg, ic, fc, r, fd = st
         if phase in ("Z", "I"):
@@ -277,10 +323,7 @@ def _explore(dfa: _NumberDfa, keyword: str, pointer: str):
     while i < len(order):
         st = order[i]
         out = {}
-        for ch in _SYMBOLS:
-            t = dfa.step(st, ch)
-            if t is None:
-                continue
+        for ch, t in dfa.successors(st).items():
             j = index.get(t)
             if j is None:
                 j = index[t] = len(order)
@@ -296,26 +339,66 @@ def _explore(dfa: _NumberDfa, keyword: str, pointer: str):
     return trans, accepting
 
 
-def _minimize(trans: List[Dict[str, int]], accepting: List[bool]):
-    """Drop states that cannot reach acceptance, then merge equivalent states (Moore).
-    Returns (transitions, accepting) over new ids with the start state 0, or None when
-    nothing is accepted."""
-    n = len(trans)
-    rev: List[List[int]] = [[] for _ in range(n)]
-    for q, out in enumerate(trans):
-        for t in out.values():
-            rev[t].append(q)
-    live = set(q for q in range(n) if accepting[q])
-    stack = list(live)
+_DEAD, _SELF = -1, -2
+
+
+def _blocks_acyclic(trans: List[Dict[str, int]], accepting: List[bool], live: set):
+    """Equivalence classes {state: class} of the live states, or None when the live part has
+    a cycle other than a self-loop. Without such cycles the classes come in one pass over
+    the states in reverse topological order (Revuz): a state's successors are classed before
+    it, so its class is found from its signature (accepting, class per symbol). A self-loop
+    is written _SELF; a state q whose symbol a leads to a state of class X and whose other
+    self-loops match X's is in X when X's signature, with its own class as _SELF, equals q's
+    with X replaced by _SELF. (Moore's rounds on a bound with a 750-digit fraction, as the
+    double reading of `exclusiveMinimum: 0` has, need hundreds of rounds; this is linear.)"""
+    # postorder of a depth-first search from the start, ignoring self-loops
+    order: List[int] = []
+    colour: Dict[int, int] = {0: 1}            # 1 on the stack, 2 done
+    stack = [(0, iter(trans[0].values()))]
     while stack:
-        t = stack.pop()
-        for q in rev[t]:
-            if q not in live:
-                live.add(q)
-                stack.append(q)
-    if 0 not in live:
-        return None
-    states = sorted(live)
+        q, it = stack[-1]
+        for t in it:
+            if t == q or t not in live:
+                continue
+            c = colour.get(t)
+            if c is None:
+                colour[t] = 1
+                stack.append((t, iter(trans[t].values())))
+                break
+            if c == 1:
+                return None                     # a cycle through other states
+        else:
+            stack.pop()
+            colour[q] = 2
+            order.append(q)
+    block: Dict[int, int] = {}
+    by_signature: Dict[tuple, int] = {}
+    looping = set()         # classes with a self-loop: the only ones a substitution can find
+    for q in order:
+        out = trans[q]
+        row = []
+        for ch in _SYMBOLS:
+            t = out.get(ch)
+            row.append(_DEAD if t is None or t not in live else _SELF if t == q else block[t])
+        sig = (accepting[q], tuple(row))
+        b = by_signature.get(sig)
+        if b is None:
+            for x in looping.intersection(row):
+                cand = (accepting[q], tuple(_SELF if y == x else y for y in row))
+                if by_signature.get(cand) == x:
+                    b = x
+                    break
+        if b is None:
+            b = by_signature[sig] = len(by_signature)
+            if _SELF in row:
+                looping.add(b)
+        block[q] = b
+    return block
+
+
+def _blocks_moore(trans: List[Dict[str, int]], accepting: List[bool], states: List[int]):
+    """Equivalence classes {state: class} of the live states by Moore's refinement."""
+    n = len(trans)
     # Moore's refinement, vectorised: each round splits blocks by (block, block of every
     # symbol's target); rounds stop when no block splits
     dense = np.full(n, -1, np.int64)
@@ -346,7 +429,38 @@ def _minimize(trans: List[Dict[str, int]], accepting: List[bool]):
         if n_new == n_blocks:
             break
         n_blocks = n_new
-    block = dict(zip(states, ids.tolist()))
+    return dict(zip(states, ids.tolist()))
+
+
+def _minimize(trans: List[Dict[str, int]], accepting: List[bool]):
+    """Drop states that cannot reach acceptance, then merge equivalent states. Returns
+    (transitions, accepting) over new ids with the start state 0, or None when nothing is
+    accepted."""
+    n = len(trans)
+    rev: List[List[int]] = [[] for _ in range(n)]
+    for q, out in enumerate(trans):
+        for t in out.values():
+            rev[t].append(q)
+    live = set(q for q in range(n) if accepting[q])
+    stack = list(live)
+    while stack:
+        t = stack.pop()
+        for q in rev[t]:
+            if q not in live:
+                live.add(q)
+                stack.append(q)
+    if 0 not in live:
+        return None
+    states = sorted(live)
+    block = _blocks_acyclic(trans, accepting, live)
+    if block is None:
+        block = _blocks_moore(trans, accepting, states)
+    return _renumbered(trans, accepting, live, states, block)
+
+
+def _renumbered(trans, accepting, live, states, block):
+    """The quotient automaton, numbered breadth-first from the start (symbols in _SYMBOLS
+    order), so equal languages give equal results whichever way the classes were found."""
     # renumber so that the start is 0, in breadth-first order from it
     ids = {block[0]: 0}
     order = [0]
