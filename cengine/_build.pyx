@@ -1678,7 +1678,8 @@ cdef class Builder:
                                 w += 1
                         covering.resize(w)
                         while entering < R and (by_lo[entering] >> 32) <= a:
-                            covering.push_back(<int>(by_lo[entering] & 0xFFFFFFFF))
+                            # (the low half by a C cast: `& 0xFFFFFFFF` is a Python int in Cython)
+                            covering.push_back(<int>(<uint32_t>by_lo[entering]))
                             entering += 1
                     if covering.size() == 0:
                         continue
