@@ -23,6 +23,7 @@ from libcpp.pair cimport pair
 from libcpp.unordered_map cimport unordered_map
 from libcpp.unordered_set cimport unordered_set
 from libcpp.algorithm cimport sort as cpp_sort, unique as cpp_unique
+cimport cython
 from cython.operator cimport dereference as deref
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
@@ -1194,6 +1195,7 @@ cdef class RuleNfa:
         return 0
 
 
+@cython.final
 cdef class _I64Map:
     """Open-addressing hash map from non-negative int64 keys to ints (the closure-chain pass
     does a few lookups per position: std::unordered_map's node allocations dominated)."""
@@ -1328,6 +1330,7 @@ cdef class _PairMap:
                 self.put(oa[j], ob[j], ov[j])
 
 
+@cython.final
 cdef class _SetTable:
     """Int sequences numbered in insertion order, found again by content (hash + compare),
     each with an int value: the DFA's NFA-state sets, without Python objects per lookup."""
@@ -1394,6 +1397,7 @@ cdef inline void _no_op() noexcept nogil:
     pass
 
 
+@cython.final
 cdef class Builder:
     # positions of all rules, numbered rule after rule (CSR edges)
     cdef vector[int] finals, pos_rule, starts
@@ -1476,26 +1480,32 @@ cdef class Builder:
 
     cdef int closure(self, vector[int]& init) except -1:
         """self.buf = sorted epsilon closure of init; spends 8 + |distinct init| units."""
-        cdef int q, r, k
+        cdef int q, r, k, k1
         cdef size_t i
         self.stamp += 1
         cdef int st = self.stamp
-        self.buf.clear()
+        # raw pointers: with -fno-strict-aliasing each push_back would reload the vectors
+        cdef int* mark = self.mark.data()
+        cdef const int* eoff = self.n_eoff.data()
+        cdef const int* eto = self.n_eto.data()
+        cdef vector[int]* buf = &self.buf
+        buf.clear()
         for i in range(init.size()):
             q = init[i]
-            if self.mark[q] != st:
-                self.mark[q] = st
-                self.buf.push_back(q)
-        self.spend(8 + <int64_t>self.buf.size())
+            if mark[q] != st:
+                mark[q] = st
+                buf.push_back(q)
+        self.spend(8 + <int64_t>buf.size())
         i = 0
-        while i < self.buf.size():
-            q = self.buf[i]
+        while i < buf.size():
+            q = deref(buf)[i]
             i += 1
-            for k in range(self.n_eoff[q], self.n_eoff[q + 1]):
-                r = self.n_eto[k]
-                if self.mark[r] != st:
-                    self.mark[r] = st
-                    self.buf.push_back(r)
+            k1 = eoff[q + 1]
+            for k in range(eoff[q], k1):
+                r = eto[k]
+                if mark[r] != st:
+                    mark[r] = st
+                    buf.push_back(r)
         if not self.acting_only:
             cpp_sort(self.buf.begin(), self.buf.end())
             return 0
@@ -1551,20 +1561,26 @@ cdef class Builder:
         cols[0] = &self.n_crule
         cols[1] = &self.n_cto
         self._csr(n, nfa.calls_flat, 3, self.n_coff, cols)
-        self.mark.assign(n, 0)
-        self.stamp = 0
+        # the closure's visited stamps carry on from the rule before: only new room is zeroed
+        if self.stamp > 0x3FFFFFFF:
+            self.mark.assign(n, 0)
+            self.stamp = 0
+        elif self.mark.size() < <size_t>n:
+            self.mark.resize(n, 0)
         self.acting_only = nfa.share
 
         cdef int base = <int>self.finals.size()
         cdef _SetTable sets = self.sets           # DFA state i = NFA-state set i
-        sets.reset(n)
+        # sized for the DFA states a rule usually has (fewer than a third of its NFA states;
+        # the tables grow when needed): clearing room for n entries cost more than the lookups
+        sets.reset(n >> 2)
         cdef vector[int] cur, targets
         # DFA state of the closure of one NFA state, once known: most transitions have a
         # single target, so their closure and set lookup happen once per rule
         cdef vector[int] single
         cdef int one, o
         cdef _SetTable by_targets = self.by_targets   # sorted target set -> DFA state, likewise
-        by_targets.reset(n)
+        by_targets.reset(n >> 4)
         single.assign(n, -1)
         cdef vector[int] r_lo, r_hi, r_to, r_ws, bounds
         cdef vector[pair[int, int]] cpairs
@@ -1575,6 +1591,7 @@ cdef class Builder:
         cdef vector[int]* key
         cdef vector[int64_t] by_lo
         cdef vector[int] covering
+        cdef const int* boff = self.n_boff.data()     # not resized below
         self.reached.assign(n, 0)
         self.n_reached = 0
         self.acts.assign(n, 0)
@@ -1601,15 +1618,25 @@ cdef class Builder:
             self.finals.push_back(fin)
             self.pos_rule.push_back(rule)
             # byte edges: partition [0, 255] by the ranges' boundaries
-            r_lo.clear(); r_hi.clear(); r_to.clear(); r_ws.clear()
+            # each state's edges are one span of the CSR arrays: copied span by span, in
+            # the same order as edge by edge
+            R = 0
             for m in range(cur.size()):
                 q = cur[m]
-                for k in range(self.n_boff[q], self.n_boff[q + 1]):
-                    r_lo.push_back(self.n_blo[k])
-                    r_hi.push_back(self.n_bhi[k])
-                    r_to.push_back(self.n_bto[k])
-                    r_ws.push_back(self.n_bws[k])
-            R = <int>r_lo.size()
+                R += boff[q + 1] - boff[q]
+            if <size_t>R > r_lo.size():
+                r_lo.resize(R); r_hi.resize(R); r_to.resize(R); r_ws.resize(R)
+            R = 0
+            for m in range(cur.size()):
+                q = cur[m]
+                k = boff[q]
+                x = boff[q + 1] - k
+                if x:
+                    memcpy(&r_lo[R], &self.n_blo[k], x * sizeof(int))
+                    memcpy(&r_hi[R], &self.n_bhi[k], x * sizeof(int))
+                    memcpy(&r_to[R], &self.n_bto[k], x * sizeof(int))
+                    memcpy(&r_ws[R], &self.n_bws[k], x * sizeof(int))
+                    R += x
             self.spend(<int64_t>cur.size() + R)
             out_start = <int>self.e_lo.size()
             if R:
@@ -1651,7 +1678,8 @@ cdef class Builder:
                                 w += 1
                         covering.resize(w)
                         while entering < R and (by_lo[entering] >> 32) <= a:
-                            covering.push_back(<int>(by_lo[entering] & 0xFFFFFFFF))
+                            # (the low half by a C cast: `& 0xFFFFFFFF` is a Python int in Cython)
+                            covering.push_back(<int>(<uint32_t>by_lo[entering]))
                             entering += 1
                     if covering.size() == 0:
                         continue
