@@ -1910,7 +1910,7 @@ cdef class Builder:
                             by_fin.push_back(((<int64_t>fin[q - b]) << 32) | q)
                         cpp_sort(by_fin.begin(), by_fin.end())
                         for m in range(<int>by_fin.size()):
-                            members[at + m] = <int>(by_fin[m] & 0xFFFFFFFF)
+                            members[at + m] = <int>(<uint32_t>by_fin[m])     # (a C cast: see above)
                     comp_off.push_back(<int>members.size())
 
     def minimize(self, int max_rounds):
