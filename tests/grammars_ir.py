@@ -1,5 +1,13 @@
 """Small grammars written directly in the IR, shared by the matcher and mask tests."""
-from cengine import ir
+from cengine import CompileError, ir
+
+
+def ir_or_none(fn, *args, **kw):
+    """A front end's IR, or None when the front end itself refuses (not the builder's case)."""
+    try:
+        return fn(*args, **kw)
+    except CompileError:
+        return None
 
 
 def json_like(max_depth=3, whitespace_budget=5) -> ir.GrammarIR:

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import grammars_ir
+from grammars_ir import ir_or_none
 import material
 from oracles import automaton_reference
 from cengine import CompileError, automaton, ir
@@ -60,14 +61,6 @@ def assert_same_build(g: ir.GrammarIR) -> None:
             assert a == b, f.name
 
 
-def _ir_or_none(fn, *args, **kw):
-    """A front end's IR, or None when the front end itself refuses (not the builder's case)."""
-    try:
-        return fn(*args, **kw)
-    except CompileError:
-        return None
-
-
 # --- corpus ------------------------------------------------------------------------------
 
 GBNF = material.gbnf_grammars()
@@ -75,7 +68,7 @@ GBNF = material.gbnf_grammars()
 
 @pytest.mark.parametrize("name", sorted(GBNF))
 def test_build_equivalence_llamacpp_gbnf(name):
-    g = _ir_or_none(parse_gbnf, GBNF[name])
+    g = ir_or_none(parse_gbnf, GBNF[name])
     assert g is not None, f"{name}.gbnf no longer parses"
     assert_same_build(g)
 
@@ -86,7 +79,7 @@ def _tool_cases():
     for p in sorted(TOOLS.glob("*.json")):
         d = json.loads(p.read_text(encoding="utf-8"))
         for closed in (True, False):
-            if _ir_or_none(schema_to_ir, d.get("parameters", d), closed_objects=closed) is not None:
+            if ir_or_none(schema_to_ir, d.get("parameters", d), closed_objects=closed) is not None:
                 cases.append((p.name, closed))
     return cases
 
@@ -111,7 +104,7 @@ def _suite_irs(stem):
     out = []
     for group in SUITE[stem]:
         for closed in (False, True):
-            g = _ir_or_none(schema_to_ir, group["schema"], closed_objects=closed)
+            g = ir_or_none(schema_to_ir, group["schema"], closed_objects=closed)
             if g is not None:
                 out.append(g)
     return out
@@ -139,7 +132,7 @@ REGEXES = [
 
 @pytest.mark.parametrize("pattern", REGEXES)
 def test_build_equivalence_regex(pattern):
-    g = _ir_or_none(regex_to_ir, pattern)
+    g = ir_or_none(regex_to_ir, pattern)
     assert g is not None, pattern
     assert_same_build(g)
 
@@ -154,7 +147,7 @@ LEXICONS = [
 
 @pytest.mark.parametrize("words", LEXICONS, ids=lambda w: f"{len(w)}words")
 def test_build_equivalence_lexicon(words):
-    g = _ir_or_none(lexicon_to_ir, words)
+    g = ir_or_none(lexicon_to_ir, words)
     assert g is not None, words
     assert_same_build(g)
 

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import grammars_ir
+from grammars_ir import ir_or_none
 import material
 from oracles import inline_reference
 from cengine import CompileError, automaton, ir
@@ -137,19 +138,12 @@ def test_inline_equivalence_keeps_unchanged_subtrees():
 
 # --- corpus ------------------------------------------------------------------------------
 
-def _ir_or_none(fn, *args, **kw):
-    try:
-        return fn(*args, **kw)
-    except CompileError:
-        return None
-
-
 GBNF = material.gbnf_grammars()
 
 
 @pytest.mark.parametrize("name", sorted(GBNF))
 def test_inline_equivalence_llamacpp_gbnf(name):
-    g = _ir_or_none(parse_gbnf, GBNF[name])
+    g = ir_or_none(parse_gbnf, GBNF[name])
     assert g is not None, f"{name}.gbnf no longer parses"
     assert_same_inlining(g)
 
@@ -161,7 +155,7 @@ SCHEMA_OPTIONS = [dict(closed_objects=closed, property_order=order)
 def _tool_irs(path):
     d = json.loads(path.read_text(encoding="utf-8"))
     return [g for kw in SCHEMA_OPTIONS
-            if (g := _ir_or_none(schema_to_ir, d.get("parameters", d), **kw)) is not None]
+            if (g := ir_or_none(schema_to_ir, d.get("parameters", d), **kw)) is not None]
 
 
 TOOL_PATHS = sorted(TOOLS.glob("*.json"))
@@ -182,7 +176,7 @@ SUITE = material.json_schema_test_suite("draft2020-12")
 
 def _suite_irs(stem):
     return [g for group in SUITE[stem] for kw in SCHEMA_OPTIONS
-            if (g := _ir_or_none(schema_to_ir, group["schema"], **kw)) is not None]
+            if (g := ir_or_none(schema_to_ir, group["schema"], **kw)) is not None]
 
 
 SUITE_STEMS = [stem for stem in sorted(SUITE) if _suite_irs(stem)]
@@ -206,7 +200,7 @@ def test_inline_equivalence_maskbench_sample(order):
     n = 0
     for path in sorted(CORPUS.glob("*.json"))[::25]:
         schema = json.loads(path.read_text(encoding="utf-8"))["schema"]
-        g = _ir_or_none(schema_to_ir, schema, closed_objects=False, whitespace_budget=None,
+        g = ir_or_none(schema_to_ir, schema, closed_objects=False, whitespace_budget=None,
                         property_order=order)
         if g is not None and len(g.rules) <= 2000:      # (the oracle is slow)
             assert_same_inlining(g)
