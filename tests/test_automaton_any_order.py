@@ -21,7 +21,7 @@ import pytest
 
 import cengine
 from cengine import ir
-from cengine.schema import compiler, schema_to_ir
+from cengine.schema import schema_to_ir
 from oracles.any_order_reference import reference_objects
 
 OPTIONS = {"closed_objects": False, "whitespace_budget": None, "property_order": "any"}
@@ -144,16 +144,6 @@ def _check(name, schema, names, values):
 def test_any_order_node_keeps_the_language_and_the_closer(name, schema, names, values):
     new, ref = _check(name, schema, names, values)
     assert any(_accepts(new, d) for d in _documents(names, values))    # the case says something
-
-
-@pytest.fixture
-def small_order_budget(monkeypatch):
-    """MAX_ORDER_STATES shrunk so that every object with properties takes the form past the
-    budget (declared properties in declared order, extra keys anywhere)."""
-    monkeypatch.setattr(compiler, "MAX_ORDER_STATES", 1)
-    cengine.CACHE.clear()
-    yield
-    cengine.CACHE.clear()
 
 
 @pytest.mark.parametrize("name,schema,names,values", CASES, ids=[c[0] for c in CASES])

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import cengine
 from cengine import CompileError, LimitError
-from cengine.schema import MAX_ORDER_STATES, compiler
+from cengine.schema import MAX_ORDER_STATES
 from test_schema_combinators import CASES, _assert_closes, _near
 from walks import walk_random
 
@@ -248,16 +248,6 @@ def _disagreements(g, schema, names, values, declared_order_only=False):
         if want is not None and got != want:
             wrong.append((d, got))
     return wrong
-
-
-@pytest.fixture
-def small_order_budget(monkeypatch):
-    """MAX_ORDER_STATES shrunk so that every object with properties takes the larger-object
-    construction (declared order for declared properties, extra keys anywhere)."""
-    monkeypatch.setattr(compiler, "MAX_ORDER_STATES", 1)
-    cengine.CACHE.clear()
-    yield
-    cengine.CACHE.clear()
 
 
 def _declared_in_order(doc, declared) -> bool:
