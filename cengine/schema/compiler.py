@@ -28,7 +28,6 @@ free strings).
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import json
 import re
@@ -36,6 +35,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from urllib.parse import unquote
 
 from .. import ir
+from .._build import UNROLL_INLINE_MAX
 from . import drafts
 from . import json_grammar as jg
 from . import keys as jk
@@ -341,13 +341,13 @@ class _Compiler:
         slug = re.sub(r"[^A-Za-z0-9]+", "-", ptr).strip("-")[:80]
         name = self.g.fresh_name(f"{self.prefix}{slug or 'root'}-{kind}")
         keyword = keyword or _RULE_KEYWORDS.get("after" if kind.startswith("after") else kind)
-        if keyword is None:
+        if keyword is not None:
+            where = _ptr(ptr, keyword)
+        else:
             # the schema's own keyword when ptr ends in one (/properties/a: "properties")
             parent, _, last = ptr.rpartition("/")
-            keyword = parent.rpartition("/")[2] if parent else (last or None)
-            self.g.sources[name] = (keyword, ptr)
-        else:
-            self.g.sources[name] = (keyword, _ptr(ptr, keyword))
+            keyword, where = parent.rpartition("/")[2] if parent else (last or None), ptr
+        self.g.sources[name] = (keyword, where)
         return name
 
     def _count(self, schema: dict, key: str, ptr: str) -> Optional[int]:
@@ -1245,10 +1245,9 @@ class _Compiler:
             expr = make()
             if isinstance(expr, (ir.Ref, ir.Nothing)):
                 return expr
-            digest = hashlib.sha1(repr(key).encode()).hexdigest()[:12]
-            name = self.g.fresh_name(f"{self.prefix}json-{key[0]}-string-{digest}")
+            # named (and its limits located) where it was first met
+            name = self._rule_name(ptr, f"{key[0]}-string", key[0])
             self.g.add(name, expr)
-            self.g.sources[name] = (key[0], _ptr(ptr, key[0]))   # where it was first met
             self.shared_strings[key] = name
         return ir.Ref(name)
 
@@ -1287,13 +1286,14 @@ class _Compiler:
         self._check_unroll(hi if hi is not None and hi > len(elems) else None, "maxItems", ptr)
         k = len(elems)
         sep = jg.comma(g)
+        # the keyword a limit met while building the array's rules names
+        size_kw = "maxItems" if hi is not None else "minItems" if lo else ikw
         run_item = ir.seq(sep, rest)
-        if max(lo, hi or 0) - k > jg.INLINED_ITEM_RUN and not isinstance(rest, ir.Ref):
+        if max(lo, hi or 0) - k > UNROLL_INLINE_MAX and not isinstance(rest, ir.Ref):
             # a long counted run of an element written inline (a pattern string, an enum, a
             # bounded number) would be that many copies of its positions (maxItems 1000 of a
             # 24-character pattern: over 400,000); as a rule, the build keeps the run as calls
-            run_item = g.add(self._rule_name(ptr, "item", "maxItems" if hi else "minItems"),
-                             run_item)
+            run_item = g.add(self._rule_name(ptr, "item", size_kw), run_item)
 
         def elem(i: int) -> ir.Expr:
             return elems[i] if i < k else rest
@@ -1311,7 +1311,6 @@ class _Compiler:
         members = ir.NOTHING if hi == 0 else ir.seq(elem(0), tail(1))
         tail = None     # unbound: it calls itself through its cell (a cycle)
         expr = jg.container(g, "[", members, "]", nullable_members=(lo == 0))
-        size_kw = "maxItems" if hi is not None else "minItems" if lo else ikw
         return g.add(self._rule_name(ptr, "array", size_kw), expr, container=True)
 
     # --- objects ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from json.encoder import encode_basestring as _encode_basestring
 from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 from .. import ir
+from .._build import UNROLL_INLINE_MAX
 
 WS = "json-ws"
 STRING_CHAR = "json-string-char"
@@ -270,12 +271,10 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
 # mask of the shapes measured (docs/benchmarks.md).
 COUNT_FIRST = 256
 COUNT_BASE = 64
-# a run of at most this many characters is inlined by the builder (_build.UNROLL_INLINE_MAX,
-# ~44 positions a character): the counter keeps its last run longer, as calls
-_INLINED_RUN = 32
-# the same bound for a run of array elements: past it a counted run of an element is calls of
-# the element's rule (an element written inline would be copied once per count)
-INLINED_ITEM_RUN = _INLINED_RUN
+# a run of at most this many characters is inlined by the builder (~44 positions a
+# character; past it the builder keeps a counted run of a rule as calls): the counter keeps
+# its last run longer, as calls
+_INLINED_RUN = UNROLL_INLINE_MAX
 
 
 def counter_string(g: ir.GrammarIR, lo: int, hi: Optional[int], first: Optional[int] = None,
