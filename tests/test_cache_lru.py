@@ -9,6 +9,7 @@ from cengine import _tables
 from cengine.grammar import GrammarCache
 from cengine.lru import ByteLRU
 from cengine.regex import regex_to_ir
+from paused import compile_running_elsewhere
 
 
 class Sized:
@@ -136,20 +137,10 @@ def test_collector_pause_nests_across_threads():
     import gc
     from cengine.grammar import COLLECTOR_PAUSE
     assert gc.isenabled()
-    inside, release, states = threading.Event(), threading.Event(), []
-
-    def hold():
+    states = []
+    with compile_running_elsewhere():
         with COLLECTOR_PAUSE:
-            inside.set()
-            release.wait(5)
-
-    t = threading.Thread(target=hold)
-    t.start()
-    inside.wait(5)
-    with COLLECTOR_PAUSE:
-        states.append(gc.isenabled())
-    states.append(gc.isenabled())        # the other thread still compiles
-    release.set()
-    t.join(5)
+            states.append(gc.isenabled())
+        states.append(gc.isenabled())        # the other thread still compiles
     states.append(gc.isenabled())
     assert states == [False, False, True]

@@ -2,7 +2,6 @@
 then freezes what survives; garbage is collected, never frozen; off by default, and a caller
 that disabled the collector is left alone."""
 import gc
-import threading
 import weakref
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 import cengine
 from cengine.grammar import GrammarCache
 from cengine.regex import regex_to_ir
+from paused import compile_running_elsewhere
 
 
 class Node:
@@ -76,21 +76,10 @@ def test_no_freeze_while_another_compile_runs():
     gc.unfreeze()
     gc.enable()
     cengine.freeze_after_compiles(True)
-    inside, release, counts = threading.Event(), threading.Event(), []
-
-    def hold():
-        from cengine.grammar import COLLECTOR_PAUSE
-        with COLLECTOR_PAUSE:
-            inside.set()
-            release.wait(5)
-
-    t = threading.Thread(target=hold)
-    t.start()
-    inside.wait(5)
-    compile_fresh()
-    counts.append(gc.get_freeze_count())
-    release.set()
-    t.join(5)
+    counts = []
+    with compile_running_elsewhere():
+        compile_fresh()
+        counts.append(gc.get_freeze_count())
     counts.append(gc.get_freeze_count())
     assert counts[0] == 0 and counts[1] > 0
 
