@@ -5,12 +5,16 @@ language (a `patternProperties` pattern), or outside it, minus a finite set of n
 keys matching the pattern take the pattern's schema, every other key takes
 `additionalProperties`. The second language is a complement, which the grammar IR cannot
 write, so the pattern's language (IR over code points, from cengine.regex) is made a DFA here:
-Thompson NFA, subset construction over the code-point intervals that the NFA's ranges and
-the excluded names cut the alphabet into, with the trie of the excluded names run alongside
-(so "minus these names" is exact in both directions). The DFA, complemented or not, is
-pruned of states that cannot reach an accepting one and emitted as right-linear rules, one
-per state, each code-point interval written in every JSON spelling (json_grammar.char_in)
-and the closing quote where the state accepts.
+an NFA, subset construction over code-point ranges, with the trie of the excluded names run
+alongside (so "minus these names" is exact in both directions). The DFA, complemented or
+not, is pruned of states that cannot reach an accepting one and emitted as right-linear
+rules, one per state, each code-point range written in every JSON spelling
+(json_grammar.char_in) and the closing quote where the state accepts.
+
+The NFA of every language of one alphabet is one hash-consed NFA (_KeySpace), so the DFA
+states off the names' trie, which are NFA state sets alone, are shared: by the objects that
+repeat a pattern with other names, by patterns that share a tail ("^title_X$",
+"^description_X$"), and their rules are made once per grammar.
 
 The compiler passes printable ASCII (U+0020..U+007E) as the alphabet: on those characters
 ECMA-262 (the specification's regex dialect) and Python's `re` (which `jsonschema` uses)
@@ -19,9 +23,9 @@ with no newline to stand before), so a key gets the same schema under both readi
 """
 from __future__ import annotations
 
-import bisect
 import functools
-from typing import Dict, FrozenSet, List, Sequence, Tuple
+import threading
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from .. import ir
 from . import json_grammar as jg
@@ -34,72 +38,175 @@ MAX_KEY_DFA_STATES = 1024
 _SURROGATES = (0xD800, 0xDFFF)
 
 
-class _Nfa:
-    def __init__(self, keyword: str, pointer: str):
-        self.eps: List[List[int]] = []
-        self.edges: List[List[Tuple[int, int, int]]] = []
-        self.keyword, self.pointer = keyword, pointer
+def key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Sequence[str], *,
+             negate: bool, keyword: str, pointer: str,
+             alphabet: Tuple[int, int] = (0, ir.MAX_UNICODE)) -> ir.Expr:
+    """A JSON string (quotes included) whose decoded value is in `language` (negate: not in
+    it), is none of `names` and has only characters in `alphabet` (an inclusive code-point
+    range). `language` is IR over code points (cengine.regex).
 
-    def state(self) -> int:
-        if len(self.eps) >= MAX_KEY_NFA_STATES:
-            raise LimitError(f"the key language needs more than {MAX_KEY_NFA_STATES} NFA states",
-                             keyword=self.keyword, pointer=self.pointer)
+    One rule per live DFA state. The states off the names' trie are the language's own
+    (_KeyLanguage): their rules are made once per grammar and language and shared by every
+    object that uses the language, whatever its names (a schema repeating a pattern in many
+    objects otherwise made hundreds of equal rules per object)."""
+    lang, on_groups, on_accept, off_reach = _key_dfa(language, tuple(names), alphabet,
+                                                     keyword, pointer)
+    off_live = lang.live(negate)
+    on_accepting = [acc != negate and not nm for acc, nm in on_accept]
+
+    # on-trie states that can still reach an accepting one (backwards from those, and from
+    # the states with an edge to a live off-trie state)
+    n_on = len(on_groups)
+    preds: List[List[int]] = [[] for _ in range(n_on)]
+    live = set()
+    for k, row in enumerate(on_groups):
+        if on_accepting[k]:
+            live.add(k)
+        for t, _ in row:
+            if t >= 0:
+                preds[t].append(k)
+            elif ~t in off_live:
+                live.add(k)
+    stack = list(live)
+    while stack:
+        for k in preds[stack.pop()]:
+            if k not in live:
+                live.add(k)
+                stack.append(k)
+    if 0 not in live:
+        return ir.NOTHING
+
+    # the shared off-trie rules of this grammar, space and polarity: made on first use
+    memo = g.__dict__.get("_key_rules")
+    if memo is None or memo[0] is not g.rules:
+        memo = g.__dict__["_key_rules"] = (g.rules, {})
+    shared = memo[1].setdefault((lang, negate), {})
+    off_rule: Dict[int, str] = {}
+    new_off = []
+    for i in off_reach:
+        if i in off_live:
+            r = shared.get(lang.nsets[i])
+            if r is None or r not in g.rules:
+                r = shared[lang.nsets[i]] = g.fresh_name(f"{name}-{len(new_off) + n_on}")
+                g.add(r, ir.NOTHING)
+                new_off.append(i)
+            off_rule[i] = r
+    rule = {k: (name if k == 0 else g.fresh_name(f"{name}-{k}")) for k in sorted(live)}
+    for k in sorted(live):
+        g.add(rule[k], ir.NOTHING)
+    quote = ir.lit('"')
+    for k in sorted(live):
+        alts = [quote] if on_accepting[k] else []
+        for t, ranges in on_groups[k]:
+            if t >= 0:
+                if t in live:
+                    alts.append(ir.seq(jg.char_in(ranges), ir.Ref(rule[t])))
+            elif ~t in off_live:
+                alts.append(ir.seq(jg.char_in(ranges), ir.Ref(off_rule[~t])))
+        g.rules[rule[k]].expr = ir.alt(*alts)
+    for i in new_off:
+        alts = [quote] if lang.in_language[i] != negate else []
+        for t, ranges in lang.groups[i]:
+            if t in off_live:
+                alts.append(ir.seq(jg.char_in(ranges), ir.Ref(off_rule[t])))
+        g.rules[off_rule[i]].expr = ir.alt(*alts)
+    return ir.seq(quote, ir.Ref(rule[0]))
+
+
+def _merge_ranges(pieces) -> Dict[int, tuple]:
+    """(a, b, target) pieces in ascending order -> target -> normalized ranges."""
+    by_target: Dict[int, list] = {}
+    for a, b, t in pieces:
+        rs = by_target.get(t)
+        if rs is None:
+            by_target[t] = [(a, b)]
+        elif rs[-1][1] + 1 == a:
+            rs[-1] = (rs[-1][0], b)
+        else:
+            rs.append((a, b))
+    return {t: tuple(rs) for t, rs in by_target.items()}
+
+
+class _KeySpace:
+    """The key languages of one alphabet in one NFA, and the subset construction over it,
+    grown on demand; the DFA states off the names' trie.
+
+    The NFA is built right to left with its states hash-consed on (expression, what follows):
+    equal subpatterns before equal continuations are the same states, in one language
+    ("^(title_X)$|^(description_X)$": X once) and across languages. Off the names' trie a
+    DFA state is its set of NFA states alone, and its future depends on nothing else (not the
+    language, not the names that led there), so every key DFA of the alphabet shares it.
+    State i: nsets[i] (NFA states), in_language[i] (the final NFA state is among them),
+    groups[i] ((target, code-point ranges) pairs, by target; None until expanded)."""
+
+    FINAL = 0
+
+    def __init__(self, alphabet: Tuple[int, int]):
+        self.alphabet = alphabet
+        self.eps: List[List[int]] = [[]]
+        self.edges: List[List[Tuple[int, int, int]]] = [[]]
+        self.made: Dict[Tuple[ir.Expr, int], int] = {}
+        self.closures: Dict[FrozenSet[int], FrozenSet[int]] = {frozenset(): frozenset()}
+        self.segments: Dict[FrozenSet[int], list] = {}
+        self.index: Dict[FrozenSet[int], int] = {}
+        self.nsets: List[FrozenSet[int]] = []
+        self.in_language: List[bool] = []
+        self.groups: List[Optional[tuple]] = []
+        self._live: Dict[bool, Tuple[int, FrozenSet[int]]] = {}
+        # compiles in other threads grow the same space: growing it and reading the
+        # liveness hold this
+        self.lock = threading.Lock()
+
+    def size(self) -> int:
+        return len(self.eps) + len(self.nsets)
+
+    def _new(self) -> int:
         self.eps.append([])
         self.edges.append([])
         return len(self.eps) - 1
 
-    def frag(self, e: ir.Expr) -> Tuple[int, int]:
-        """(start, end) states of a fragment matching e."""
+    def frag(self, e: ir.Expr, cont: int) -> int:
+        """The state from which the strings of e, then those of state cont, are matched."""
+        key = (e, cont)
+        s = self.made.get(key)
+        if s is not None:
+            return s
         t = type(e)
-        s = self.state()
         if t is ir.Bytes:
-            cur = s
-            for ch in e.data.decode("utf-8"):
-                nxt = self.state()
-                self.edges[cur].append((ord(ch), ord(ch), nxt))
-                cur = nxt
-            return s, cur
-        if t is ir.CharSet:
-            end = self.state()
+            s = cont
+            for ch in reversed(e.data.decode("utf-8")):
+                q = self._new()
+                self.edges[q].append((ord(ch), ord(ch), s))
+                s = q
+        elif t is ir.CharSet:
+            s = self._new()
             for a, b in e.ranges:
-                self.edges[s].append((a, b, end))
-            return s, end
-        if t is ir.Nothing:
-            return s, self.state()
-        if t is ir.Seq:
-            cur = s
-            for x in e.items:
-                a, b = self.frag(x)
-                self.eps[cur].append(a)
-                cur = b
-            return s, cur
-        if t is ir.Alt:
-            end = self.state()
-            for x in e.items:
-                a, b = self.frag(x)
-                self.eps[s].append(a)
-                self.eps[b].append(end)
-            return s, end
-        if t is ir.Repeat:
-            cur = s
-            for _ in range(e.lo):
-                a, b = self.frag(e.item)
-                self.eps[cur].append(a)
-                cur = b
+                self.edges[s].append((a, b, cont))
+        elif t is ir.Nothing:
+            s = self._new()
+        elif t is ir.Seq:
+            s = cont
+            for x in reversed(e.items):
+                s = self.frag(x, s)
+        elif t is ir.Alt:
+            s = self._new()
+            self.eps[s].extend(self.frag(x, cont) for x in e.items)
+        elif t is ir.Repeat:
             if e.hi is None:
-                a, b = self.frag(e.item)
-                self.eps[cur].append(a)
-                self.eps[b].append(cur)
-                return s, cur
-            end = self.state()
-            self.eps[cur].append(end)
-            for _ in range(e.hi - e.lo):
-                a, b = self.frag(e.item)
-                self.eps[cur].append(a)
-                self.eps[b].append(end)
-                cur = b
-            return s, end
-        raise TypeError(f"unexpected expression in a key language: {e!r}")
+                s = self._new()                 # the loop: once more, or on
+                self.eps[s].extend((self.frag(e.item, s), cont))
+            else:
+                s = cont
+                for _ in range(e.hi - e.lo):    # each optional copy: it, or straight on
+                    q = self._new()
+                    self.eps[q].extend((self.frag(e.item, s), cont))
+                    s = q
+            for _ in range(e.lo):
+                s = self.frag(e.item, s)
+        else:
+            raise TypeError(f"unexpected expression in a key language: {e!r}")
+        self.made[key] = s
+        return s
 
     def closure(self, states) -> FrozenSet[int]:
         seen = set(states)
@@ -111,48 +218,137 @@ class _Nfa:
                     stack.append(t)
         return frozenset(seen)
 
+    def segments_of(self, nset: FrozenSet[int]) -> list:
+        """The NFA side of a state's transitions: (lo, hi, closure) code-point ranges in
+        ascending order, adjacent ones with different closures, covering the alphabet but
+        the surrogates (a sweep over the bounds of the edges of nset)."""
+        segs = self.segments.get(nset)
+        if segs is not None:
+            return segs
+        lo, hi = self.alphabet
+        events: Dict[int, list] = {lo: [], hi + 1: []}
+        for c in _SURROGATES[0], _SURROGATES[1] + 1:
+            if lo < c <= hi:
+                events.setdefault(c, [])
+        for q in nset:
+            for a, b, t in self.edges[q]:
+                a, b = max(a, lo), min(b, hi)
+                if a <= b:
+                    events.setdefault(a, []).append((t, 1))
+                    events.setdefault(b + 1, []).append((t, -1))
+        active: Dict[int, int] = {}
+        closures = self.closures
+        segs = []
+        points = sorted(events)
+        cur: FrozenSet[int] = frozenset()
+        for k, at in enumerate(points[:-1]):
+            for t, d in events[at]:
+                c = active.get(t, 0) + d
+                if c:
+                    active[t] = c
+                else:
+                    del active[t]
+            end = points[k + 1] - 1
+            if at >= _SURROGATES[0] and end <= _SURROGATES[1]:
+                continue
+            targets = frozenset(active)
+            cur = closures.get(targets)
+            if cur is None:
+                cur = closures[targets] = self.closure(targets)
+            if segs and segs[-1][2] is cur and segs[-1][1] + 1 == at:
+                segs[-1] = (segs[-1][0], end, cur)
+            else:
+                segs.append((at, end, cur))
+        self.segments[nset] = segs
+        return segs
 
-def key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Sequence[str], *,
-             negate: bool, keyword: str, pointer: str,
-             alphabet: Tuple[int, int] = (0, ir.MAX_UNICODE)) -> ir.Expr:
-    """A JSON string (quotes included) whose decoded value is in `language` (negate: not in
-    it), is none of `names` and has only characters in `alphabet` (an inclusive code-point
-    range). `language` is IR over code points (cengine.regex)."""
-    trans, groups, in_language, on_name = _key_dfa(language, tuple(names), alphabet, keyword,
-                                                   pointer)
-    accepting = [lang != negate and not nm for lang, nm in zip(in_language, on_name)]
+    def state(self, nset: FrozenSet[int]) -> int:
+        """The off-trie state of nset."""
+        i = self.index.get(nset)
+        if i is None:
+            i = self.index[nset] = len(self.nsets)
+            self.nsets.append(nset)
+            self.in_language.append(self.FINAL in nset)
+            self.groups.append(None)
+        return i
 
-    # keep the states that can still reach an accepting one (backwards from those)
-    preds: List[List[int]] = [[] for _ in trans]
-    for k, row in enumerate(groups):
-        for t, _ in row:
-            preds[t].append(k)
-    live = {k for k, acc in enumerate(accepting) if acc}
-    stack = list(live)
-    while stack:
-        for k in preds[stack.pop()]:
-            if k not in live:
-                live.add(k)
-                stack.append(k)
-    if 0 not in live:
-        return ir.NOTHING
-    rule = {k: (name if k == 0 else g.fresh_name(f"{name}-{k}")) for k in sorted(live)}
-    for k in sorted(live):
-        g.add(rule[k], ir.NOTHING)
-    quote = ir.lit('"')
-    for k in sorted(live):
-        alts = [quote] if accepting[k] else []
-        for t, ranges in groups[k]:
-            if t in live:
-                alts.append(ir.seq(jg.char_in(ranges), ir.Ref(rule[t])))
-        g.rules[rule[k]].expr = ir.alt(*alts)
-    return ir.seq(quote, ir.Ref(rule[0]))
+    def expand(self, i: int) -> tuple:
+        g = self.groups[i]
+        if g is None:
+            pieces = [(a, b, self.state(clo)) for a, b, clo in self.segments_of(self.nsets[i])]
+            g = self.groups[i] = tuple(sorted(_merge_ranges(pieces).items()))
+        return g
+
+    def live(self, negate: bool) -> FrozenSet[int]:
+        """The expanded states that can reach an accepting one (exact for every state whose
+        descendants are all expanded, as those of a finished key DFA are)."""
+        with self.lock:
+            n = len(self.nsets)
+            got = self._live.get(negate)
+            if got is not None and got[0] == n:
+                return got[1]
+            preds: List[List[int]] = [[] for _ in range(n)]
+            for k, row in enumerate(self.groups):
+                if row is not None:
+                    for t, _ in row:
+                        preds[t].append(k)
+            live = {k for k in range(n) if self.in_language[k] != negate}
+            stack = list(live)
+            while stack:
+                for k in preds[stack.pop()]:
+                    if k not in live:
+                        live.add(k)
+                        stack.append(k)
+            out = frozenset(live)
+            self._live[negate] = (n, out)
+            return out
+
+
+# one space per alphabet, started afresh past this size (NFA plus DFA states) so a
+# long-running process does not grow it without bound; a grammar's rules and the cached DFAs
+# keep the space they were made in
+MAX_KEY_SPACE = 200_000
+_SPACES: Dict[Tuple[int, int], _KeySpace] = {}
+_SPACES_LOCK = threading.Lock()
+
+
+def _key_space(alphabet: Tuple[int, int]) -> _KeySpace:
+    with _SPACES_LOCK:
+        sp = _SPACES.get(alphabet)
+        if sp is None or sp.size() > MAX_KEY_SPACE:
+            sp = _SPACES[alphabet] = _KeySpace(alphabet)
+        return sp
+
+
+def _thompson_states(e: ir.Expr, memo: Dict[int, int]) -> int:
+    """The states a Thompson NFA of e has (one fragment per occurrence): what
+    MAX_KEY_NFA_STATES bounds."""
+    n = memo.get(id(e))
+    if n is not None:
+        return n
+    t = type(e)
+    if t is ir.Bytes:
+        n = 1 + len(e.data.decode("utf-8"))
+    elif t is ir.CharSet or t is ir.Nothing:
+        n = 2
+    elif t is ir.Seq:
+        n = 1 + sum(_thompson_states(x, memo) for x in e.items)
+    elif t is ir.Alt:
+        n = 2 + sum(_thompson_states(x, memo) for x in e.items)
+    elif t is ir.Repeat:
+        c = _thompson_states(e.item, memo)
+        n = 1 + e.lo * c + (c if e.hi is None else 1 + (e.hi - e.lo) * c)
+    else:
+        raise TypeError(f"unexpected expression in a key language: {e!r}")
+    memo[id(e)] = n
+    return n
 
 
 # The DFA of a key language minus names, before negation and pruning: the two key
 # languages of one patternProperties (the pattern's keys and the rest) share it, and so do
 # objects that repeat a pattern and names. Keyed on everything it depends on (the language
-# as IR, the names in order, the alphabet); bounded; its tuples are never changed.
+# as IR, the names in order, the alphabet); bounded; its tuples are never changed (the
+# shared _KeyLanguage it points into only grows).
 @functools.lru_cache(maxsize=64)
 def _key_dfa_cached(language: ir.Expr, names: Tuple[str, ...], alphabet: Tuple[int, int]):
     return _build_key_dfa(language, names, alphabet, "", "")
@@ -168,13 +364,24 @@ def _key_dfa(language, names, alphabet, keyword: str, pointer: str):
 
 def _build_key_dfa(language: ir.Expr, names: Tuple[str, ...], alphabet: Tuple[int, int],
                    keyword: str, pointer: str):
-    """(transitions, groups, in_language, on_name): the subset construction over the
-    code-point intervals, each state a (set of NFA states, trie node or -1 once off the trie)
-    pair; transitions[q][k] is the state after interval k, groups[q] the same as (target,
-    code-point ranges) pairs by target; in_language[q]: the NFA accepts; on_name[q]: the key
-    read so far is one of names."""
-    nfa = _Nfa(keyword, pointer)
-    start, final = nfa.frag(language)
+    """(space, on_groups, on_accept, off_reach): the subset construction over code points,
+    each state a (set of NFA states, trie node or -1 once off the trie) pair. The states on
+    the trie are this DFA's own: on_groups[j] holds (target, code-point ranges) pairs by
+    target, a target t >= 0 an on-trie state, ~t the off-trie state t of the space (the
+    shared _KeySpace of the alphabet); on_accept[j]: (the NFA accepts, the key read so far is
+    one of names). off_reach: the off-trie states reachable, in order of discovery. The
+    states of both kinds count toward MAX_KEY_DFA_STATES."""
+    if _thompson_states(language, {}) > MAX_KEY_NFA_STATES:
+        raise LimitError(f"the key language needs more than {MAX_KEY_NFA_STATES} NFA states",
+                         keyword=keyword, pointer=pointer)
+    space = _key_space(alphabet)
+    with space.lock:
+        start = space.closure([space.frag(language, space.FINAL)])
+        return (space,) + _grow_key_dfa(space, start, names, keyword, pointer)
+
+
+def _grow_key_dfa(lang: _KeySpace, start: FrozenSet[int], names: Tuple[str, ...],
+                  keyword: str, pointer: str):
     # the trie of the excluded names: node -> {code point: node}; ends: nodes that are names
     trie: List[Dict[int, int]] = [{}]
     ends = set()
@@ -187,115 +394,62 @@ def _build_key_dfa(language: ir.Expr, names: Tuple[str, ...], alphabet: Tuple[in
                 nxt = trie[node][ord(ch)] = len(trie) - 1
             node = nxt
         ends.add(node)
-    cuts = {0, _SURROGATES[0], _SURROGATES[1] + 1, ir.MAX_UNICODE + 1, alphabet[0], alphabet[1] + 1}
-    for row in nfa.edges:
-        for a, b, _ in row:
-            cuts.update((a, b + 1))
-    for node in trie:
-        for cp in node:
-            cuts.update((cp, cp + 1))
-    cuts = sorted(c for c in cuts if c <= ir.MAX_UNICODE + 1)
-    intervals = [(a, b - 1) for a, b in zip(cuts, cuts[1:])
-                 if not (a >= _SURROGATES[0] and b - 1 <= _SURROGATES[1])
-                 and alphabet[0] <= a and b - 1 <= alphabet[1]]
-    n_iv = len(intervals)
-    starts = [a for a, _ in intervals]
-    stops = [b for _, b in intervals]
-    # every edge covers a run of whole intervals (the intervals are cut at every edge's
-    # bounds): the run's first and past-the-end index, found once per edge
-    runs: List[List[Tuple[int, int, int]]] = []
-    for row in nfa.edges:
-        out = []
-        for lo, hi, t in row:
-            k0, k1 = bisect.bisect_left(starts, lo), bisect.bisect_right(stops, hi)
-            if k0 < k1:
-                out.append((k0, k1, t))
-        runs.append(out)
-    closures: Dict[FrozenSet[int], FrozenSet[int]] = {frozenset(): frozenset()}
-    segments: Dict[FrozenSet[int], list] = {}
 
-    def segments_of(nset: FrozenSet[int]) -> list:
-        # the NFA side of a state's transitions: (k0, k1, closure) runs of intervals with the
-        # same target set, covering every interval (sweeping the edges' runs once)
-        segs = segments.get(nset)
-        if segs is not None:
-            return segs
-        events: Dict[int, list] = {}
-        for q in nset:
-            for k0, k1, t in runs[q]:
-                events.setdefault(k0, []).append((t, 1))
-                events.setdefault(k1, []).append((t, -1))
-        active: Dict[int, int] = {}
-        segs = []
-        at = 0
-        cur: FrozenSet[int] = frozenset()
-        for k in sorted(events):
-            if k > at:
-                segs.append((at, k, cur))
-            for t, d in events[k]:
-                c = active.get(t, 0) + d
-                if c:
-                    active[t] = c
-                else:
-                    del active[t]
-            targets = frozenset(active)
-            cur = closures.get(targets)
-            if cur is None:
-                cur = closures[targets] = nfa.closure(targets)
-            at = k
-        if at < n_iv:
-            segs.append((at, n_iv, cur))
-        segments[nset] = segs
-        return segs
+    def too_many():
+        return LimitError(f"the key language needs more than {MAX_KEY_DFA_STATES} DFA states",
+                          keyword=keyword, pointer=pointer)
 
-    first = (nfa.closure([start]), 0)
+    first = (start, 0)
     index = {first: 0}
     order = [first]
-    trans: List[List[int]] = []      # state -> [state after interval k]
+    off_index: Dict[int, int] = {}          # off-trie state -> discovery order
+    off_reach: List[int] = []
+    on_groups = []
     i = 0
     while i < len(order):
         nset, node = order[i]
-        kids = trie[node] if node >= 0 else None
-        row = [0] * n_iv
-        for k0, k1, clo in segments_of(nset):
-            if kids:
-                ks = range(k0, k1)
+        kids = trie[node]
+        pieces = []
+        for a, b, clo in lang.segments_of(nset):
+            # the names' next code points inside [a, b] stay on the trie, the rest leaves it
+            cps = sorted(cp for cp in kids if a <= cp <= b) if kids else ()
+            for cp in cps:
+                if a < cp:
+                    pieces.append((a, cp - 1, None, clo))
+                pieces.append((cp, cp, kids[cp], clo))
+                a = cp + 1
+            if a <= b:
+                pieces.append((a, b, None, clo))
+        out = []
+        for a, b, kid, clo in pieces:
+            if kid is None:
+                t = lang.state(clo)
+                if t not in off_index:
+                    if len(order) + len(off_reach) >= MAX_KEY_DFA_STATES:
+                        raise too_many()
+                    off_index[t] = len(off_reach)
+                    off_reach.append(t)
+                out.append((a, b, ~t))
             else:
-                ks = None
-                tgt = (clo, -1)
-            for k in (ks if ks is not None else (k0,)):
-                if ks is not None:
-                    a, b = intervals[k]
-                    tgt = (clo, kids.get(a, -1) if a == b else -1)
+                tgt = (clo, kid)
                 j = index.get(tgt)
                 if j is None:
-                    if len(order) >= MAX_KEY_DFA_STATES:
-                        raise LimitError(f"the key language needs more than "
-                                         f"{MAX_KEY_DFA_STATES} DFA states", keyword=keyword,
-                                         pointer=pointer)
+                    if len(order) + len(off_reach) >= MAX_KEY_DFA_STATES:
+                        raise too_many()
                     j = index[tgt] = len(order)
                     order.append(tgt)
-                if ks is not None:
-                    row[k] = j
-                else:
-                    row[k0:k1] = [j] * (k1 - k0)
-        trans.append(row)
+                out.append((a, b, j))
+        on_groups.append(tuple(sorted(_merge_ranges(out).items(), key=lambda x: (x[0] < 0, x[0]))))
         i += 1
-    # per state, the intervals leading to each target as normalized ranges (ascending and
-    # disjoint already: adjacent ones merged), by target
-    groups = []
-    for row in trans:
-        by_target: Dict[int, list] = {}
-        for k, t in enumerate(row):
-            a, b = intervals[k]
-            rs = by_target.get(t)
-            if rs is None:
-                by_target[t] = [(a, b)]
-            elif rs[-1][1] + 1 == a:
-                rs[-1] = (rs[-1][0], b)
-            else:
-                rs.append((a, b))
-        groups.append(tuple((t, tuple(rs)) for t, rs in sorted(by_target.items())))
-    in_language = tuple(final in nset for nset, _ in order)
-    on_name = tuple(node in ends for _, node in order)
-    return tuple(tuple(r) for r in trans), tuple(groups), in_language, on_name
+    # the off-trie states reachable from those (expanded in the shared language)
+    k = 0
+    while k < len(off_reach):
+        for t, _ in lang.expand(off_reach[k]):
+            if t not in off_index:
+                if len(order) + len(off_reach) >= MAX_KEY_DFA_STATES:
+                    raise too_many()
+                off_index[t] = len(off_reach)
+                off_reach.append(t)
+        k += 1
+    on_accept = tuple((lang.FINAL in nset, node in ends) for nset, node in order)
+    return tuple(on_groups), on_accept, tuple(off_reach)
