@@ -581,6 +581,19 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     """
     if not names:
         return string(g)
+    # the expression depends on the set of names alone (and the grammar's shared rules):
+    # objects that declare the same names (a protocol's messages) share one, made once
+    memo = g.__dict__.get("_string_not_in")
+    if memo is None or memo[0] is not g.rules:
+        memo = g.__dict__["_string_not_in"] = (g.rules, {})
+    key = frozenset(names)
+    out = memo[1].get(key)
+    if out is None:
+        out = memo[1][key] = _string_not_in(g, names)
+    return out
+
+
+def _string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     # the trie: node -> {code point: node}; the nodes where a name ends, by identity
     trie: Dict = {}
     ends = set()
