@@ -49,8 +49,22 @@ def key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Sequence[str]
     (_KeyLanguage): their rules are made once per grammar and language and shared by every
     object that uses the language, whatever its names (a schema repeating a pattern in many
     objects otherwise made hundreds of equal rules per object)."""
-    lang, on_groups, on_accept, off_reach = _key_dfa(language, tuple(names), alphabet,
-                                                     keyword, pointer)
+    # objects that repeat the pattern and the names get the same key: made once per grammar
+    memo = g.__dict__.get("_key_exprs")
+    if memo is None or memo[0] is not g.rules:
+        memo = g.__dict__["_key_exprs"] = (g.rules, {})
+    key = (language, tuple(names), alphabet, negate)
+    out = memo[1].get(key)
+    if out is None:
+        out = memo[1][key] = _key_expr(g, name, language, tuple(names), negate, alphabet,
+                                       keyword, pointer)
+    return out
+
+
+def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, ...],
+              negate: bool, alphabet: Tuple[int, int], keyword: str, pointer: str) -> ir.Expr:
+    lang, on_groups, on_accept, off_reach = _key_dfa(language, names, alphabet, keyword,
+                                                     pointer)
     off_live = lang.live(negate)
     on_accepting = [acc != negate and not nm for acc, nm in on_accept]
 
