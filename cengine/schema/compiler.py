@@ -331,6 +331,7 @@ class _Compiler:
         self._validator = None
         self.number_rules: Dict = {}
         self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
+        self.shared_parts: Dict[tuple, str] = {}        # (kind, expression) -> object part rule
         self._embedded: Optional[bool] = None
         self._places: Optional[Dict[int, str]] = None
 
@@ -1574,17 +1575,29 @@ class _Compiler:
         # every state calls the members: one rule each, so their positions (and mask tables)
         # are shared by all of them
         members = tuple(
-            g.add(self._rule_name(_ptr(ptr, "properties", name), "member"),
-                  ir.seq(ir.Bytes(jg.canonical_string(name)), col, e)).name
+            self._object_part(_ptr(ptr, "properties", name), "member",
+                              ir.seq(ir.Bytes(jg.canonical_string(name)), col, e))
             for name, e, _ in present)
         extra = None
         if extras:
-            extra = g.add(self._rule_name(ptr, "extra-member"),
-                          jg.alt(*(ir.seq(k, col, v) for k, v in extras))).name
+            extra = self._object_part(ptr, "extra-member",
+                                      jg.alt(*(ir.seq(k, col, v) for k, v in extras)))
         jg.ws(g)        # (the root's whitespace rule: its bytes are the node's whitespace)
         node = ir.AnyOrder(members, tuple(r for _, _, r in present), extra, lo, hi,
                            not subsets, jg.ws_bytes())
-        return g.add(self._rule_name(ptr, "object"), node, container=True)
+        return ir.Ref(self._object_part(ptr, "object", node, container=True))
+
+    def _object_part(self, ptr: str, kind: str, expr: ir.Expr, container: bool = False) -> str:
+        """The rule of a member, an extra member or an any-order object: one per expression.
+        Schemas repeat them (a protocol's messages declare the same members, objects of
+        the same members are equal then too); equal expressions are one rule, so the builder
+        makes its positions once. Named after the first place it occurs."""
+        key = (kind, expr)
+        name = self.shared_parts.get(key)
+        if name is None:
+            name = self.shared_parts[key] = self.g.add(self._rule_name(ptr, kind), expr,
+                                                       container=container).name
+        return name
 
 
 def _sizing_keyword(schema: Any) -> Optional[str]:
