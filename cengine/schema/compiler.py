@@ -1312,7 +1312,9 @@ class _Compiler:
         members = ir.NOTHING if hi == 0 else ir.seq(elem(0), tail(1))
         tail = None     # unbound: it calls itself through its cell (a cycle)
         expr = jg.container(g, "[", members, "]", nullable_members=(lo == 0))
-        return g.add(self._rule_name(ptr, "array", size_kw), expr, container=True)
+        # schemas repeat arrays too (a list of strings in every rule of a linter's config):
+        # equal ones are one rule
+        return ir.Ref(self._object_part(ptr, "array", expr, container=True, keyword=size_kw))
 
     # --- objects ---------------------------------------------------------------------------
     def _value_expr(self, schema: Any, ptr: str) -> ir.Expr:
@@ -1587,7 +1589,8 @@ class _Compiler:
                            not subsets, jg.ws_bytes())
         return ir.Ref(self._object_part(ptr, "object", node, container=True))
 
-    def _object_part(self, ptr: str, kind: str, expr: ir.Expr, container: bool = False) -> str:
+    def _object_part(self, ptr: str, kind: str, expr: ir.Expr, container: bool = False,
+                     keyword: Optional[str] = None) -> str:
         """The rule of a member, an extra member or an any-order object: one per expression.
         Schemas repeat them (a protocol's messages declare the same members, objects of
         the same members are equal then too); equal expressions are one rule, so the builder
@@ -1595,8 +1598,8 @@ class _Compiler:
         key = (kind, expr)
         name = self.shared_parts.get(key)
         if name is None:
-            name = self.shared_parts[key] = self.g.add(self._rule_name(ptr, kind), expr,
-                                                       container=container).name
+            name = self.shared_parts[key] = self.g.add(self._rule_name(ptr, kind, keyword),
+                                                       expr, container=container).name
         return name
 
 
