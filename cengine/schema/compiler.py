@@ -332,6 +332,7 @@ class _Compiler:
         self.number_rules: Dict = {}
         self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
         self.shared_parts: Dict[tuple, str] = {}        # (kind, expression) -> object part rule
+        self.shared_keys: List[ir.Expr] = []            # extra keys shared_parts keys by id
         self._embedded: Optional[bool] = None
         self._places: Optional[Dict[int, str]] = None
 
@@ -1582,25 +1583,37 @@ class _Compiler:
             for name, e, _ in present)
         extra = None
         if extras:
-            extra = self._object_part(ptr, "extra-member",
-                                      jg.alt(*(ir.seq(k, col, v) for k, v in extras)))
+            # composite keys by identity: equal key languages are one object already
+            # (string_not_in, key_expr: once per grammar), and hashing a names trie walks it
+            key = ("extra-member", tuple((id(k) if type(k) in _COMPOSITE else k, v)
+                                         for k, v in extras))
+            extra = self.shared_parts.get(key)
+            if extra is None:
+                extra = self._object_part(ptr, "extra-member",
+                                          jg.alt(*(ir.seq(k, col, v) for k, v in extras)),
+                                          key=key)
+                self.shared_keys.extend(k for k, _ in extras)   # (their ids stay theirs)
         jg.ws(g)        # (the root's whitespace rule: its bytes are the node's whitespace)
         node = ir.AnyOrder(members, tuple(r for _, _, r in present), extra, lo, hi,
                            not subsets, jg.ws_bytes())
         return ir.Ref(self._object_part(ptr, "object", node, container=True))
 
     def _object_part(self, ptr: str, kind: str, expr: ir.Expr, container: bool = False,
-                     keyword: Optional[str] = None) -> str:
+                     keyword: Optional[str] = None, key: Optional[tuple] = None) -> str:
         """The rule of a member, an extra member or an any-order object: one per expression.
         Schemas repeat them (a protocol's messages declare the same members, objects of
         the same members are equal then too); equal expressions are one rule, so the builder
         makes its positions once. Named after the first place it occurs."""
-        key = (kind, expr)
+        if key is None:
+            key = (kind, expr)
         name = self.shared_parts.get(key)
         if name is None:
             name = self.shared_parts[key] = self.g.add(self._rule_name(ptr, kind, keyword),
                                                        expr, container=container).name
         return name
+
+
+_COMPOSITE = (ir.Seq, ir.Alt, ir.Repeat)
 
 
 def _sizing_keyword(schema: Any) -> Optional[str]:
