@@ -319,9 +319,9 @@ class _KeySpace:
 
 
 # one space per alphabet, started afresh past this size (NFA plus DFA states) so a
-# long-running process does not grow it without bound; a grammar's rules and the cached DFAs
-# keep the space they were made in
-MAX_KEY_SPACE = 200_000
+# long-running process does not grow it without bound; a grammar's rules keep the space they
+# were made in, the cached DFAs are dropped with it (else up to 64 old spaces stayed alive)
+MAX_KEY_SPACE = 50_000
 _SPACES: Dict[Tuple[int, int], _KeySpace] = {}
 _SPACES_LOCK = threading.Lock()
 
@@ -330,6 +330,8 @@ def _key_space(alphabet: Tuple[int, int]) -> _KeySpace:
     with _SPACES_LOCK:
         sp = _SPACES.get(alphabet)
         if sp is None or sp.size() > MAX_KEY_SPACE:
+            if sp is not None:
+                _key_dfa_cached.cache_clear()
             sp = _SPACES[alphabet] = _KeySpace(alphabet)
         return sp
 
