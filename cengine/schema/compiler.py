@@ -141,7 +141,24 @@ def _is_type(v, t: str) -> bool:
 
 
 def _ptr(base: str, *tokens) -> str:
-    return base + "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
+    # called for every keyword and property read: the escapes only where a token needs them
+    for t in tokens:
+        if type(t) is not str:
+            t = str(t)
+        if "~" in t or "/" in t:
+            t = t.replace("~", "~0").replace("/", "~1")
+        base = base + "/" + t
+    return base
+
+
+_SLUG_RUN = re.compile(r"[^A-Za-z0-9]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _slug(ptr: str) -> str:
+    """The pointer as a rule-name part (several rules are named from one pointer, and the same
+    pointers recur across schemas: /properties/name)."""
+    return _SLUG_RUN.sub("-", ptr).strip("-")[:80] or "root"
 
 
 def _is_noop(key: str, val: Any) -> bool:
@@ -338,8 +355,7 @@ class _Compiler:
     def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
         """A fresh rule name for the schema at ptr; keyword (default: by kind) is what a limit
         met while building the rule names, with its pointer (GrammarIR.sources)."""
-        slug = re.sub(r"[^A-Za-z0-9]+", "-", ptr).strip("-")[:80]
-        name = self.g.fresh_name(f"{self.prefix}{slug or 'root'}-{kind}")
+        name = self.g.fresh_name(f"{self.prefix}{_slug(ptr)}-{kind}")
         keyword = keyword or _RULE_KEYWORDS.get("after" if kind.startswith("after") else kind)
         if keyword is not None:
             where = _ptr(ptr, keyword)
