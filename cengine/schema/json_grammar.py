@@ -193,9 +193,24 @@ def _ensure(g: ir.GrammarIR, name: str, build, **flags) -> ir.Ref:
     return ir.Ref(name)
 
 
+# The fixed lexical rules' expressions depend on nothing: made once per process (on first
+# use), their rules added to a grammar the first time it asks, in the same order as before
+# (a rule's name before those it calls), and the same calls handed out every time.
+_WS_REF = ir.Ref(WS)
+_WS_EXPR = ir.repeat(_WS_BYTES, 0, None)
+_COMMA = ir.seq(_WS_REF, ir.lit(","), _WS_REF)
+_COLON = ir.seq(_WS_REF, ir.lit(":"), _WS_REF)
+_STRING_REF = ir.Ref(STRING)
+_STRING_BODY_REF = ir.Ref(STRING_BODY)
+_STRING_CHAR_REF = ir.Ref(STRING_CHAR)
+_STRING_EXPR = ir.seq(ir.lit('"'), _STRING_BODY_REF)
+
+
 def ws(g: ir.GrammarIR) -> ir.Ref:
     """Structural whitespace; its bytes spend the document's whitespace budget."""
-    return _ensure(g, WS, lambda: ir.repeat(_WS_BYTES, 0, None), whitespace=True)
+    if WS not in g.rules:
+        g.add(WS, _WS_EXPR, whitespace=True)
+    return _WS_REF
 
 
 def ws_bytes() -> ir.Ranges:
@@ -204,18 +219,25 @@ def ws_bytes() -> ir.Ranges:
 
 
 def comma(g: ir.GrammarIR) -> ir.Expr:
-    w = ws(g)
-    return ir.seq(w, ir.lit(","), w)
+    ws(g)
+    return _COMMA
 
 
 def colon(g: ir.GrammarIR) -> ir.Expr:
-    w = ws(g)
-    return ir.seq(w, ir.lit(":"), w)
+    ws(g)
+    return _COLON
 
 
 def string_char(g: ir.GrammarIR) -> ir.Ref:
     """Exactly one code point of a string body: used for minLength/maxLength."""
-    return _ensure(g, STRING_CHAR, lambda: char_in(_ALL))
+    if STRING_CHAR not in g.rules:
+        g.add(STRING_CHAR, char_in(_ALL))
+    return _STRING_CHAR_REF
+
+
+@functools.lru_cache(maxsize=1)
+def _string_body_expr() -> ir.Expr:
+    return ir.seq(ir.repeat(char_in(_ALL), 0, None), ir.lit('"'))
 
 
 def string_body(g: ir.GrammarIR) -> ir.Ref:
@@ -225,11 +247,16 @@ def string_body(g: ir.GrammarIR) -> ir.Ref:
     end after any character makes every token cross its end, and the mask tables then
     decide nothing ahead of time.
     """
-    return _ensure(g, STRING_BODY, lambda: ir.seq(ir.repeat(char_in(_ALL), 0, None), ir.lit('"')))
+    if STRING_BODY not in g.rules:
+        g.add(STRING_BODY, _string_body_expr())
+    return _STRING_BODY_REF
 
 
 def string(g: ir.GrammarIR) -> ir.Ref:
-    return _ensure(g, STRING, lambda: ir.seq(ir.lit('"'), string_body(g)))
+    if STRING not in g.rules:
+        g.add(STRING, _STRING_EXPR)
+        string_body(g)
+    return _STRING_REF
 
 
 # Bounds up to this are one position per count (a call of the character rule each, pair
@@ -385,32 +412,53 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
     return unrolled()
 
 
+@functools.lru_cache(maxsize=1)
 def _int_part() -> ir.Expr:
     nonzero = ir.seq(_DIGIT19, ir.repeat(_DIGIT, 0, None))
     return ir.seq(ir.opt(ir.lit("-")), ir.alt(ir.lit("0"), nonzero))
 
 
+@functools.lru_cache(maxsize=1)
+def _number_expr() -> ir.Expr:
+    frac = ir.seq(ir.lit("."), ir.repeat(_DIGIT, 1, None))
+    exp = ir.seq(ir.ByteSet(((0x45, 0x45), (0x65, 0x65))),
+                 ir.opt(ir.ByteSet(((0x2B, 0x2B), (0x2D, 0x2D)))), ir.repeat(_DIGIT, 1, None))
+    return ir.seq(_int_part(), ir.opt(frac), ir.opt(exp))
+
+
+_NUMBER_REF, _INTEGER_REF, _BOOLEAN_REF, _NULL_REF = (
+    ir.Ref(NUMBER), ir.Ref(INTEGER), ir.Ref(BOOLEAN), ir.Ref(NULL))
+_BOOLEAN_EXPR = ir.alt(ir.lit("true"), ir.lit("false"))
+_NULL_EXPR = ir.lit("null")
+
+
 def number(g: ir.GrammarIR) -> ir.Ref:
-    def build():
-        frac = ir.seq(ir.lit("."), ir.repeat(_DIGIT, 1, None))
-        exp = ir.seq(ir.ByteSet(((0x45, 0x45), (0x65, 0x65))),
-                     ir.opt(ir.ByteSet(((0x2B, 0x2B), (0x2D, 0x2D)))), ir.repeat(_DIGIT, 1, None))
-        return ir.seq(_int_part(), ir.opt(frac), ir.opt(exp))
-    return _ensure(g, NUMBER, build)
+    if NUMBER not in g.rules:
+        g.add(NUMBER, _number_expr())
+    return _NUMBER_REF
 
 
 def integer(g: ir.GrammarIR) -> ir.Ref:
     """An integer written as one: `-?(0|[1-9][0-9]*)`. `1.0` (an integer for JSON Schema) and
     exponents are not produced, a documented narrowing (docs/json-schema.md)."""
-    return _ensure(g, INTEGER, _int_part)
+    if INTEGER not in g.rules:
+        g.add(INTEGER, _int_part())
+    return _INTEGER_REF
 
 
 def boolean(g: ir.GrammarIR) -> ir.Ref:
-    return _ensure(g, BOOLEAN, lambda: ir.alt(ir.lit("true"), ir.lit("false")))
+    if BOOLEAN not in g.rules:
+        g.add(BOOLEAN, _BOOLEAN_EXPR)
+    return _BOOLEAN_REF
 
 
 def null(g: ir.GrammarIR) -> ir.Ref:
-    return _ensure(g, NULL, lambda: ir.lit("null"))
+    if NULL not in g.rules:
+        g.add(NULL, _NULL_EXPR)
+    return _NULL_REF
+
+
+_PUNCT = {c: ir.lit(c) for c in "{}[]"}
 
 
 def container(g: ir.GrammarIR, open_: str, members: ir.Expr, close: str, *,
@@ -421,8 +469,9 @@ def container(g: ir.GrammarIR, open_: str, members: ir.Expr, close: str, *,
     whitespace rules never stand side by side (that would make the matcher track both).
     """
     w = ws(g)
-    empty = ir.lit(close) if nullable_members else ir.NOTHING
-    return ir.seq(ir.lit(open_), w, alt(empty, ir.seq(members, w, ir.lit(close))))
+    close_ = _PUNCT.get(close) or ir.lit(close)
+    empty = close_ if nullable_members else ir.NOTHING
+    return ir.seq(_PUNCT.get(open_) or ir.lit(open_), w, alt(empty, ir.seq(members, w, close_)))
 
 
 def value(g: ir.GrammarIR) -> ir.Ref:
