@@ -617,6 +617,17 @@ def _free_key_parts(used: ir.Ranges) -> tuple:
     return esc_rule, wide_out, used_wide, must_escape
 
 
+def _ranges_of(chars) -> ir.Ranges:
+    """The code points of a set of characters as normalized ranges (runs merged)."""
+    out = []
+    for c in sorted(map(ord, chars)):
+        if out and out[-1][1] == c - 1:
+            out[-1] = (out[-1][0], c)
+        else:
+            out.append((c, c))
+    return tuple(out)
+
+
 def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     """A JSON string (with quotes) whose decoded value is none of `names`.
 
@@ -639,7 +650,7 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
             node = node.setdefault(ord(ch), {})
         ends.add(id(node))
     body = string_body(g)
-    used = ir.normalize_ranges((ord(c), ord(c)) for name in names for c in name)
+    used = _ranges_of(set("".join(names)))
     (esc_name, esc_expr), wide_out, used_wide, must_escape = _free_key_parts(used)
     if esc_name not in g.rules:
         g.add(esc_name, esc_expr)
@@ -680,24 +691,34 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
         return out
 
     Alt, Seq = ir.Alt, ir.Seq
+    tail2 = (wide_out, esc_out)
+    # per (children, name ends here): the node's own options as a tuple, and whether alt()
+    # would keep them and the branches as they are (then the node is their Alt directly)
+    heads: Dict = {}
 
     def walk(node) -> ir.Expr:
         kids = tuple(node) if len(node) < 2 else tuple(sorted(node))
-        is_end = id(node) in ends
-        if simple:
-            head, plain = _leaving_head(kids, is_end)
-            opts = [*head, wide_out, esc_out]
-            plain = plain and tail_plain
-        else:
-            opts, plain = leaving.get((kids, is_end)) or leave(kids, is_end)
-            opts = list(opts)
-        for k in kids:
-            sub = walk(node[k])
-            # ir.seq of a literal and an Alt is their Seq
-            sp = _spelling(k)
-            opts.append(Seq((sp, sub)) if type(sub) is Alt else ir.seq(sp, sub))
+        key = (kids, id(node) in ends)
+        pre = heads.get(key)
+        if pre is None:
+            if simple:
+                head, plain = _leaving_head(*key)
+                pre = (head + tail2, plain and tail_plain)
+            else:
+                opts, plain = leaving.get(key) or leave(*key)
+                pre = (tuple(opts), plain)
+            heads[key] = pre
+        opts, plain = pre
+        if kids:
+            branches = []
+            for k in kids:
+                sub = walk(node[k])
+                # ir.seq of a literal and an Alt is their Seq
+                sp = _spelling(k)
+                branches.append(Seq((sp, sub)) if type(sub) is Alt else ir.seq(sp, sub))
+            opts = opts + tuple(branches)
         if plain and len(opts) > 1:
-            return Alt(tuple(opts))
+            return Alt(opts)
         return alt(*opts)
 
     out = ir.seq(quote, walk(trie))
