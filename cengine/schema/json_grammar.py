@@ -42,6 +42,10 @@ _WS_BYTES = ir.ByteSet(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 SHORT_ESCAPES = {'"': 0x22, "\\": 0x5C, "/": 0x2F, "b": 0x08, "f": 0x0C, "n": 0x0A,
                  "r": 0x0D, "t": 0x09}
 
+_U = ir.lit("u")
+# (escape letter, code point) by letter
+_SHORT_BY_LETTER = tuple(sorted((ord(c), cp) for c, cp in SHORT_ESCAPES.items()))
+
 _SURR_LO, _SURR_HI = 0xD800, 0xDFFF
 _ALL = ((0, ir.MAX_UNICODE),)
 
@@ -53,11 +57,16 @@ alt = ir.alt
 
 # --- code point sets --------------------------------------------------------------------
 def _intersect(ranges: Iterable[Tuple[int, int]], lo: int, hi: int) -> ir.Ranges:
-    out = [(max(a, lo), min(b, hi)) for a, b in ranges if a <= hi and b >= lo]
     # clipped normalized ranges are normalized (the usual input): checked, not sorted again
-    for i in range(len(out)):
-        if out[i][0] > out[i][1] or (i and out[i][0] <= out[i - 1][1] + 1):
-            return ir.normalize_ranges(out)
+    out = []
+    last = None
+    for a, b in ranges:
+        if a > b or (last is not None and a <= last + 1):
+            return ir.normalize_ranges((max(a, lo), min(b, hi)) for a, b in ranges
+                                       if a <= hi and b >= lo)
+        last = b
+        if a <= hi and b >= lo:
+            out.append((a if a > lo else lo, b if b < hi else hi))
     return tuple(out)
 
 
@@ -88,8 +97,12 @@ def _minus(ranges: Iterable[Tuple[int, int]], cut: Iterable[Tuple[int, int]]) ->
     return tuple(out)
 
 
-def _contains(ranges: Iterable[Tuple[int, int]], cp: int) -> bool:
-    return any(a <= cp <= b for a, b in ranges)
+def _contains(ranges: ir.Ranges, cp: int) -> bool:
+    """cp lies in one of the normalized (ascending) ranges."""
+    for a, b in ranges:
+        if cp <= b:
+            return a <= cp
+    return False
 
 
 # --- hex digits of \\u escapes ------------------------------------------------------------
@@ -131,6 +144,7 @@ def hex_range(lo: int, hi: int, n: int = 4) -> ir.Expr:
     return ir.alt(*parts)
 
 
+@functools.lru_cache(maxsize=1024)
 def _pairs(lo: int, hi: int) -> ir.Expr:
     """`\\uHHHH\\uLLLL` surrogate-pair escapes (after the first backslash-u) for [lo, hi]."""
     out = []
@@ -173,15 +187,26 @@ def _literal_in(ranges: ir.Ranges) -> ir.Expr:
 
 def _escaped_in(ranges: ir.Ranges) -> ir.Expr:
     """Every escaped spelling (short, \\uXXXX, surrogate pair) of the characters of `ranges`."""
-    short = ir.normalize_ranges((ord(c), ord(c)) for c, cp in SHORT_ESCAPES.items()
-                                if _contains(ranges, cp))
+    # the escape letters ascend and no two are adjacent: the ranges are normalized as built
+    short = tuple((k, k) for k, cp in _SHORT_BY_LETTER if _contains(ranges, cp))
     escapes = []
     if short:
         escapes.append(ir.ByteSet(short))
-    u = [hex_range(a, b) for a, b in _intersect(ranges, 0, 0xFFFF)]
-    u += [_pairs(a, b) for a, b in _intersect(ranges, 0x10000, ir.MAX_UNICODE)]
+    # the pieces of disjoint ranges are different expressions, none empty: what alt() makes
+    # of them is their flat Alt, built directly
+    u = []
+    for a, b in _intersect(ranges, 0, ir.MAX_UNICODE):
+        if b <= 0xFFFF or a > 0xFFFF:
+            pieces = ((hex_range(a, b) if b <= 0xFFFF else _pairs(a, b)),)
+        else:
+            pieces = (hex_range(a, 0xFFFF), _pairs(0x10000, b))
+        for e in pieces:
+            if type(e) is ir.Alt:
+                u.extend(e.items)
+            else:
+                u.append(e)
     if u:
-        escapes.append(ir.seq(ir.lit("u"), ir.alt(*u)))
+        escapes.append(ir.seq(_U, u[0] if len(u) == 1 else ir.Alt(tuple(u))))
     return ir.seq(ir.lit("\\"), ir.alt(*escapes)) if escapes else ir.NOTHING
 
 
@@ -612,8 +637,8 @@ def _free_key_parts(used: ir.Ranges) -> tuple:
     wide_out = ir.seq(_literal_in(_intersect(others, 0x80, ir.MAX_UNICODE)), body)
     used_wide = _intersect(used, 0x80, ir.MAX_UNICODE)
     # names' characters whose only spelling is an escape (a quote, a backslash, a control)
-    must_escape = tuple(k for a, b in used for k in range(a, b + 1)
-                        if k < 0x20 or k in (0x22, 0x5C))
+    must_escape = tuple(k for a, b in used if a < 0x20 or a <= 0x22 <= b or a <= 0x5C <= b
+                        for k in range(a, min(b, 0x5C) + 1) if k < 0x20 or k in (0x22, 0x5C))
     return esc_rule, wide_out, used_wide, must_escape
 
 
