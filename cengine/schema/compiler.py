@@ -1438,12 +1438,13 @@ class _Compiler:
             if name not in props:
                 decl.append((name, None, True))      # its value meets additionalProperties
         entries: List[Tuple[str, ir.Expr, bool]] = []
+        pp_ptr = _ptr(ptr, "patternProperties")
         for name, sub, req in decl:
-            where = _ptr(ptr, "properties", name) if sub is not None else addl_ptr
-            pp_ptr = _ptr(ptr, "patternProperties")
+            prop_ptr = _ptr(ptr, "properties", name)
+            where = prop_ptr if sub is not None else addl_ptr
             matching = [s for p, s in pats.items()
                         if _universal_pattern(p) or _name_matches(p, name, pp_ptr)] \
-                if isinstance(pats, dict) else []
+                if isinstance(pats, dict) and pats else []
             conj = [sub] + matching if sub is not None else (matching or [addl])
             if names_schema is not True and self._valid_parts(name, names_schema) is not True:
                 if self._valid_parts(name, names_schema) is None:
@@ -1451,7 +1452,7 @@ class _Compiler:
                                        "name", keyword="propertyNames",
                                        pointer=_ptr(ptr, "propertyNames"))
                 conj = [False]
-            both = _all_of(conj, ("properties", _ptr(ptr, "properties", name)))
+            both = _all_of(conj, ("properties", prop_ptr))
             entries.append((name, self.compile(both, where) if both is not True else jg.value(g),
                             req))
         present = []
