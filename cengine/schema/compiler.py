@@ -402,6 +402,13 @@ class _Compiler:
     def _validating_keys(self, schema: dict) -> List[str]:
         return [k for k in schema if not _is_annotation(k) and k != "$id"]
 
+    def _has_validating_key(self, schema: dict) -> bool:
+        # _validating_keys is not empty: stops at the first one (usually `type`)
+        for k in schema:
+            if k != "$id" and not _is_annotation(k):
+                return True
+        return False
+
     def _kw(self, schema: dict, key: str) -> str:
         """The keyword as written in the schema (a draft rewrite may have renamed it)."""
         return schema.src.get(key, key) if isinstance(schema, Node) else key
@@ -409,7 +416,7 @@ class _Compiler:
     def _check_keywords(self, schema: dict, ptr: str, types: List[str]) -> None:
         """Refuse every keyword that would change validity and is not enforced here."""
         for k, v in schema.items():
-            if _is_annotation(k) or k in ENFORCED:
+            if k in ENFORCED or _is_annotation(k):
                 continue
             if k in NEEDS_PARTNER and NEEDS_PARTNER[k] not in schema:
                 continue        # e.g. 'then' without 'if' is ignored by the spec
@@ -507,10 +514,13 @@ class _Compiler:
             return self._any_of(schema, ptr)
         types = self._types(schema, ptr)
         self._check_keywords(schema, ptr, types)
-        if "object" in types and any(k in schema and not _is_noop(k, schema[k])
-                                     for k in ("dependentRequired", "dependentSchemas")):
+        if "object" in types and (
+                ("dependentRequired" in schema and
+                 not _is_noop("dependentRequired", schema["dependentRequired"])) or
+                ("dependentSchemas" in schema and
+                 not _is_noop("dependentSchemas", schema["dependentSchemas"]))):
             return self._dependent(schema, ptr)
-        if not self._validating_keys(schema):
+        if not self._has_validating_key(schema):
             return jg.value(self.g)
         alts = []
         for t in types:
