@@ -291,7 +291,7 @@ def charset(ranges: Iterable[Tuple[int, int]], negated: bool = False) -> Expr:
     return CharSet(r)
 
 
-@dataclass
+@dataclass(slots=True)
 class Rule:
     name: str
     expr: Expr
@@ -432,15 +432,22 @@ def productive_rules(g: GrammarIR) -> set:
         return True
 
     rules = g.rules
-    for first in rules:
+    for first, rule in rules.items():
         if first in done:
             continue
-        todo = [first]
+        blockers: list = []
+        if not prod(rule.expr, blockers):
+            for b in set(blockers):
+                waiting.setdefault(b, []).append(first)
+            continue
+        done.add(first)
+        # the rules it blocked are checked again (most rules block none: no list for them)
+        todo = waiting.pop(first, None)
         while todo:
             name = todo.pop()
             if name in done:
                 continue
-            blockers: list = []
+            blockers = []
             if prod(rules[name].expr, blockers):
                 done.add(name)
                 todo.extend(waiting.pop(name, ()))

@@ -141,7 +141,24 @@ def _is_type(v, t: str) -> bool:
 
 
 def _ptr(base: str, *tokens) -> str:
-    return base + "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
+    # called for every keyword and property read: the escapes only where a token needs them
+    for t in tokens:
+        if type(t) is not str:
+            t = str(t)
+        if "~" in t or "/" in t:
+            t = t.replace("~", "~0").replace("/", "~1")
+        base = base + "/" + t
+    return base
+
+
+_SLUG_RUN = re.compile(r"[^A-Za-z0-9]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _slug(ptr: str) -> str:
+    """The pointer as a rule-name part (several rules are named from one pointer, and the same
+    pointers recur across schemas: /properties/name)."""
+    return _SLUG_RUN.sub("-", ptr).strip("-")[:80] or "root"
 
 
 def _is_noop(key: str, val: Any) -> bool:
@@ -340,8 +357,7 @@ class _Compiler:
     def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
         """A fresh rule name for the schema at ptr; keyword (default: by kind) is what a limit
         met while building the rule names, with its pointer (GrammarIR.sources)."""
-        slug = re.sub(r"[^A-Za-z0-9]+", "-", ptr).strip("-")[:80]
-        name = self.g.fresh_name(f"{self.prefix}{slug or 'root'}-{kind}")
+        name = self.g.fresh_name(f"{self.prefix}{_slug(ptr)}-{kind}")
         keyword = keyword or _RULE_KEYWORDS.get("after" if kind.startswith("after") else kind)
         if keyword is not None:
             where = _ptr(ptr, keyword)
@@ -388,6 +404,13 @@ class _Compiler:
     def _validating_keys(self, schema: dict) -> List[str]:
         return [k for k in schema if not _is_annotation(k) and k != "$id"]
 
+    def _has_validating_key(self, schema: dict) -> bool:
+        # _validating_keys is not empty: stops at the first one (usually `type`)
+        for k in schema:
+            if k != "$id" and not _is_annotation(k):
+                return True
+        return False
+
     def _kw(self, schema: dict, key: str) -> str:
         """The keyword as written in the schema (a draft rewrite may have renamed it)."""
         return schema.src.get(key, key) if isinstance(schema, Node) else key
@@ -395,7 +418,7 @@ class _Compiler:
     def _check_keywords(self, schema: dict, ptr: str, types: List[str]) -> None:
         """Refuse every keyword that would change validity and is not enforced here."""
         for k, v in schema.items():
-            if _is_annotation(k) or k in ENFORCED:
+            if k in ENFORCED or _is_annotation(k):
                 continue
             if k in NEEDS_PARTNER and NEEDS_PARTNER[k] not in schema:
                 continue        # e.g. 'then' without 'if' is ignored by the spec
@@ -493,10 +516,13 @@ class _Compiler:
             return self._any_of(schema, ptr)
         types = self._types(schema, ptr)
         self._check_keywords(schema, ptr, types)
-        if "object" in types and any(k in schema and not _is_noop(k, schema[k])
-                                     for k in ("dependentRequired", "dependentSchemas")):
+        if "object" in types and (
+                ("dependentRequired" in schema and
+                 not _is_noop("dependentRequired", schema["dependentRequired"])) or
+                ("dependentSchemas" in schema and
+                 not _is_noop("dependentSchemas", schema["dependentSchemas"]))):
             return self._dependent(schema, ptr)
-        if not self._validating_keys(schema):
+        if not self._has_validating_key(schema):
             return jg.value(self.g)
         alts = []
         for t in types:
@@ -1426,12 +1452,13 @@ class _Compiler:
             if name not in props:
                 decl.append((name, None, True))      # its value meets additionalProperties
         entries: List[Tuple[str, ir.Expr, bool]] = []
+        pp_ptr = _ptr(ptr, "patternProperties")
         for name, sub, req in decl:
-            where = _ptr(ptr, "properties", name) if sub is not None else addl_ptr
-            pp_ptr = _ptr(ptr, "patternProperties")
+            prop_ptr = _ptr(ptr, "properties", name)
+            where = prop_ptr if sub is not None else addl_ptr
             matching = [s for p, s in pats.items()
                         if _universal_pattern(p) or _name_matches(p, name, pp_ptr)] \
-                if isinstance(pats, dict) else []
+                if isinstance(pats, dict) and pats else []
             conj = [sub] + matching if sub is not None else (matching or [addl])
             if names_schema is not True and self._valid_parts(name, names_schema) is not True:
                 if self._valid_parts(name, names_schema) is None:
@@ -1439,7 +1466,7 @@ class _Compiler:
                                        "name", keyword="propertyNames",
                                        pointer=_ptr(ptr, "propertyNames"))
                 conj = [False]
-            both = _all_of(conj, ("properties", _ptr(ptr, "properties", name)))
+            both = _all_of(conj, ("properties", prop_ptr))
             entries.append((name, self.compile(both, where) if both is not True else jg.value(g),
                             req))
         present = []

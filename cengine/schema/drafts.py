@@ -102,12 +102,27 @@ def _ptr(base: str, *tokens) -> str:
     return base + "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
 
 
+# per draft, the keywords normalize keeps as they are (defined or always annotations, and not
+# rewritten; `items` too when it is a schema, below): a node of only these is copied whole,
+# which most nodes of real schemas are
+_KEPT: Dict[str, frozenset] = {
+    d: (KEYWORDS[d] | ALWAYS_ANNOTATIONS) - {"id", "additionalItems", "dependencies"} -
+    ({"items"} if d != DRAFT2020 else frozenset()) -
+    ({"exclusiveMinimum", "exclusiveMaximum"} if d == DRAFT4 else frozenset())
+    for d in DRAFTS}
+
+
 def normalize(node: dict, draft: str, ptr: str, ignored: List[IgnoredKeyword]) -> Node:
     """node (a schema object of `draft`) in 2020-12 vocabulary; ignored keywords appended."""
     if isinstance(node, Node):
         return node
-    defined = KEYWORDS[draft]
     legacy = draft in (DRAFT4, DRAFT6, DRAFT7)
+    kept = _KEPT[draft]
+    if not (legacy and "$ref" in node) and (
+            kept.issuperset(node) or ("items" in node and not isinstance(node["items"], list)
+                                      and kept.issuperset(node.keys() - {"items"}))):
+        return Node(node, parts=[node])
+    defined = KEYWORDS[draft]
     out = Node(parts=[node])
     src = out.src
     if legacy and "$ref" in node:

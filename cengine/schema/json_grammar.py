@@ -42,6 +42,10 @@ _WS_BYTES = ir.ByteSet(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 SHORT_ESCAPES = {'"': 0x22, "\\": 0x5C, "/": 0x2F, "b": 0x08, "f": 0x0C, "n": 0x0A,
                  "r": 0x0D, "t": 0x09}
 
+_U = ir.lit("u")
+# (escape letter, code point) by letter
+_SHORT_BY_LETTER = tuple(sorted((ord(c), cp) for c, cp in SHORT_ESCAPES.items()))
+
 _SURR_LO, _SURR_HI = 0xD800, 0xDFFF
 _ALL = ((0, ir.MAX_UNICODE),)
 
@@ -53,11 +57,16 @@ alt = ir.alt
 
 # --- code point sets --------------------------------------------------------------------
 def _intersect(ranges: Iterable[Tuple[int, int]], lo: int, hi: int) -> ir.Ranges:
-    out = [(max(a, lo), min(b, hi)) for a, b in ranges if a <= hi and b >= lo]
     # clipped normalized ranges are normalized (the usual input): checked, not sorted again
-    for i in range(len(out)):
-        if out[i][0] > out[i][1] or (i and out[i][0] <= out[i - 1][1] + 1):
-            return ir.normalize_ranges(out)
+    out = []
+    last = None
+    for a, b in ranges:
+        if a > b or (last is not None and a <= last + 1):
+            return ir.normalize_ranges((max(a, lo), min(b, hi)) for a, b in ranges
+                                       if a <= hi and b >= lo)
+        last = b
+        if a <= hi and b >= lo:
+            out.append((a if a > lo else lo, b if b < hi else hi))
     return tuple(out)
 
 
@@ -88,8 +97,12 @@ def _minus(ranges: Iterable[Tuple[int, int]], cut: Iterable[Tuple[int, int]]) ->
     return tuple(out)
 
 
-def _contains(ranges: Iterable[Tuple[int, int]], cp: int) -> bool:
-    return any(a <= cp <= b for a, b in ranges)
+def _contains(ranges: ir.Ranges, cp: int) -> bool:
+    """cp lies in one of the normalized (ascending) ranges."""
+    for a, b in ranges:
+        if cp <= b:
+            return a <= cp
+    return False
 
 
 # --- hex digits of \\u escapes ------------------------------------------------------------
@@ -131,6 +144,7 @@ def hex_range(lo: int, hi: int, n: int = 4) -> ir.Expr:
     return ir.alt(*parts)
 
 
+@functools.lru_cache(maxsize=1024)
 def _pairs(lo: int, hi: int) -> ir.Expr:
     """`\\uHHHH\\uLLLL` surrogate-pair escapes (after the first backslash-u) for [lo, hi]."""
     out = []
@@ -173,15 +187,26 @@ def _literal_in(ranges: ir.Ranges) -> ir.Expr:
 
 def _escaped_in(ranges: ir.Ranges) -> ir.Expr:
     """Every escaped spelling (short, \\uXXXX, surrogate pair) of the characters of `ranges`."""
-    short = ir.normalize_ranges((ord(c), ord(c)) for c, cp in SHORT_ESCAPES.items()
-                                if _contains(ranges, cp))
+    # the escape letters ascend and no two are adjacent: the ranges are normalized as built
+    short = tuple((k, k) for k, cp in _SHORT_BY_LETTER if _contains(ranges, cp))
     escapes = []
     if short:
         escapes.append(ir.ByteSet(short))
-    u = [hex_range(a, b) for a, b in _intersect(ranges, 0, 0xFFFF)]
-    u += [_pairs(a, b) for a, b in _intersect(ranges, 0x10000, ir.MAX_UNICODE)]
+    # the pieces of disjoint ranges are different expressions, none empty: what alt() makes
+    # of them is their flat Alt, built directly
+    u = []
+    for a, b in _intersect(ranges, 0, ir.MAX_UNICODE):
+        if b <= 0xFFFF or a > 0xFFFF:
+            pieces = ((hex_range(a, b) if b <= 0xFFFF else _pairs(a, b)),)
+        else:
+            pieces = (hex_range(a, 0xFFFF), _pairs(0x10000, b))
+        for e in pieces:
+            if type(e) is ir.Alt:
+                u.extend(e.items)
+            else:
+                u.append(e)
     if u:
-        escapes.append(ir.seq(ir.lit("u"), ir.alt(*u)))
+        escapes.append(ir.seq(_U, u[0] if len(u) == 1 else ir.Alt(tuple(u))))
     return ir.seq(ir.lit("\\"), ir.alt(*escapes)) if escapes else ir.NOTHING
 
 
@@ -193,9 +218,24 @@ def _ensure(g: ir.GrammarIR, name: str, build, **flags) -> ir.Ref:
     return ir.Ref(name)
 
 
+# The fixed lexical rules' expressions depend on nothing: made once per process (on first
+# use), their rules added to a grammar the first time it asks, in the same order as before
+# (a rule's name before those it calls), and the same calls handed out every time.
+_WS_REF = ir.Ref(WS)
+_WS_EXPR = ir.repeat(_WS_BYTES, 0, None)
+_COMMA = ir.seq(_WS_REF, ir.lit(","), _WS_REF)
+_COLON = ir.seq(_WS_REF, ir.lit(":"), _WS_REF)
+_STRING_REF = ir.Ref(STRING)
+_STRING_BODY_REF = ir.Ref(STRING_BODY)
+_STRING_CHAR_REF = ir.Ref(STRING_CHAR)
+_STRING_EXPR = ir.seq(ir.lit('"'), _STRING_BODY_REF)
+
+
 def ws(g: ir.GrammarIR) -> ir.Ref:
     """Structural whitespace; its bytes spend the document's whitespace budget."""
-    return _ensure(g, WS, lambda: ir.repeat(_WS_BYTES, 0, None), whitespace=True)
+    if WS not in g.rules:
+        g.add(WS, _WS_EXPR, whitespace=True)
+    return _WS_REF
 
 
 def ws_bytes() -> ir.Ranges:
@@ -204,18 +244,25 @@ def ws_bytes() -> ir.Ranges:
 
 
 def comma(g: ir.GrammarIR) -> ir.Expr:
-    w = ws(g)
-    return ir.seq(w, ir.lit(","), w)
+    ws(g)
+    return _COMMA
 
 
 def colon(g: ir.GrammarIR) -> ir.Expr:
-    w = ws(g)
-    return ir.seq(w, ir.lit(":"), w)
+    ws(g)
+    return _COLON
 
 
 def string_char(g: ir.GrammarIR) -> ir.Ref:
     """Exactly one code point of a string body: used for minLength/maxLength."""
-    return _ensure(g, STRING_CHAR, lambda: char_in(_ALL))
+    if STRING_CHAR not in g.rules:
+        g.add(STRING_CHAR, char_in(_ALL))
+    return _STRING_CHAR_REF
+
+
+@functools.lru_cache(maxsize=1)
+def _string_body_expr() -> ir.Expr:
+    return ir.seq(ir.repeat(char_in(_ALL), 0, None), ir.lit('"'))
 
 
 def string_body(g: ir.GrammarIR) -> ir.Ref:
@@ -225,11 +272,16 @@ def string_body(g: ir.GrammarIR) -> ir.Ref:
     end after any character makes every token cross its end, and the mask tables then
     decide nothing ahead of time.
     """
-    return _ensure(g, STRING_BODY, lambda: ir.seq(ir.repeat(char_in(_ALL), 0, None), ir.lit('"')))
+    if STRING_BODY not in g.rules:
+        g.add(STRING_BODY, _string_body_expr())
+    return _STRING_BODY_REF
 
 
 def string(g: ir.GrammarIR) -> ir.Ref:
-    return _ensure(g, STRING, lambda: ir.seq(ir.lit('"'), string_body(g)))
+    if STRING not in g.rules:
+        g.add(STRING, _STRING_EXPR)
+        string_body(g)
+    return _STRING_REF
 
 
 # Bounds up to this are one position per count (a call of the character rule each, pair
@@ -385,32 +437,53 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
     return unrolled()
 
 
+@functools.lru_cache(maxsize=1)
 def _int_part() -> ir.Expr:
     nonzero = ir.seq(_DIGIT19, ir.repeat(_DIGIT, 0, None))
     return ir.seq(ir.opt(ir.lit("-")), ir.alt(ir.lit("0"), nonzero))
 
 
+@functools.lru_cache(maxsize=1)
+def _number_expr() -> ir.Expr:
+    frac = ir.seq(ir.lit("."), ir.repeat(_DIGIT, 1, None))
+    exp = ir.seq(ir.ByteSet(((0x45, 0x45), (0x65, 0x65))),
+                 ir.opt(ir.ByteSet(((0x2B, 0x2B), (0x2D, 0x2D)))), ir.repeat(_DIGIT, 1, None))
+    return ir.seq(_int_part(), ir.opt(frac), ir.opt(exp))
+
+
+_NUMBER_REF, _INTEGER_REF, _BOOLEAN_REF, _NULL_REF = (
+    ir.Ref(NUMBER), ir.Ref(INTEGER), ir.Ref(BOOLEAN), ir.Ref(NULL))
+_BOOLEAN_EXPR = ir.alt(ir.lit("true"), ir.lit("false"))
+_NULL_EXPR = ir.lit("null")
+
+
 def number(g: ir.GrammarIR) -> ir.Ref:
-    def build():
-        frac = ir.seq(ir.lit("."), ir.repeat(_DIGIT, 1, None))
-        exp = ir.seq(ir.ByteSet(((0x45, 0x45), (0x65, 0x65))),
-                     ir.opt(ir.ByteSet(((0x2B, 0x2B), (0x2D, 0x2D)))), ir.repeat(_DIGIT, 1, None))
-        return ir.seq(_int_part(), ir.opt(frac), ir.opt(exp))
-    return _ensure(g, NUMBER, build)
+    if NUMBER not in g.rules:
+        g.add(NUMBER, _number_expr())
+    return _NUMBER_REF
 
 
 def integer(g: ir.GrammarIR) -> ir.Ref:
     """An integer written as one: `-?(0|[1-9][0-9]*)`. `1.0` (an integer for JSON Schema) and
     exponents are not produced, a documented narrowing (docs/json-schema.md)."""
-    return _ensure(g, INTEGER, _int_part)
+    if INTEGER not in g.rules:
+        g.add(INTEGER, _int_part())
+    return _INTEGER_REF
 
 
 def boolean(g: ir.GrammarIR) -> ir.Ref:
-    return _ensure(g, BOOLEAN, lambda: ir.alt(ir.lit("true"), ir.lit("false")))
+    if BOOLEAN not in g.rules:
+        g.add(BOOLEAN, _BOOLEAN_EXPR)
+    return _BOOLEAN_REF
 
 
 def null(g: ir.GrammarIR) -> ir.Ref:
-    return _ensure(g, NULL, lambda: ir.lit("null"))
+    if NULL not in g.rules:
+        g.add(NULL, _NULL_EXPR)
+    return _NULL_REF
+
+
+_PUNCT = {c: ir.lit(c) for c in "{}[]"}
 
 
 def container(g: ir.GrammarIR, open_: str, members: ir.Expr, close: str, *,
@@ -421,8 +494,9 @@ def container(g: ir.GrammarIR, open_: str, members: ir.Expr, close: str, *,
     whitespace rules never stand side by side (that would make the matcher track both).
     """
     w = ws(g)
-    empty = ir.lit(close) if nullable_members else ir.NOTHING
-    return ir.seq(ir.lit(open_), w, alt(empty, ir.seq(members, w, ir.lit(close))))
+    close_ = _PUNCT.get(close) or ir.lit(close)
+    empty = close_ if nullable_members else ir.NOTHING
+    return ir.seq(_PUNCT.get(open_) or ir.lit(open_), w, alt(empty, ir.seq(members, w, close_)))
 
 
 def value(g: ir.GrammarIR) -> ir.Ref:
@@ -563,9 +637,20 @@ def _free_key_parts(used: ir.Ranges) -> tuple:
     wide_out = ir.seq(_literal_in(_intersect(others, 0x80, ir.MAX_UNICODE)), body)
     used_wide = _intersect(used, 0x80, ir.MAX_UNICODE)
     # names' characters whose only spelling is an escape (a quote, a backslash, a control)
-    must_escape = tuple(k for a, b in used for k in range(a, b + 1)
-                        if k < 0x20 or k in (0x22, 0x5C))
+    must_escape = tuple(k for a, b in used if a < 0x20 or a <= 0x22 <= b or a <= 0x5C <= b
+                        for k in range(a, min(b, 0x5C) + 1) if k < 0x20 or k in (0x22, 0x5C))
     return esc_rule, wide_out, used_wide, must_escape
+
+
+def _ranges_of(chars) -> ir.Ranges:
+    """The code points of a set of characters as normalized ranges (runs merged)."""
+    out = []
+    for c in sorted(map(ord, chars)):
+        if out and out[-1][1] == c - 1:
+            out[-1] = (out[-1][0], c)
+        else:
+            out.append((c, c))
+    return tuple(out)
 
 
 def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
@@ -582,18 +667,28 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     if not names:
         return string(g)
     # the expression depends on the set of names alone (and the grammar's shared rules):
-    # objects that declare the same names (a protocol's messages) share one, made once
+    # objects that declare the same names in any order (a protocol's messages) share one
     memo = g.__dict__.get("_string_not_in")
     if memo is None or memo[0] is not g.rules:
         memo = g.__dict__["_string_not_in"] = (g.rules, {})
     key = frozenset(names)
     out = memo[1].get(key)
     if out is None:
-        out = memo[1][key] = _string_not_in(g, names)
+        string_body(g)
+        esc_name, esc_expr, out = _free_key_trie(tuple(names))
+        if esc_name not in g.rules:
+            g.add(esc_name, esc_expr)
+        memo[1][key] = out
     return out
 
 
-def _string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
+# The trie expression of a name list, with the escape rule it calls: memoised across compiles
+# (bounded LRU keyed on the names, all it depends on; immutable expressions). The same names
+# recur within a schema and across similar ones: on the MaskBench corpus in name order half
+# the calls hit (16% within a schema), 41% of the characters. A few hundred entries hold
+# nearly all of that: every entry stays in the collector's long-lived heap.
+@functools.lru_cache(maxsize=256)
+def _free_key_trie(names: Tuple[str, ...]) -> tuple:
     # the trie: node -> {code point: node}; the nodes where a name ends, by identity
     trie: Dict = {}
     ends = set()
@@ -602,11 +697,9 @@ def _string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
         for ch in name:
             node = node.setdefault(ord(ch), {})
         ends.add(id(node))
-    body = string_body(g)
-    used = ir.normalize_ranges((ord(c), ord(c)) for name in names for c in name)
+    body = _STRING_BODY_REF
+    used = _ranges_of(set("".join(names)))
     (esc_name, esc_expr), wide_out, used_wide, must_escape = _free_key_parts(used)
-    if esc_name not in g.rules:
-        g.add(esc_name, esc_expr)
     esc_out = ir.Ref(esc_name)
     quote = ir.lit('"')
     # what leaves the trie at a node depends only on the node's children (and whether a name
@@ -644,28 +737,37 @@ def _string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
         return out
 
     Alt, Seq = ir.Alt, ir.Seq
+    tail2 = (wide_out, esc_out)
+    # per (children, name ends here): the node's own options as a tuple, and whether alt()
+    # would keep them and the branches as they are (then the node is their Alt directly)
+    heads: Dict = {}
 
     def walk(node) -> ir.Expr:
         kids = tuple(node) if len(node) < 2 else tuple(sorted(node))
-        is_end = id(node) in ends
-        if simple:
-            head, plain = _leaving_head(kids, is_end)
-            opts = [*head, wide_out, esc_out]
-            plain = plain and tail_plain
-        else:
-            opts, plain = leaving.get((kids, is_end)) or leave(kids, is_end)
-            opts = list(opts)
-        for k in kids:
-            sub = walk(node[k])
-            # ir.seq of a literal and an Alt is their Seq
-            sp = _spelling(k)
-            opts.append(Seq((sp, sub)) if type(sub) is Alt else ir.seq(sp, sub))
+        key = (kids, id(node) in ends)
+        pre = heads.get(key)
+        if pre is None:
+            if simple:
+                head, plain = _leaving_head(*key)
+                pre = (head + tail2, plain and tail_plain)
+            else:
+                opts, plain = leaving.get(key) or leave(*key)
+                pre = (tuple(opts), plain)
+            heads[key] = pre
+        opts, plain = pre
+        if kids:
+            branches = []
+            for k in kids:
+                sub = walk(node[k])
+                # ir.seq of a literal and an Alt is their Seq
+                sp = _spelling(k)
+                branches.append(Seq((sp, sub)) if type(sub) is Alt else ir.seq(sp, sub))
+            opts = opts + tuple(branches)
         if plain and len(opts) > 1:
-            return Alt(tuple(opts))
+            return Alt(opts)
         return alt(*opts)
 
     out = ir.seq(quote, walk(trie))
-    # walk's closure holds walk itself: unbound, the trie and the grammar are not left to
-    # the cyclic collector
+    # walk's closure holds walk itself: unbound, the trie is not left to the cyclic collector
     walk = None
-    return out
+    return esc_name, esc_expr, out
