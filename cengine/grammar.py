@@ -52,7 +52,10 @@ class Grammar:
                 t = self._token_tables.get(key)
                 if t is None:
                     from ._mask import TokenTables
-                    t = TokenTables(self.automaton, vocab)
+                    from ._matcher import program_of
+                    # the matchers' C program, not a second one: it is on the path to the
+                    # first mask
+                    t = TokenTables(self.automaton, vocab, program_of(self))
                     self._token_tables[key] = t
         return t
 
