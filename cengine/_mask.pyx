@@ -673,27 +673,66 @@ cdef void _call_facts(int32_t n_pos, const int32_t* pos_rule, const int32_t* rul
                     break
 
 
-def call_facts(a):
-    """(rule_flags uint8[R], pair_start uint8[P]) of an automaton (_call_facts): what the
-    tables need to know about its calls, in one pass over them (numpy set operations over
-    the call edges cost more than the rest of a small grammar's first mask)."""
+cdef cnp.ndarray _int32_table(object table):
+    """table itself when it is a contiguous 1-D int32 array (as the builder makes them), else
+    a contiguous int32 copy: no numpy call on the path to the first mask."""
+    if type(table) is np.ndarray and cnp.PyArray_NDIM(<cnp.ndarray> table) == 1 \
+            and cnp.PyArray_TYPE(<cnp.ndarray> table) == cnp.NPY_INT32 \
+            and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray> table):
+        return <cnp.ndarray> table
+    return np.ascontiguousarray(table, np.int32).reshape(-1)
+
+
+cdef struct CallFacts:
+    uint8_t* rule_flags         # per rule: RULE_* bits
+    uint8_t* pair_start         # per position: starts a repeated call-free rule
+    int32_t n_rules
+
+
+cdef int call_facts_init(CallFacts* f, a) except -1:
+    """_call_facts of automaton a into freshly allocated arrays (call_facts_free)."""
     cdef int32_t n_pos = a.n_positions
-    cdef cnp.ndarray pos_rule = np.ascontiguousarray(a.pos_rule, np.int32)
-    cdef cnp.ndarray rule_start = np.ascontiguousarray(a.rule_start, np.int32)
-    cdef cnp.ndarray call_off = np.ascontiguousarray(a.call_off, np.int32)
-    cdef cnp.ndarray call_rule = np.ascontiguousarray(a.call_rule, np.int32)
-    cdef cnp.ndarray call_to = np.ascontiguousarray(a.call_to, np.int32)
-    cdef cnp.ndarray rule_flags = np.zeros(max(1, rule_start.shape[0]), np.uint8)
-    cdef cnp.ndarray pair_start = np.zeros(max(1, n_pos), np.uint8)
-    if call_off.shape[0] < n_pos + 1 or pos_rule.shape[0] < n_pos:
+    cdef cnp.ndarray pos_rule = _int32_table(a.pos_rule)
+    cdef cnp.ndarray rule_start = _int32_table(a.rule_start)
+    cdef cnp.ndarray call_off = _int32_table(a.call_off)
+    cdef cnp.ndarray call_rule = _int32_table(a.call_rule)
+    cdef cnp.ndarray call_to = _int32_table(a.call_to)
+    if cnp.PyArray_DIM(call_off, 0) < n_pos + 1 or cnp.PyArray_DIM(pos_rule, 0) < n_pos:
         raise ValueError("automaton tables shorter than its positions")
+    f.n_rules = cnp.PyArray_DIM(rule_start, 0)
+    f.rule_flags = <uint8_t*> calloc(max(1, f.n_rules), 1)
+    f.pair_start = <uint8_t*> calloc(max(1, n_pos), 1)
+    if f.rule_flags == NULL or f.pair_start == NULL:
+        raise MemoryError()
     _call_facts(n_pos, <const int32_t*> cnp.PyArray_DATA(pos_rule),
                 <const int32_t*> cnp.PyArray_DATA(rule_start),
                 <const int32_t*> cnp.PyArray_DATA(call_off),
                 <const int32_t*> cnp.PyArray_DATA(call_rule),
-                <const int32_t*> cnp.PyArray_DATA(call_to),
-                <uint8_t*> cnp.PyArray_DATA(rule_flags), <uint8_t*> cnp.PyArray_DATA(pair_start))
-    return rule_flags, pair_start
+                <const int32_t*> cnp.PyArray_DATA(call_to), f.rule_flags, f.pair_start)
+    return 0
+
+
+cdef void call_facts_free(CallFacts* f) noexcept nogil:
+    free(f.rule_flags)
+    free(f.pair_start)
+    f.rule_flags = NULL
+    f.pair_start = NULL
+
+
+def call_facts(a):
+    """(rule_flags uint8[R], pair_start uint8[P]) of an automaton (_call_facts): what the
+    tables need to know about its calls, in one pass over them (numpy set operations over
+    the call edges cost more than the rest of a small grammar's first mask). For tests; the
+    tables keep them as C arrays."""
+    cdef CallFacts f
+    f.rule_flags = f.pair_start = NULL
+    try:
+        call_facts_init(&f, a)
+        n_pos = a.n_positions
+        return (np.asarray(<uint8_t[:max(1, f.n_rules)]> f.rule_flags).copy(),
+                np.asarray(<uint8_t[:max(1, n_pos)]> f.pair_start).copy())
+    finally:
+        call_facts_free(&f)
 
 
 cdef inline bint _narrow_at(const Prog* p, int32_t q, int32_t below) noexcept nogil:
@@ -744,7 +783,7 @@ cdef class TokenTables:
     cdef object _signatures      # RuleSignatures, made when the first table is built
     cdef object seen_once
     cdef int32_t _narrow_below   # NARROW_FIRST_BYTES when the tables were made
-    cdef object _call_arrays     # call_facts(automaton), owning the two arrays below
+    cdef CallFacts calls
     cdef const uint8_t* _rule_flags
     cdef const uint8_t* _pair_start
     cdef object _pos_rule_arr
@@ -772,10 +811,10 @@ cdef class TokenTables:
         sizes = self.trie.slice_sizes()
         if memo_init(&self.memo, sizes[len(sizes) - 1]) != 0:
             raise MemoryError()
-        self._call_arrays = call_facts(automaton)
-        self._rule_flags = <const uint8_t*> cnp.PyArray_DATA(self._call_arrays[0])
-        self._pair_start = <const uint8_t*> cnp.PyArray_DATA(self._call_arrays[1])
-        self._pos_rule_arr = np.ascontiguousarray(automaton.pos_rule, np.int32)
+        call_facts_init(&self.calls, automaton)
+        self._rule_flags = self.calls.rule_flags
+        self._pair_start = self.calls.pair_start
+        self._pos_rule_arr = _int32_table(automaton.pos_rule)
         self._pos_rule = <const int32_t*> cnp.PyArray_DATA(self._pos_rule_arr)
 
     @property
@@ -789,6 +828,7 @@ cdef class TokenTables:
         free(self.fb.bits)
         free(self.fb.done)
         memo_free(&self.memo)
+        call_facts_free(&self.calls)
 
     def shared_positions(self):
         """Positions whose tables are shared across grammars (small self-contained rules)."""
@@ -1040,15 +1080,18 @@ cdef class TokenTables:
 
     def fill(self, Matcher m, out):
         cdef cnp.ndarray arr = out
-        if arr.dtype != np.int32 or arr.ndim != 1 or not arr.flags["C_CONTIGUOUS"] \
-                or not arr.flags["WRITEABLE"]:
+        # C-level checks: numpy's dtype comparison and flags objects cost more than a
+        # first mask's walk when their code is out of the caches
+        if cnp.PyArray_TYPE(arr) != cnp.NPY_INT32 or not cnp.PyArray_ISNOTSWAPPED(arr) \
+                or cnp.PyArray_NDIM(arr) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(arr) \
+                or not cnp.PyArray_ISWRITEABLE(arr):
             raise TypeError("fill_mask needs a writable contiguous 1-D numpy int32 array")
-        if arr.shape[0] < self.trie.n_words:
+        if cnp.PyArray_DIM(arr, 0) < self.trie.n_words:
             raise ValueError(f"mask needs at least {self.trie.n_words} int32 words, got {arr.shape[0]}")
         cdef int32_t n = m.cur.n
         cdef int32_t i, node
         if m.terminated:             # after EOS nothing may follow
-            arr[:] = 0
+            memset(cnp.PyArray_DATA(arr), 0, cnp.PyArray_DIM(arr, 0) * sizeof(uint32_t))
             return
         tabs = []
         cdef int32_t p, q
@@ -1083,7 +1126,7 @@ cdef class TokenTables:
                     tabs.append(False)
                     continue
             tabs.append(t if t is not None else self.table(p))
-        _fill(self, m, tabs, <uint32_t*> cnp.PyArray_DATA(arr), arr.shape[0])
+        _fill(self, m, tabs, <uint32_t*> cnp.PyArray_DATA(arr), cnp.PyArray_DIM(arr, 0))
 
 
 cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out_words):
@@ -1093,11 +1136,14 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
     cdef int32_t n_words = tt.trie.n_words
     cdef bint accepting = False
     cdef PosTable t
-    cdef EntryVec st0
+    cdef EntryVec st0, direct
     cdef int rc = 0
     cdef int32_t tok
+    cdef const int32_t* eos_p
     st0.data = NULL
     st0.n = st0.cap = 0
+    direct.data = NULL
+    direct.n = direct.cap = 0
     memset(out, 0, n_out_words * sizeof(uint32_t))
     for i in range(n):
         node = m.cur.data[i].node
@@ -1105,12 +1151,12 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
             accepting = True
             continue
         if tabs[i] is False:
-            rc = _walk_vocab(tt.trie, p, &m.store, &tt.fb, &m.cur.data[i], 1, p.max_depth, out,
-                             False, 0, NULL, NULL, NULL)
-            if rc == 1:
-                rc = 0
-            if rc != 0:
+            # walked below, together with the other stacks walked directly
+            if vec_reserve(&direct, direct.n + 1) != 0:
+                rc = -1
                 break
+            direct.data[direct.n] = m.cur.data[i]
+            direct.n += 1
             continue
         t = <PosTable> tabs[i]
         parent = m.store.parent[node]
@@ -1145,10 +1191,23 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
                         break
         if rc != 0:
             break
+    if rc == 0 and direct.n:
+        # one walk of the vocabulary from all of them (the union of their masks), not one
+        # per stack: a document's first mask has several stacks at narrow positions (the
+        # leading whitespace, the value's first bytes), and most tokens die at the first byte
+        # for all of them alike
+        rc = _walk_vocab(tt.trie, p, &m.store, &tt.fb, direct.data, direct.n, p.max_depth, out,
+                         False, 0, NULL, NULL, NULL)
+        if rc == 1:
+            rc = 0
     vec_free(&st0)
+    vec_free(&direct)
     if rc != 0 or m.store.failed:
         m.store.failed = 0
         raise MemoryError("mask computation failed")
     if accepting:
-        for tok in tt.trie.eos_ids:
+        eos = <cnp.ndarray> tt.trie.eos_ids
+        eos_p = <const int32_t*> cnp.PyArray_DATA(eos)
+        for k in range(cnp.PyArray_DIM(eos, 0)):
+            tok = eos_p[k]
             out[tok >> 5] |= (<uint32_t> 1) << (tok & 31)
