@@ -593,10 +593,12 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
 
 cdef int _walk_vocab(TokenTrie trie, const Prog* p, Store* s, FirstBytes* fb,
                      const Entry* init, int32_t n_init, int32_t max_depth, uint32_t* bits,
-                     bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits, I32Vec* acc):
+                     bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits, I32Vec* acc,
+                     bint whole=True):
     """Walk the whole vocabulary from init: through its whitespace split (walk_ws) where
     whitespace loops in this state, else the whole trie. Returns 0 after the split, 1 after
-    the whole trie (exits then are node ids of `trie`), -1 on failure."""
+    the whole trie (exits then are node ids of `trie`), -1 on failure; with whole=False,
+    2 having done nothing where the split exists but does not apply."""
     cdef WalkBufs wb
     cdef int rc = 1
     cdef TokenTrie nows, runs
@@ -610,6 +612,8 @@ cdef int _walk_vocab(TokenTrie trie, const Prog* p, Store* s, FirstBytes* fb,
             rc = walk_ws(&wb, p, s, &nows.c, &runs.c, fb, init, n_init, max_depth, bits,
                          local, base_pm, cond, exits, acc)
             bufs_free(&wb)
+        if rc == 1 and not whole:
+            return 2
     if rc == 1:
         with nogil:
             rc = walk(p, s, &trie.c, fb, 0, init, n_init, max_depth, bits, local, base_pm,
@@ -1195,9 +1199,20 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
         # one walk of the vocabulary from all of them (the union of their masks), not one
         # per stack: a document's first mask has several stacks at narrow positions (the
         # leading whitespace, the value's first bytes), and most tokens die at the first byte
-        # for all of them alike
+        # for all of them alike. Unless whitespace loops in the union (it does where it loops
+        # for each), one walk each: a stack whose whitespace loops walks the rests of the
+        # whitespace-led tokens once per run length, and the whole trie would walk every run
         rc = _walk_vocab(tt.trie, p, &m.store, &tt.fb, direct.data, direct.n, p.max_depth, out,
-                         False, 0, NULL, NULL, NULL)
+                         False, 0, NULL, NULL, NULL, direct.n == 1)
+        if rc == 2:
+            rc = 0
+            for i in range(direct.n):
+                rc = _walk_vocab(tt.trie, p, &m.store, &tt.fb, &direct.data[i], 1, p.max_depth,
+                                 out, False, 0, NULL, NULL, NULL)
+                if rc == 1:
+                    rc = 0
+                if rc != 0:
+                    break
         if rc == 1:
             rc = 0
     vec_free(&st0)
