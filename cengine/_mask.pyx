@@ -24,6 +24,9 @@
 #     right where its call returns) and a token can reach its end, the table takes the
 #     frames below too, down to one that no token can pop (at most MAX_TABLE_FRAMES):
 #     tokens that cross a level's end are decided by the table, not walked with the stack.
+# TokenTables() itself is on the path to every grammar's first mask: it computes nothing per
+# position (narrow positions are recognised where a mask meets them, the call facts come from
+# one C pass over the calls), and a first visit's narrow stacks share one walk of the trie.
 # Split across modules, hot calls stay direct: helpers are inline in .pxd files
 # (_bitmask, _i32vec, _trie.set_tokens); only whole walks cross a module boundary.
 from libc.stdlib cimport malloc, calloc, realloc, free
