@@ -24,6 +24,9 @@
 #     right where its call returns) and a token can reach its end, the table takes the
 #     frames below too, down to one that no token can pop (at most MAX_TABLE_FRAMES):
 #     tokens that cross a level's end are decided by the table, not walked with the stack.
+# TokenTables() itself is on the path to every grammar's first mask: it computes nothing per
+# position (narrow positions are recognised where a mask meets them, the call facts come from
+# one C pass over the calls), and a first visit's narrow stacks share one walk of the trie.
 # Split across modules, hot calls stay direct: helpers are inline in .pxd files
 # (_bitmask, _i32vec, _trie.set_tokens); only whole walks cross a module boundary.
 from libc.stdlib cimport malloc, calloc, realloc, free
@@ -593,10 +596,12 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
 
 cdef int _walk_vocab(TokenTrie trie, const Prog* p, Store* s, FirstBytes* fb,
                      const Entry* init, int32_t n_init, int32_t max_depth, uint32_t* bits,
-                     bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits, I32Vec* acc):
+                     bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits, I32Vec* acc,
+                     bint whole=True):
     """Walk the whole vocabulary from init: through its whitespace split (walk_ws) where
     whitespace loops in this state, else the whole trie. Returns 0 after the split, 1 after
-    the whole trie (exits then are node ids of `trie`), -1 on failure."""
+    the whole trie (exits then are node ids of `trie`), -1 on failure; with whole=False,
+    2 having done nothing where the split exists but does not apply."""
     cdef WalkBufs wb
     cdef int rc = 1
     cdef TokenTrie nows, runs
@@ -610,6 +615,8 @@ cdef int _walk_vocab(TokenTrie trie, const Prog* p, Store* s, FirstBytes* fb,
             rc = walk_ws(&wb, p, s, &nows.c, &runs.c, fb, init, n_init, max_depth, bits,
                          local, base_pm, cond, exits, acc)
             bufs_free(&wb)
+        if rc == 1 and not whole:
+            return 2
     if rc == 1:
         with nogil:
             rc = walk(p, s, &trie.c, fb, 0, init, n_init, max_depth, bits, local, base_pm,
@@ -637,69 +644,118 @@ NARROW_FIRST_BYTES = 16    # positions with fewer legal first bytes are walked d
 DIRECT_VISITS = 1          # ... this many times before their table is built
 
 
-cdef void _returns_to_a_call_of_itself(const int32_t[::1] call_off,
-                                       const int32_t[::1] call_rule,
-                                       const int32_t[::1] call_to, int32_t n_pos,
-                                       uint8_t[::1] again) noexcept nogil:
-    """again[k] = 1 when call k returns to a position that calls the same rule again."""
+cdef enum:
+    RULE_CALLED = 1         # some position calls the rule
+    RULE_CALLS = 2          # some position of the rule calls a rule
+    RULE_REPEATED = 4       # some call of it returns where the same rule is called again
+
+
+cdef void _call_facts(int32_t n_pos, const int32_t* pos_rule, const int32_t* rule_start,
+                      const int32_t* call_off, const int32_t* call_rule,
+                      const int32_t* call_to, uint8_t* rule_flags,
+                      uint8_t* pair_start) noexcept nogil:
+    """rule_flags[r]: RULE_* bits; pair_start[p] = 1 when p starts a rule that calls nothing
+    and one of whose calls returns where the same rule is called again. Two passes over
+    the call edges."""
     cdef int32_t p, k, j, r, rule
     for p in range(n_pos):
+        if call_off[p + 1] > call_off[p]:
+            rule_flags[pos_rule[p]] |= RULE_CALLS
+    for p in range(n_pos):
         for k in range(call_off[p], call_off[p + 1]):
+            rule = call_rule[k]
+            rule_flags[rule] |= RULE_CALLED
             r = call_to[k]
             if r < 0 or r >= n_pos:
                 continue
-            rule = call_rule[k]
             for j in range(call_off[r], call_off[r + 1]):
                 if call_rule[j] == rule:
-                    again[k] = 1
+                    # a level of a length counter (a long counted run of calls): a token
+                    # that pops such a frame goes on in a copy of the same rule
+                    rule_flags[rule] |= RULE_REPEATED
+                    if not rule_flags[rule] & RULE_CALLS:
+                        # a repeated item kept as a call (_build.UNROLL_INLINE_MAX): its
+                        # frames get pair tables with the frame below
+                        pair_start[rule_start[rule]] = 1
                     break
 
 
-def _calls_again(a):
-    """Per call edge: whether it returns where the same rule is called again (one pass over
-    the call edges; set operations over them cost tens of ms on 100k-position grammars,
-    on the path to the first mask)."""
-    again = np.zeros(a.call_rule.shape[0], np.uint8)
-    if again.shape[0]:
-        _returns_to_a_call_of_itself(np.ascontiguousarray(a.call_off, np.int32),
-                                     np.ascontiguousarray(a.call_rule, np.int32),
-                                     np.ascontiguousarray(a.call_to, np.int32),
-                                     a.n_positions, again)
-    return again.view(bool)
+cdef cnp.ndarray _int32_table(object table):
+    """table itself when it is a contiguous 1-D int32 array (as the builder makes them), else
+    a contiguous int32 copy: no numpy call on the path to the first mask."""
+    if type(table) is np.ndarray and cnp.PyArray_NDIM(<cnp.ndarray> table) == 1 \
+            and cnp.PyArray_TYPE(<cnp.ndarray> table) == cnp.NPY_INT32 \
+            and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray> table):
+        return <cnp.ndarray> table
+    return np.ascontiguousarray(table, np.int32).reshape(-1)
 
 
-def _repeated_rules(a, again=None):
-    """Per rule: whether some call of it returns to a position that calls it again (a
-    level of a length counter, a long counted run of calls): a token that pops such a frame
-    goes on in a copy of the same rule, so its tables take the frame below too."""
-    out = np.zeros(len(a.rule_start), bool)
-    if again is None:
-        again = _calls_again(a)
-    out[a.call_rule[again]] = True
-    return out.tolist()
+cdef struct CallFacts:
+    uint8_t* rule_flags         # per rule: RULE_* bits
+    uint8_t* pair_start         # per position: starts a repeated call-free rule
+    int32_t n_rules
+
+
+cdef int call_facts_init(CallFacts* f, a) except -1:
+    """_call_facts of automaton a into freshly allocated arrays (call_facts_free)."""
+    cdef int32_t n_pos = a.n_positions
+    cdef cnp.ndarray pos_rule = _int32_table(a.pos_rule)
+    cdef cnp.ndarray rule_start = _int32_table(a.rule_start)
+    cdef cnp.ndarray call_off = _int32_table(a.call_off)
+    cdef cnp.ndarray call_rule = _int32_table(a.call_rule)
+    cdef cnp.ndarray call_to = _int32_table(a.call_to)
+    if cnp.PyArray_DIM(call_off, 0) < n_pos + 1 or cnp.PyArray_DIM(pos_rule, 0) < n_pos:
+        raise ValueError("automaton tables shorter than its positions")
+    f.n_rules = cnp.PyArray_DIM(rule_start, 0)
+    f.rule_flags = <uint8_t*> calloc(max(1, f.n_rules), 1)
+    f.pair_start = <uint8_t*> calloc(max(1, n_pos), 1)
+    if f.rule_flags == NULL or f.pair_start == NULL:
+        raise MemoryError()
+    _call_facts(n_pos, <const int32_t*> cnp.PyArray_DATA(pos_rule),
+                <const int32_t*> cnp.PyArray_DATA(rule_start),
+                <const int32_t*> cnp.PyArray_DATA(call_off),
+                <const int32_t*> cnp.PyArray_DATA(call_rule),
+                <const int32_t*> cnp.PyArray_DATA(call_to), f.rule_flags, f.pair_start)
+    return 0
+
+
+cdef void call_facts_free(CallFacts* f) noexcept nogil:
+    free(f.rule_flags)
+    free(f.pair_start)
+    f.rule_flags = NULL
+    f.pair_start = NULL
+
+
+def call_facts(a):
+    """(rule_flags uint8[R], pair_start uint8[P]) of an automaton (_call_facts): what the
+    tables need to know about its calls, in one pass over them (numpy set operations over
+    the call edges cost more than the rest of a small grammar's first mask). For tests; the
+    tables keep them as C arrays."""
+    cdef CallFacts f
+    f.rule_flags = f.pair_start = NULL
+    try:
+        call_facts_init(&f, a)
+        n_pos = a.n_positions
+        return (np.asarray(<uint8_t[:max(1, f.n_rules)]> f.rule_flags).copy(),
+                np.asarray(<uint8_t[:max(1, n_pos)]> f.pair_start).copy())
+    finally:
+        call_facts_free(&f)
+
+
+cdef inline bint _narrow_at(const Prog* p, int32_t q, int32_t below) noexcept nogil:
+    """Whether position q's edges take fewer than `below` bytes (structural positions: a
+    quote, a brace, a key's first letters)."""
+    cdef int32_t k, n = 0
+    for k in range(p.edge_off[q], p.edge_off[q + 1]):
+        n += p.edge_hi[k] - p.edge_lo[k] + 1
+        if n >= below:
+            return False
+    return True
 
 
 # frames at most in one table: the top one and the counter frames below it (a counter of
 # 2^20 characters has 4 levels)
 MAX_TABLE_FRAMES = 8
-
-
-def _pair_starts(a, again=None):
-    """Per position: whether it starts a rule that calls nothing and is called again right
-    where one of its calls returns (a repeated item kept as a call, see
-    _build.UNROLL_INLINE_MAX); such frames get pair tables with the frame below."""
-    n_pos = a.n_positions
-    out = np.zeros(n_pos, bool)
-    if a.call_rule.shape[0] == 0:
-        return out.tolist()
-    if again is None:
-        again = _calls_again(a)
-    sites = np.repeat(np.arange(n_pos), np.diff(a.call_off[:n_pos + 1]))
-    callers = np.zeros(len(a.rule_start), bool)
-    callers[a.pos_rule[sites]] = True
-    callee = a.call_rule[again & ~callers[a.call_rule]]
-    out[a.rule_start[callee]] = True
-    return out.tolist()
 
 
 cdef inline int32_t _frame_depth(const Prog* p, int32_t q) noexcept nogil:
@@ -731,28 +787,29 @@ cdef class TokenTables:
     cdef readonly dict tables
     cdef object automaton
     cdef object lock
-    cdef object shared_keys
-    cdef object called_rules
+    cdef object _signatures      # RuleSignatures, made when the first table is built
     cdef object seen_once
-    cdef object _narrow
-    cdef object _pair_start
-    cdef object _again           # per call edge: _calls_again
-    cdef object _repeated        # per rule: _repeated_rules
-    cdef object _short           # per position: the fewest bytes to its rule's end
-    cdef object _rule_of         # per position: its rule
+    cdef int32_t _narrow_below   # NARROW_FIRST_BYTES when the tables were made
+    cdef CallFacts calls
+    cdef const uint8_t* _rule_flags
+    cdef const uint8_t* _pair_start
+    cdef object _pos_rule_arr
+    cdef const int32_t* _pos_rule
     cdef FirstBytes fb
     cdef SliceMemo memo          # slice depths of lone frames, for the slice search
     cdef object _last_depth, _last_slice, _last_walked, _last_times
 
-    def __init__(self, automaton, vocab):
+    def __init__(self, automaton, vocab, Program program=None):
+        # everything here is on the path to the first mask: per-position facts are worked
+        # out where a mask needs them (_narrow_at, first_bytes), per-call facts in one C pass
         self.automaton = automaton
-        self.program = Program(automaton)
+        self.program = program if program is not None else Program(automaton)
         self.trie = trie_of(vocab)
         self.tables = {}
         self.lock = threading.Lock()
-        self.shared_keys = RuleSignatures(automaton)
-        self.called_rules = frozenset(int(r) for r in automaton.call_rule)
+        self._signatures = None
         self.seen_once = {}
+        self._narrow_below = NARROW_FIRST_BYTES
         n_pos = automaton.n_positions
         self.fb.bits = <uint64_t*> malloc(max(1, n_pos) * 4 * sizeof(uint64_t))
         self.fb.done = <uint8_t*> calloc(max(1, n_pos), 1)
@@ -761,21 +818,24 @@ cdef class TokenTables:
         sizes = self.trie.slice_sizes()
         if memo_init(&self.memo, sizes[len(sizes) - 1]) != 0:
             raise MemoryError()
-        # positions whose first byte is one of few (structural: a quote, a brace, a key)
-        widths = automaton.edge_hi.astype(np.int64) - automaton.edge_lo.astype(np.int64) + 1
-        cum = np.concatenate([np.zeros(1, np.int64), np.cumsum(widths)])
-        per_pos = cum[automaton.edge_off[1:n_pos + 1]] - cum[automaton.edge_off[0:n_pos]]
-        self._narrow = (per_pos < NARROW_FIRST_BYTES).tolist()
-        self._again = _calls_again(automaton)
-        self._pair_start = _pair_starts(automaton, self._again)
-        # counter levels: found on the first pair frame a mask meets (most grammars have
-        # none, and this is on the path to the first mask)
-        self._repeated = None
+        call_facts_init(&self.calls, automaton)
+        self._rule_flags = self.calls.rule_flags
+        self._pair_start = self.calls.pair_start
+        self._pos_rule_arr = _int32_table(automaton.pos_rule)
+        self._pos_rule = <const int32_t*> cnp.PyArray_DATA(self._pos_rule_arr)
+
+    @property
+    def shared_keys(self):
+        """RuleSignatures of the automaton (structural keys of its small rules)."""
+        if self._signatures is None:
+            self._signatures = RuleSignatures(self.automaton)
+        return self._signatures
 
     def __dealloc__(self):
         free(self.fb.bits)
         free(self.fb.done)
         memo_free(&self.memo)
+        call_facts_free(&self.calls)
 
     def shared_positions(self):
         """Positions whose tables are shared across grammars (small self-contained rules)."""
@@ -822,7 +882,7 @@ cdef class TokenTables:
                     skey = (self.trie.node_byte.shape[0], id(self.trie), "pair",
                             tuple([self.shared_keys.horizon_key(f, horizon)
                                    for f in frames[:len(frames) - 1]]), skey,
-                            self.automaton.pos_rule[frames[0]] in self.called_rules)
+                            self._called(frames[0]))
                 t = SHARED_TABLES.get(skey)
             if t is None:
                 t = self._compute(frames)
@@ -919,8 +979,7 @@ cdef class TokenTables:
         init.n = 1
         # a frame that is always the bottom of the stack (a root nobody calls) has no frame
         # below it to continue in: its exits are never walked, so don't record them
-        cdef I32Vec* exits_p = &exits \
-            if self.automaton.pos_rule[frames[0]] in self.called_rules else NULL
+        cdef I32Vec* exits_p = &exits if self._called(frames[0]) else NULL
         # slices (llguidance's idea, made exact): when p provably accepts every run of plain
         # string characters up to K bytes, all such tokens are in without a walk, and only the
         # trie of the other tokens is walked
@@ -928,7 +987,8 @@ cdef class TokenTables:
         sizes = self.trie.slice_sizes()
         # a narrow position (few first bytes) never admits the ~90 plain first bytes
         t_0 = time.perf_counter()
-        depth = 0 if self._narrow[p] else self._slice_depth(frames, base_pm, sizes[len(sizes) - 1])
+        cdef bint narrow = _narrow_at(&prog, p, self._narrow_below)
+        depth = 0 if narrow else self._slice_depth(frames, base_pm, sizes[len(sizes) - 1])
         t_1 = time.perf_counter()
         fitting = [k for k in sizes if k <= depth]
         self._last_depth = depth
@@ -940,7 +1000,7 @@ cdef class TokenTables:
         cdef const uint64_t* fbp
         cdef int32_t cls_depth = 0
         cdef cnp.ndarray sub, sub_depth, sub_plain
-        if not self._narrow[p] and (not fitting or fitting[len(fitting) - 1] < CLASS_BELOW):
+        if not narrow and (not fitting or fitting[len(fitting) - 1] < CLASS_BELOW):
             # class slices: a string of a restricted ASCII class (a pattern such as
             # `^[a-z0-9.-]+$` or `^[^,]+$`) takes no plain slice; try its first bytes' class
             fbp = first_bytes(&prog, &self.fb, p)
@@ -999,24 +1059,27 @@ cdef class TokenTables:
             free(cond.data)
             free(exits.data)
 
-    cdef _find_counter_levels(self):
-        a = self.automaton
-        self._short = a.short_len.tolist()
-        self._rule_of = a.pos_rule.tolist()
-        self._repeated = _repeated_rules(a, self._again)
+    cdef inline bint _called(self, int32_t q) noexcept:
+        """Whether some position calls q's rule (else its frame is always a stack's bottom)."""
+        return (self._rule_flags[self._pos_rule[q]] & RULE_CALLED) != 0
+
+    cdef inline bint _repeated(self, int32_t q) noexcept:
+        """Whether q's rule is a counter level (RULE_REPEATED)."""
+        return (self._rule_flags[self._pos_rule[q]] & RULE_REPEATED) != 0
 
     cdef tuple _counter_frames(self, Matcher m, int32_t below, int32_t p):
         """The positions of the frames from `below` down while a token can pop them and
         they are counter levels (at most MAX_TABLE_FRAMES with p), bottom first, then p."""
         cdef int32_t node = below, q
-        spent = self._short[p]          # a Python int: INF lengths add without overflow
+        cdef const int64_t* short_len = self.program.c.short_len
+        cdef int64_t spent = short_len[p]     # at most 8 INF lengths: no overflow
         out = [p]
         while True:
             q = m.store.pos[node]
             out.append(q)
-            spent += self._short[q]
+            spent += short_len[q]
             node = m.store.parent[node]
-            if node < 0 or spent > self.trie.c.max_len or not self._repeated[self._rule_of[q]] \
+            if node < 0 or spent > self.trie.c.max_len or not self._repeated(q) \
                     or len(out) >= MAX_TABLE_FRAMES:
                 break
         out.reverse()
@@ -1024,18 +1087,22 @@ cdef class TokenTables:
 
     def fill(self, Matcher m, out):
         cdef cnp.ndarray arr = out
-        if arr.dtype != np.int32 or arr.ndim != 1 or not arr.flags["C_CONTIGUOUS"] \
-                or not arr.flags["WRITEABLE"]:
+        # C-level checks: numpy's dtype comparison and flags objects cost more than a
+        # first mask's walk when their code is out of the caches
+        if cnp.PyArray_TYPE(arr) != cnp.NPY_INT32 or not cnp.PyArray_ISNOTSWAPPED(arr) \
+                or cnp.PyArray_NDIM(arr) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(arr) \
+                or not cnp.PyArray_ISWRITEABLE(arr):
             raise TypeError("fill_mask needs a writable contiguous 1-D numpy int32 array")
-        if arr.shape[0] < self.trie.n_words:
+        if cnp.PyArray_DIM(arr, 0) < self.trie.n_words:
             raise ValueError(f"mask needs at least {self.trie.n_words} int32 words, got {arr.shape[0]}")
         cdef int32_t n = m.cur.n
         cdef int32_t i, node
         if m.terminated:             # after EOS nothing may follow
-            arr[:] = 0
+            memset(cnp.PyArray_DATA(arr), 0, cnp.PyArray_DIM(arr, 0) * sizeof(uint32_t))
             return
         tabs = []
         cdef int32_t p, q
+        cdef const int64_t* short_len = self.program.c.short_len
         for i in range(n):
             node = m.cur.data[i].node
             if node < 0:
@@ -1045,10 +1112,8 @@ cdef class TokenTables:
             if self._pair_start[p] and m.store.parent[node] >= 0:
                 below = m.store.parent[node]
                 q = m.store.pos[below]
-                if self._repeated is None:
-                    self._find_counter_levels()
-                if self._repeated[self._rule_of[q]] and \
-                        self._short[p] + self._short[q] <= self.trie.c.max_len:
+                if self._repeated(q) and \
+                        short_len[p] + short_len[q] <= self.trie.c.max_len:
                     # a counter level that a token can leave: the frames below go in too
                     t = self.tables.get(self._counter_frames(m, below, p))
                     tabs.append(t if t is not None else
@@ -1058,7 +1123,7 @@ cdef class TokenTables:
                 tabs.append(t if t is not None else self.pair_table(q, p))
                 continue
             t = self.tables.get(p)
-            if t is None and self._narrow[p]:
+            if t is None and _narrow_at(&self.program.c, p, self._narrow_below):
                 # a position with few first bytes: walking the trie directly costs ~10x less
                 # than building its table, so the table comes only once it has been visited
                 # DIRECT_VISITS times
@@ -1068,7 +1133,7 @@ cdef class TokenTables:
                     tabs.append(False)
                     continue
             tabs.append(t if t is not None else self.table(p))
-        _fill(self, m, tabs, <uint32_t*> cnp.PyArray_DATA(arr), arr.shape[0])
+        _fill(self, m, tabs, <uint32_t*> cnp.PyArray_DATA(arr), cnp.PyArray_DIM(arr, 0))
 
 
 cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out_words):
@@ -1078,11 +1143,14 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
     cdef int32_t n_words = tt.trie.n_words
     cdef bint accepting = False
     cdef PosTable t
-    cdef EntryVec st0
+    cdef EntryVec st0, direct
     cdef int rc = 0
     cdef int32_t tok
+    cdef const int32_t* eos_p
     st0.data = NULL
     st0.n = st0.cap = 0
+    direct.data = NULL
+    direct.n = direct.cap = 0
     memset(out, 0, n_out_words * sizeof(uint32_t))
     for i in range(n):
         node = m.cur.data[i].node
@@ -1090,12 +1158,12 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
             accepting = True
             continue
         if tabs[i] is False:
-            rc = _walk_vocab(tt.trie, p, &m.store, &tt.fb, &m.cur.data[i], 1, p.max_depth, out,
-                             False, 0, NULL, NULL, NULL)
-            if rc == 1:
-                rc = 0
-            if rc != 0:
+            # walked below, together with the other stacks walked directly
+            if vec_reserve(&direct, direct.n + 1) != 0:
+                rc = -1
                 break
+            direct.data[direct.n] = m.cur.data[i]
+            direct.n += 1
             continue
         t = <PosTable> tabs[i]
         parent = m.store.parent[node]
@@ -1130,10 +1198,34 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
                         break
         if rc != 0:
             break
+    if rc == 0 and direct.n:
+        # one walk of the vocabulary from all of them (the union of their masks), not one
+        # per stack: a document's first mask has several stacks at narrow positions (the
+        # leading whitespace, the value's first bytes), and most tokens die at the first byte
+        # for all of them alike. Unless whitespace loops in the union (it does where it loops
+        # for each), one walk each: a stack whose whitespace loops walks the rests of the
+        # whitespace-led tokens once per run length, and the whole trie would walk every run
+        rc = _walk_vocab(tt.trie, p, &m.store, &tt.fb, direct.data, direct.n, p.max_depth, out,
+                         False, 0, NULL, NULL, NULL, direct.n == 1)
+        if rc == 2:
+            rc = 0
+            for i in range(direct.n):
+                rc = _walk_vocab(tt.trie, p, &m.store, &tt.fb, &direct.data[i], 1, p.max_depth,
+                                 out, False, 0, NULL, NULL, NULL)
+                if rc == 1:
+                    rc = 0
+                if rc != 0:
+                    break
+        if rc == 1:
+            rc = 0
     vec_free(&st0)
+    vec_free(&direct)
     if rc != 0 or m.store.failed:
         m.store.failed = 0
         raise MemoryError("mask computation failed")
     if accepting:
-        for tok in tt.trie.eos_ids:
+        eos = <cnp.ndarray> tt.trie.eos_ids
+        eos_p = <const int32_t*> cnp.PyArray_DATA(eos)
+        for k in range(cnp.PyArray_DIM(eos, 0)):
+            tok = eos_p[k]
             out[tok >> 5] |= (<uint32_t> 1) << (tok & 31)

@@ -346,21 +346,47 @@ def check_program_layout(kernel_tables):
 check_program_layout(KERNEL_TABLES)
 
 
+cdef list _program_slots():
+    """(name, dtype, its type number, byte offset of its pointer in Prog) per kernel table, in
+    KERNEL_TABLES' order: worked out once, so making a Program (on the path to every
+    grammar's first mask) is a pointer store per table."""
+    cdef Prog c
+    slots = _table_slots(&c)
+    base = <size_t> &c
+    return [(name, np.dtype(dtype), np.dtype(dtype).num, slots[name][0] - base)
+            for name, dtype in KERNEL_TABLES]
+
+
+cdef list _SLOTS = _program_slots()
+
+
 cdef class Program:
     """C view of an Automaton's tables (the arrays stay owned by the Automaton)."""
 
     def __init__(self, automaton):
+        cdef size_t base = <size_t> &self.c
+        cdef cnp.ndarray arr
+        cdef size_t off
+        cdef int num
         a = automaton
         self.automaton = a
-        arrs = {}
-        slots = _table_slots(&self.c)
-        for name, dtype in KERNEL_TABLES:
-            arr = np.ascontiguousarray(getattr(a, name), dtype=dtype)
-            if arr.shape[0] == 0:
-                arr = np.zeros(1, dtype=dtype)   # a valid pointer even for empty tables
-            arrs[name] = arr
-            (<const void**> <size_t> slots[name][0])[0] = cnp.PyArray_DATA(arr)
-        self.arrays = arrs
+        converted = None
+        for name, dtype, num, off in _SLOTS:
+            table = getattr(a, name)
+            if type(table) is np.ndarray and cnp.PyArray_NDIM(<cnp.ndarray> table) == 1 \
+                    and cnp.PyArray_TYPE(<cnp.ndarray> table) == num \
+                    and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray> table) \
+                    and cnp.PyArray_DIM(<cnp.ndarray> table, 0) > 0:
+                arr = table         # the builder's tables are contiguous of the right type
+            else:
+                arr = np.ascontiguousarray(table, dtype=dtype)
+                if arr.shape[0] == 0:
+                    arr = np.zeros(1, dtype=dtype)   # a valid pointer even for empty tables
+                if converted is None:
+                    converted = {}
+                converted[name] = arr
+            (<const void**> (base + off))[0] = cnp.PyArray_DATA(arr)
+        self.arrays = converted     # the copies made here (the automaton holds the others)
         self.c.n_pos = a.n_positions
         self.c.max_depth = min(a.max_depth, (1 << 30))
         self.c.ws_budget = a.whitespace_budget

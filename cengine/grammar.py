@@ -13,6 +13,8 @@ from typing import Any, Callable, Hashable
 
 from . import automaton as _automaton
 from . import ir
+from ._mask import TokenTables
+from ._matcher import Matcher, program_of
 from .lru import ByteLRU
 
 
@@ -40,7 +42,6 @@ class Grammar:
         return out
 
     def matcher(self, vocab=None):
-        from ._matcher import Matcher
         return Matcher(self, vocab)
 
     def token_tables(self, vocab):
@@ -51,8 +52,9 @@ class Grammar:
             with self._lock:
                 t = self._token_tables.get(key)
                 if t is None:
-                    from ._mask import TokenTables
-                    t = TokenTables(self.automaton, vocab)
+                    # the matchers' C program, not a second one: it is on the path to the
+                    # first mask
+                    t = TokenTables(self.automaton, vocab, program_of(self))
                     self._token_tables[key] = t
         return t
 
