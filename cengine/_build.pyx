@@ -263,6 +263,7 @@ cdef class _InlinePass:
     cdef int32_t n_rules
     cdef vector[int32_t] root
     cdef vector[uint8_t] container, whitespace
+    cdef vector[uint8_t] stand_in           # an any-order object rule (stand_in_node)
     cdef vector[int32_t] refs_first, refs   # distinct callees per rule (CSR)
     cdef vector[int32_t] long_first, longs  # rules called from long counted runs (CSR)
 
@@ -407,23 +408,51 @@ cdef class _InlinePass:
             self.nodes[i].weight = _NO_WEIGHT   # the Python pass's error, raised if sized
         return 0
 
-    cdef int flatten(self, grammar) except -1:
+    cdef int flatten(self, grammar, any_order) except -1:
         rules = grammar.rules
         self.rule_index = {n: i for i, n in enumerate(rules)}
         self.n_rules = len(rules)
         self.undefined = False
         self.exprs = []
-        cdef uint8_t container, whitespace
+        cdef uint8_t container, whitespace, stand_in
         for r in rules.values():
             e = r.expr
             self.exprs.append(e)
             # (typed first: Cython hands push_back a dangling reference to a conditional)
             container = 1 if r.container else 0
             whitespace = 1 if r.whitespace else 0
+            stand_in = 1 if any_order is not None and type(e) is any_order else 0
             self.container.push_back(container)
             self.whitespace.push_back(whitespace)
-            self.root.push_back(self.node(e, 0))
+            self.stand_in.push_back(stand_in)
+            self.root.push_back(self.stand_in_node(e) if stand_in else self.node(e, 0))
         return 0
+
+    cdef int32_t stand_in_node(self, e) except -1:
+        """The node an any-order object rule stands as: an alternative of calls of the rules
+        it calls, each once (one call: that call; none: the empty string). Made as nodes
+        directly, without IR objects: a call node's object is the callee's name (the node
+        keeps it alive), read only when the call is undefined (raise_undefined); the stand-in
+        is never rebuilt (its rule is never inlined, and its expression stays the node)."""
+        cdef int32_t first, c, i
+        names = list(dict.fromkeys(e.refs()))
+        if not names:
+            return self.node(_ir.EMPTY, 0)
+        first = <int32_t>self.kids.size()
+        for name in names:
+            c = self._add(name, N_REF, 0, 0, 0)
+            r = self.rule_index.get(name)
+            if r is None:
+                self.undefined = True
+            else:
+                self.nodes[c].callee = <int32_t>r
+            self.kids.push_back(c)
+        if len(names) == 1:
+            self.kids.pop_back()
+            return c
+        i = self._add(None, N_ALT, first, <int32_t>len(names), 1)
+        self.nodes[i].calls = 1
+        return i
 
     cdef void collect_refs(self) noexcept nogil:
         """Per rule, the distinct rules it calls and those it calls from long counted runs."""
@@ -479,7 +508,8 @@ cdef class _InlinePass:
                     continue
                 mark[i] = r             # (marked when visited: a true pre-order)
                 if self.nodes[i].kind == N_REF:
-                    names.add((<object>self.nodes[i].obj).name)
+                    o = <object>self.nodes[i].obj
+                    names.add(o if type(o) is str else o.name)     # (str: a stand-in's call)
                     missing = missing or self.nodes[i].callee < 0
                     continue
                 j = self.nodes[i].first + self.nodes[i].nkids - 1
@@ -698,12 +728,17 @@ def _recursive_rules(refs):
 
 
 # the whole inlining pass (see automaton._inline_small_rules for the why)
-def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
+def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size, any_order=None):
     """automaton._inline_small_rules: (rule -> expression with small rules inlined,
-    rule -> rules that expression calls)."""
+    rule -> rules that expression calls).
+
+    any_order: the type of the any-order object rules (ir.AnyOrder), or None. Such a rule is
+    seen as an alternative of calls of the rules it calls (so they count as called: recursion
+    through the object, rules in use), is never inlined, and comes back as it is, calling
+    those rules; its callees stay rules whatever their size, since its positions call them."""
     cdef _InlinePass p = _InlinePass()
     p.ws_type = ws_type
-    p.flatten(grammar)
+    p.flatten(grammar, any_order)
     rules = grammar.rules
     if p.undefined:
         p.raise_undefined(grammar)
@@ -733,7 +768,7 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
     inlinable.resize(nr, 0)
     for r in range(nr):
         inlinable[r] = (r != root_rule and not recursive[r] and not p.container[r]
-                        and (p.whitespace[r] or rule_max[r] <= cap))
+                        and not p.stand_in[r] and (p.whitespace[r] or rule_max[r] <= cap))
 
     # the calls a substitution reaches (not those of long counted runs, nor under a
     # whitespace wrapper): only those rules' bodies are ever made
@@ -804,7 +839,8 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
     r = 0
     for n in rules:
         i = p.root[r]
-        exprs[n] = p.rebuild(i, changed, made, bodies) if changed[i] else p.exprs[r]
+        exprs[n] = p.rebuild(i, changed, made, bodies) if changed[i] and not p.stand_in[r] \
+            else p.exprs[r]
         r += 1
 
     # rules each substituted expression calls: its own calls, with inlined rules replaced by
@@ -834,10 +870,13 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
     cdef set called
     r = 0
     for n in rules:
-        called = set()
-        for s in per_rule[r]:
-            called.add(names[s])
-        out_calls[n] = called
+        if p.stand_in[r]:
+            out_calls[n] = set(p.exprs[r].refs())
+        else:
+            called = set()
+            for s in per_rule[r]:
+                called.add(names[s])
+            out_calls[n] = called
         r += 1
     return exprs, out_calls
 

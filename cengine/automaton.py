@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
@@ -198,34 +198,13 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     container/whitespace semantics and the root keep their frames.
     Returns (rule -> expression, rule -> rules its expression calls).
 
-    An ir.AnyOrder rule (see _any_order_view) comes back as it is, calling its members.
+    An ir.AnyOrder rule (a whole object whose positions cengine._anyorder makes directly)
+    comes back as it is, calling its members: the pass sees it as an alternative of calls
+    of its members, so they count as called (recursion through the object, rules in use),
+    and they stay rules whatever their size, since the node's positions call them.
     """
-    view, nodes = _any_order_view(grammar)
-    exprs, calls = inline_small_rules(view, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE)
-    for name, node in nodes.items():
-        exprs[name] = node
-        calls[name] = set(node.refs())
-    return exprs, calls
-
-
-# --- any-order objects ----------------------------------------------------------------------
-# An ir.AnyOrder node is a whole rule (a container) whose positions cengine._anyorder makes
-# directly. The inlining pass sees it as a stand-in calling its members, so it counts them
-# as called (recursion through the object, rules in use); the members stay rules, whatever
-# their size, since the node's positions call them.
-
-def _any_order_view(grammar: ir.GrammarIR):
-    """(the grammar the inlining pass reads, name -> node of the ir.AnyOrder rules)."""
-    nodes = {n: r.expr for n, r in grammar.rules.items() if type(r.expr) is ir.AnyOrder}
-    if not nodes:
-        return grammar, nodes
-    rules = dict(grammar.rules)
-    for name, node in nodes.items():
-        r = rules[name]
-        stand_in = ir.alt(*(ir.Ref(m) for m in node.refs())) if node.refs() else ir.EMPTY
-        rules[name] = ir.Rule(name, stand_in, container=r.container, whitespace=r.whitespace,
-                              origin=r.origin)
-    return replace(grammar, rules=rules), nodes
+    return inline_small_rules(grammar, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE,
+                              ir.AnyOrder)
 
 
 # passes of merging equal positions over one cycle's positions (Builder.minimize; each pass
@@ -250,12 +229,15 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
             stack.append(m)
     names = [n for n in grammar.rules if n in used]
     rule_index = {n: i for i, n in enumerate(names)}
-    origins = {n: r.origin for n, r in grammar.rules.items() if r.origin}
+
+    def origin(name: str):
+        # (line, column) of rule `name` in its GBNF source, or (None, None)
+        return grammar.rules[name].origin or (None, None)
 
     def where(name: str) -> dict:
         # what an error met while building rule `name` names: the rule, its GBNF line and
         # column, or the schema keyword and pointer it was compiled from
-        line, col = origins.get(name) or (None, None)
+        line, col = origin(name)
         keyword, pointer = grammar.sources.get(name) or (None, None)
         return dict(rule=name, line=line, column=col, keyword=keyword, pointer=pointer)
 
@@ -292,7 +274,7 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     cyc = builder.left_cycle()
     if cyc is not None:
         rule = names[cyc[-1]]
-        line, col = origins.get(rule) or (None, None)
+        line, col = origin(rule)
         raise CompileError("left recursion: " + " -> ".join(names[c] for c in cyc),
                            rule=rule, line=line, column=col)
 
@@ -301,7 +283,7 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     start_len = builder.shortest()
     root = rule_index[grammar.root]
     if start_len[root] >= INF:
-        line, col = origins.get(grammar.root) or (None, None)
+        line, col = origin(grammar.root)
         raise CompileError("the grammar matches no document at all", rule=grammar.root,
                            line=line, column=col)
 
