@@ -139,8 +139,9 @@ cdef class _Machine:
 
 def positions(node, dict rule_index):
     """The positions of an ir.AnyOrder rule, numbered from 0 (the start) within the rule:
-    (finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to) as int32 arrays, the layout
-    Builder.add_positions takes (byte edges sorted per position, calls ascending by rule)."""
+    the tables finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to packed into one
+    int32 array behind their sizes P, E, C, the layout Builder.add_positions takes (byte
+    edges sorted per position, calls ascending by rule)."""
     cdef int n = len(node.members)
     cdef _Machine m = _Machine(n, node.required, node.extra is not None, node.lo, node.hi,
                                node.chain)
@@ -238,10 +239,7 @@ def positions(node, dict rule_index):
     # the end
     e_off.push_back(<int>e_lo.size())
     c_off.push_back(<int>c_rule.size())
-    # (each vector straight into its array: a tuple of vectors would convert each to a
-    # Python list and back)
-    return (_i32(finals), _i32(e_off), _i32(e_lo), _i32(e_hi), _i32(e_to), _i32(e_ws),
-            _i32(c_off), _i32(c_rule), _i32(c_to))
+    return _packed(finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to)
 
 
 cdef void _position(int q, int calls_of, int comma_to, int close_to, vector[int]& ws_lo,
@@ -310,9 +308,31 @@ cdef inline void _edge(vector[int]& lo, vector[int]& hi, vector[int]& to, vector
     ws.push_back(w)
 
 
-cdef object _i32(vector[int]& v):
-    a = np.empty(v.size(), np.int32)
+cdef object _packed(vector[int]& finals, vector[int]& e_off, vector[int]& e_lo,
+                    vector[int]& e_hi, vector[int]& e_to, vector[int]& e_ws, vector[int]& c_off,
+                    vector[int]& c_rule, vector[int]& c_to):
+    """The tables in the one int32 array Builder.add_positions reads: P, E, C, then the
+    tables one after the other."""
+    cdef vector[int]* parts[9]
+    parts[0] = &finals
+    parts[1] = &e_off
+    parts[2] = &e_lo
+    parts[3] = &e_hi
+    parts[4] = &e_to
+    parts[5] = &e_ws
+    parts[6] = &c_off
+    parts[7] = &c_rule
+    parts[8] = &c_to
+    cdef size_t n = 3, at = 3, k
+    for k in range(9):
+        n += parts[k].size()
+    a = np.empty(n, np.int32)
     cdef int[::1] mv = a
-    if v.size():
-        memcpy(&mv[0], v.data(), v.size() * sizeof(int))
+    mv[0] = <int>finals.size()
+    mv[1] = <int>e_lo.size()
+    mv[2] = <int>c_rule.size()
+    for k in range(9):
+        if parts[k].size():
+            memcpy(&mv[at], parts[k].data(), parts[k].size() * sizeof(int))
+            at += parts[k].size()
     return a

@@ -27,6 +27,7 @@ cimport cython
 from cython.operator cimport dereference as deref
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_C_CONTIGUOUS
 
 import numpy as np
 
@@ -52,20 +53,49 @@ DFA_GROWTH_SLACK = GROWTH_SLACK
 cdef int MAX_CHAIN_DEPTH = 256
 
 
+# The tables are made with np.empty and filled through the buffer protocol: a typed
+# memoryview per table (its format parsed and checked each time) cost more than the copy,
+# and a build makes twenty of them.
+cdef object _np_empty = np.empty
+cdef object _DT_I32 = np.dtype(np.int32)
+cdef object _DT_U8 = np.dtype(np.uint8)
+cdef object _DT_I64 = np.dtype(np.int64)
+
+
+cdef object _new_array(size_t n, dtype, void** data):
+    """A new C-contiguous array of n items of dtype; data: where its items start (valid
+    while the array lives: numpy arrays made here are never resized)."""
+    cdef Py_buffer view
+    a = _np_empty(n, dtype)
+    PyObject_GetBuffer(a, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
+    data[0] = view.buf
+    PyBuffer_Release(&view)
+    return a
+
+
 cdef object _i32(vector[int]& v):
-    a = np.empty(v.size(), np.int32)
-    cdef int32_t[::1] m = a
+    cdef void* d
+    a = _new_array(v.size(), _DT_I32, &d)
     if v.size():
-        memcpy(&m[0], v.data(), v.size() * sizeof(int))
+        memcpy(d, v.data(), v.size() * sizeof(int))
     return a
 
 
 cdef object _u8(vector[int]& v):
-    a = np.empty(v.size(), np.uint8)
-    cdef uint8_t[::1] m = a
+    cdef void* d
+    a = _new_array(v.size(), _DT_U8, &d)
+    cdef uint8_t* m = <uint8_t*>d
     cdef size_t i
     for i in range(v.size()):
         m[i] = <uint8_t>v[i]
+    return a
+
+
+cdef object _i64(vector[int64_t]& v):
+    cdef void* d
+    a = _new_array(v.size(), _DT_I64, &d)
+    if v.size():
+        memcpy(d, v.data(), v.size() * sizeof(int64_t))
     return a
 
 
@@ -1822,33 +1852,50 @@ cdef class Builder:
         self.starts.push_back(base)
 
     # --- positions made elsewhere (cengine._anyorder: the states of an any-order object) ----
-    def add_positions(self, int rule, const int[::1] finals, const int[::1] e_off,
-                      const int[::1] e_lo, const int[::1] e_hi, const int[::1] e_to,
-                      const int[::1] e_ws, const int[::1] c_off, const int[::1] c_rule,
-                      const int[::1] c_to):
-        """Append one rule's ready positions, numbered from 0 (its start) within the rule:
-        per position p, byte edges e_*[e_off[p]:e_off[p+1]] (ascending, disjoint) and calls
+    def add_positions(self, int rule, const int[::1] packed):
+        """Append one rule's ready positions, numbered from 0 (its start) within the rule, as
+        cengine._anyorder.positions packs them into one int32 array (one array per table cost
+        more to make and read than the object's positions): P, E, C, then finals[P],
+        e_off[P+1], e_lo[E], e_hi[E], e_to[E], e_ws[E], c_off[P+1], c_rule[C], c_to[C]; per
+        position p, byte edges e_*[e_off[p]:e_off[p+1]] (ascending, disjoint) and calls
         c_*[c_off[p]:c_off[p+1]] (one per callee, ascending). Spends a unit of work per
         position, edge and call."""
         cdef int base = <int>self.finals.size()
-        cdef int P = <int>finals.shape[0]
+        cdef int n = <int>packed.shape[0]
+        if n < 3 or n != 5 + 3 * packed[0] + 4 * packed[1] + 2 * packed[2]:
+            raise ValueError("add_positions: not a packed table of positions")
+        cdef int P = packed[0], E = packed[1], C = packed[2]
+        cdef const int* finals = &packed[3]
+        cdef const int* e_off = finals + P
+        cdef const int* e_lo = e_off + P + 1
+        cdef const int* e_hi = e_lo + E
+        cdef const int* e_to = e_hi + E
+        cdef const int* e_ws = e_to + E
+        cdef const int* c_off = e_ws + E
+        cdef const int* c_rule = c_off + P + 1
+        cdef const int* c_to = c_rule + C
         cdef int p, k
-        self.spend(<int64_t>P + e_lo.shape[0] + c_rule.shape[0])
+        cdef int e0 = <int>self.e_lo.size() - e_off[0], c0 = <int>self.c_rule.size() - c_off[0]
+        self.spend(<int64_t>P + E + C)
         if base + P > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         for p in range(P):
             self.finals.push_back(finals[p])
             self.pos_rule.push_back(rule)
-            for k in range(e_off[p], e_off[p + 1]):
-                self.e_lo.push_back(e_lo[k])
-                self.e_hi.push_back(e_hi[k])
-                self.e_to.push_back(e_to[k] + base)
-                self.e_ws.push_back(e_ws[k])
-            self.e_off.push_back(<int>self.e_lo.size())
-            for k in range(c_off[p], c_off[p + 1]):
-                self.c_rule.push_back(c_rule[k])
-                self.c_to.push_back(c_to[k] + base)
-            self.c_off.push_back(<int>self.c_rule.size())
+            self.e_off.push_back(e0 + e_off[p + 1])
+            self.c_off.push_back(c0 + c_off[p + 1])
+        self.e_lo.insert(self.e_lo.end(), e_lo, e_lo + E)
+        self.e_hi.insert(self.e_hi.end(), e_hi, e_hi + E)
+        self.e_ws.insert(self.e_ws.end(), e_ws, e_ws + E)
+        k = <int>self.e_to.size()
+        self.e_to.insert(self.e_to.end(), e_to, e_to + E)
+        for p in range(k, k + E):
+            self.e_to[p] += base
+        self.c_rule.insert(self.c_rule.end(), c_rule, c_rule + C)
+        k = <int>self.c_to.size()
+        self.c_to.insert(self.c_to.end(), c_to, c_to + C)
+        for p in range(k, k + C):
+            self.c_to[p] += base
         self.starts.push_back(base)
 
     cdef void _signature(self, int p, vector[int]& cls, int base, vector[int]& sig) noexcept:
@@ -2371,10 +2418,7 @@ cdef class Builder:
                 node = node_tail[node]
             chain_off.push_back(<int>chain_pos.size())
 
-        short_len = np.empty(P, np.int64)
-        cdef int64_t[::1] sl = short_len
-        for p in range(P):
-            sl[p] = self.short_len[p]
+        short_len = _i64(self.short_len)
         return dict(
             rule_start=_i32(self.starts), pos_rule=_i32(self.pos_rule), pos_flags=_u8(flags),
             edge_off=_i32(e_off), edge_lo=_u8(e_lo), edge_hi=_u8(e_hi), edge_to=_i32(e_to),

@@ -111,8 +111,11 @@ def budget_scope(budget: Optional[CompileBudget]) -> Iterator[None]:
         _BUDGET.reset(token)
 
 
+_DEFAULT_BUDGET = CompileBudget()
+
+
 def _builder() -> Builder:
-    budget = _BUDGET.get() or CompileBudget()
+    budget = _BUDGET.get() or _DEFAULT_BUDGET
     if budget.max_work is None:
         work, name = MAX_COMPILE_WORK, "MAX_COMPILE_WORK"
     else:
@@ -245,7 +248,7 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     builder = _builder()
     for ri, name in enumerate(names):
         if type(exprs[name]) is ir.AnyOrder:
-            builder.add_positions(ri, *any_order_positions(exprs[name], rule_index))
+            builder.add_positions(ri, any_order_positions(exprs[name], rule_index))
             continue
         # Thompson construction of the rule's expression over bytes and calls (C++); when
         # the positions are merged anyway, equal suffixes are shared already in the NFA
