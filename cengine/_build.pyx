@@ -945,6 +945,19 @@ cdef class RuleNfa:
         self.share = share
         self.starts_of = _PairMap() if share else None
 
+    cdef void reset(self, rule_name, bint whitespace) noexcept:
+        """Empty again, for another rule of the same grammar (Builder.add_rules makes one
+        RuleNfa per build: the vectors keep their room)."""
+        self.n = 0
+        self.ws = 1 if whitespace else 0
+        self.rule_name = rule_name
+        self.eps_flat.clear()
+        self.byt_flat.clear()
+        self.calls_flat.clear()
+        self.canon.clear()
+        if self.share:
+            self.starts_of.clear()
+
     cdef int new(self) except -1:
         if self.n >= self.max_states:
             raise LimitError(f"grammar needs more than {self.max_states} automaton states")
@@ -1353,6 +1366,14 @@ cdef class _PairMap:
         self.mask = 63
         self.count = 0
 
+    cdef void clear(self) noexcept:
+        """Empty again (the room beyond 64 slots is kept, unused)."""
+        self.ka.assign(64, -1)
+        self.kb.assign(64, 0)
+        self.vals.assign(64, 0)
+        self.mask = 63
+        self.count = 0
+
     cdef inline uint64_t _slot(self, int64_t a, int64_t b) noexcept:
         cdef uint64_t h = (<uint64_t>a) * <uint64_t>0x9E3779B97F4A7C15ULL
         h ^= (h >> 32) ^ ((<uint64_t>b) * <uint64_t>0xC2B2AE3D27D4EB4FULL)
@@ -1475,6 +1496,8 @@ cdef class Builder:
     cdef vector[int64_t] short_len
     cdef vector[int] short_kind, short_byte, short_rule, short_to
     cdef public int64_t used
+    cdef public int failed_rule     # add_rules: the rule being built when one raised
+    cdef public int failed_phase
     cdef int64_t limit
     cdef int64_t next_yield
     cdef int max_positions
@@ -1497,6 +1520,8 @@ cdef class Builder:
     def __init__(self, int64_t limit, int max_positions, int64_t max_growth=0,
                  str limit_name="MAX_COMPILE_WORK"):
         self.used = 0
+        self.failed_rule = -1
+        self.failed_phase = -1
         self.next_yield = GIL_YIELD_UNITS
         self.limit = limit
         self.max_positions = max_positions
@@ -1616,8 +1641,43 @@ cdef class Builder:
             for j in range(stride - 1):
                 cols[j][0][at] = flat[i * stride + 1 + j]
 
+    def add_rules(self, list names, dict exprs, list whitespace, dict rule_index, ws_type,
+                  bint share, int max_nfa_states, any_order, any_order_positions):
+        """The DFA of every rule in turn, names[i] being rule i (what add_rule and
+        add_positions do one call at a time, without a Python round per rule): an any_order
+        expression's positions from any_order_positions(expression, rule_index), every other
+        expression's Thompson NFA (RuleNfa(rule_index, name, whitespace[i], max_nfa_states,
+        ws_type, share), one reused) determinized. When one raises, failed_rule is the rule's
+        index and failed_phase what was running: 0 the any-order positions, 1 the NFA, 2 the
+        subset construction."""
+        cdef RuleNfa nfa = None
+        cdef int ri, s, t
+        for ri in range(len(names)):
+            name = names[ri]
+            e = exprs[name]
+            self.failed_rule = ri
+            if type(e) is any_order:
+                self.failed_phase = 0
+                self.add_positions(ri, any_order_positions(e, rule_index))
+                continue
+            self.failed_phase = 1
+            if nfa is None:
+                nfa = RuleNfa(rule_index, name, whitespace[ri], max_nfa_states, ws_type, share)
+            else:
+                nfa.reset(name, whitespace[ri])
+            s = nfa.new()
+            t = nfa.new()
+            nfa.emit(e, s, t, 0)
+            self.failed_phase = 2
+            self._add_rule(ri, nfa, s, t)
+        self.failed_rule = -1
+        self.failed_phase = -1
+
     def add_rule(self, int rule, RuleNfa nfa, int start, int accept):
         """Determinize one rule's NFA and append its DFA states as positions."""
+        self._add_rule(rule, nfa, start, accept)
+
+    cdef int _add_rule(self, int rule, RuleNfa nfa, int start, int accept) except -1:
         cdef int n = nfa.n
         cdef vector[int]* cols[4]
         cols[0] = &self.n_eto
@@ -1850,6 +1910,7 @@ cdef class Builder:
         if base + nsets > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
+        return 0
 
     # --- positions made elsewhere (cengine._anyorder: the states of an any-order object) ----
     def add_positions(self, int rule, const int[::1] packed):

@@ -210,6 +210,10 @@ def _inline_small_rules(grammar: ir.GrammarIR):
                               ir.AnyOrder)
 
 
+# Builder.add_rules' failed_phase: building the rule's NFA, determinizing it
+_NFA_PHASE = 1
+_DFA_PHASE = 2
+
 # passes of merging equal positions over one cycle's positions (Builder.minimize; each pass
 # keeps the language; merges that need more passes around a cycle are left undone). A pass
 # over a cycle costs its positions only, so the bound is loose: the corpus converges below it
@@ -244,33 +248,29 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
         keyword, pointer = grammar.sources.get(name) or (None, None)
         return dict(rule=name, line=line, column=col, keyword=keyword, pointer=pointer)
 
-    # per rule DFA (C++ subset construction), concatenated into one position space
+    # per rule DFA, concatenated into one position space: an ir.AnyOrder rule's positions
+    # made directly (cengine._anyorder), every other rule by Thompson construction of its
+    # expression over bytes and calls and subset construction (C++); when the positions are
+    # merged anyway, equal suffixes are shared already in the NFA (fewer subset states to
+    # make and merge)
     builder = _builder()
-    for ri, name in enumerate(names):
-        if type(exprs[name]) is ir.AnyOrder:
-            builder.add_positions(ri, any_order_positions(exprs[name], rule_index))
-            continue
-        # Thompson construction of the rule's expression over bytes and calls (C++); when
-        # the positions are merged anyway, equal suffixes are shared already in the NFA
-        # (fewer subset states to make and merge)
-        nfa = RuleNfa(rule_index, name, grammar.rules[name].whitespace, MAX_NFA_STATES,
-                      _Whitespace, minimize)
-        try:
-            s, t = nfa.build(exprs[name])
-        except CompileError as e:
+    try:
+        builder.add_rules(names, exprs, [grammar.rules[n].whitespace for n in names],
+                          rule_index, _Whitespace, minimize, MAX_NFA_STATES, ir.AnyOrder,
+                          any_order_positions)
+    except CompileError as e:
+        name = names[builder.failed_rule]
+        if builder.failed_phase == _NFA_PHASE:
             if e.rule is None or e.line is None:
                 extra = {"limit": e.limit} if isinstance(e, LimitError) else {}
                 raise type(e)(e.reason, **where(name), **extra) from None
-            raise
-        try:
-            builder.add_rule(ri, nfa, s, t)
-        except LimitError as e:
+        elif builder.failed_phase == _DFA_PHASE and isinstance(e, LimitError):
             at = where(name)
             # the grammar-wide caps (work, positions) name a rule only when it has a schema
             # location to report; a determinisation blowup is the rule's own
-            if e.limit != "max_dfa_growth" and at["pointer"] is None:
-                raise
-            raise LimitError(e.reason, limit=e.limit, **at) from None
+            if e.limit == "max_dfa_growth" or at["pointer"] is not None:
+                raise LimitError(e.reason, limit=e.limit, **at) from None
+        raise
     if minimize:
         builder.minimize(MINIMIZE_MAX_ROUNDS)
 
