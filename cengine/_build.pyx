@@ -125,11 +125,106 @@ cdef dict _SEQ_CACHE = {}
 cdef list _charset_sequences(ranges):
     seqs = _SEQ_CACHE.get(ranges)
     if seqs is None:
-        seqs = [tuple(sq) for lo, hi in ranges for sq in _sequences(lo, hi)]
+        seqs = []
+        for lo, hi in ranges:
+            _append_sequences(lo, hi, seqs)
         if len(_SEQ_CACHE) > 4096:
             _SEQ_CACHE.clear()
         _SEQ_CACHE[ranges] = seqs
     return seqs
+
+
+# cengine.utf8.sequences over C ints (a charset met for the first time cost a Python
+# generator per range and per split); the same sequences in the same order, each a tuple of
+# (lo, hi) byte ranges. Ranges outside the code points go to the Python function as before.
+cdef long _SURR_LO = 0xD800, _SURR_HI = 0xDFFF
+cdef long _BOUND_LO[4]
+cdef long _BOUND_HI[4]
+_BOUND_LO[:] = [0x0, 0x80, 0x800, 0x10000]
+_BOUND_HI[:] = [0x7F, 0x7FF, 0xFFFF, 0x10FFFF]
+
+
+cdef inline void _utf8(long cp, int n, int* out) noexcept:
+    """The n UTF-8 bytes of cp (a surrogate encoded like any other 3-byte code point)."""
+    cdef int k
+    if n == 1:
+        out[0] = <int>cp
+        return
+    for k in range(n - 1, 0, -1):
+        out[k] = 0x80 | <int>(cp & 0x3F)
+        cp >>= 6
+    out[0] = (0xC0 if n == 2 else 0xE0 if n == 3 else 0xF0) | <int>cp
+
+
+cdef int _split_aligned(long lo, long hi, int n, list out) except -1:
+    """utf8._split_aligned: [lo, hi] (all n bytes long) as products of byte ranges."""
+    cdef int i, k
+    cdef long m
+    cdef int a[4]
+    cdef int b[4]
+    for i in range(1, n):
+        m = (1 << (6 * i)) - 1
+        if (lo & ~m) != (hi & ~m):
+            if lo & m:
+                _split_aligned(lo, lo | m, n, out)
+                _split_aligned((lo | m) + 1, hi, n, out)
+                return 0
+            if (hi & m) != m:
+                _split_aligned(lo, (hi & ~m) - 1, n, out)
+                _split_aligned(hi & ~m, hi, n, out)
+                return 0
+    _utf8(lo, n, a)
+    _utf8(hi, n, b)
+    sq = PyTuple_New(n)
+    for k in range(n):
+        x = (a[k], b[k])
+        Py_INCREF(x)
+        PyTuple_SET_ITEM(sq, k, x)
+    out.append(sq)
+    return 0
+
+
+cdef int _append_sequences(lo_obj, hi_obj, list out) except -1:
+    """Append the byte-range sequences of the code points [lo, hi] (utf8.sequences)."""
+    cdef long lo, hi, plo, phi, a, b
+    cdef long p_lo[2]
+    cdef long p_hi[2]
+    cdef int np = 0, j, n
+    if not (0 <= lo_obj <= 0x10FFFF and 0 <= hi_obj <= 0x10FFFF):
+        out.extend([tuple(sq) for sq in _sequences(lo_obj, hi_obj)])
+        return 0
+    lo = lo_obj
+    hi = hi_obj
+    if hi < _SURR_LO or lo > _SURR_HI:
+        p_lo[0] = lo
+        p_hi[0] = hi
+        np = 1
+    else:
+        if lo < _SURR_LO:
+            p_lo[np] = lo
+            p_hi[np] = _SURR_LO - 1
+            np += 1
+        if hi > _SURR_HI:
+            p_lo[np] = _SURR_HI + 1
+            p_hi[np] = hi
+            np += 1
+    for j in range(np):
+        plo = p_lo[j]
+        phi = p_hi[j]
+        for n in range(4):
+            a = plo if plo > _BOUND_LO[n] else _BOUND_LO[n]
+            b = phi if phi < _BOUND_HI[n] else _BOUND_HI[n]
+            if a <= b:
+                _split_aligned(a, b, n + 1, out)
+    return 0
+
+
+def _utf8_sequences(lo, hi):
+    """The sequences the builder makes for the code points [lo, hi], as a list of tuples
+    (tests/test_automaton_utf8_sequences.py compares them with cengine.utf8.sequences)."""
+    out = []
+    _append_sequences(lo, hi, out)
+    return out
 
 
 # the UTF-8 tails (continuation byte ranges ending a sequence) met so far, each numbered
@@ -302,6 +397,8 @@ cdef class _InlinePass:
         self.seen_key.resize(1 << 10, 0)
         self.seen_node.resize(1 << 10, 0)
         self.seen_count = 0
+        self.nodes.reserve(512)         # (a median grammar has a few hundred nodes)
+        self.kids.reserve(1024)
 
     cdef inline size_t _slot(self, uintptr_t key) noexcept nogil:
         cdef size_t mask = (<size_t>1 << self.seen_bits) - 1
@@ -1516,6 +1613,11 @@ cdef class Builder:
     cdef int stamp
     # the subset construction's tables, emptied for each rule (made once per build)
     cdef _SetTable sets, by_targets
+    # _add_rule's scratch vectors between rules (their room kept)
+    cdef vector[int] x_cur, x_targets, x_single, x_lo, x_hi, x_to, x_ws, x_bounds, x_covering
+    cdef vector[pair[int, int]] x_cpairs
+    cdef vector[int64_t] x_by_lo
+    cdef vector[int] x_fill
 
     def __init__(self, int64_t limit, int max_positions, int64_t max_growth=0,
                  str limit_name="MAX_COMPILE_WORK"):
@@ -1633,7 +1735,8 @@ cdef class Builder:
             off[i + 1] += off[i]
         for j in range(stride - 1):
             cols[j][0].assign(m, 0)
-        cdef vector[int] fill = off
+        self.x_fill.assign(off.begin(), off.end())
+        cdef int* fill = self.x_fill.data()
         for i in range(m):
             f = flat[i * stride]
             at = fill[f]
@@ -1710,7 +1813,6 @@ cdef class Builder:
         cdef int one, o
         cdef _SetTable by_targets = self.by_targets   # sorted target set -> DFA state, likewise
         by_targets.reset(n >> 4)
-        single.assign(n, -1)
         cdef vector[int] r_lo, r_hi, r_to, r_ws, bounds
         cdef vector[pair[int, int]] cpairs
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
@@ -1721,6 +1823,21 @@ cdef class Builder:
         cdef vector[int64_t] by_lo
         cdef vector[int] covering
         cdef const int* boff = self.n_boff.data()     # not resized below
+        # the scratch vectors keep their room from the rule before (swapped back at the end):
+        # grown afresh, they cost some sixty allocations per rule
+        cur.swap(self.x_cur)
+        targets.swap(self.x_targets)
+        single.swap(self.x_single)
+        r_lo.swap(self.x_lo)
+        r_hi.swap(self.x_hi)
+        r_to.swap(self.x_to)
+        r_ws.swap(self.x_ws)
+        bounds.swap(self.x_bounds)
+        cpairs.swap(self.x_cpairs)
+        by_lo.swap(self.x_by_lo)
+        covering.swap(self.x_covering)
+        single.assign(n, -1)
+        cur.clear()
         self.reached.assign(n, 0)
         self.n_reached = 0
         self.acts.assign(n, 0)
@@ -1910,6 +2027,17 @@ cdef class Builder:
         if base + nsets > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
+        cur.swap(self.x_cur)
+        targets.swap(self.x_targets)
+        single.swap(self.x_single)
+        r_lo.swap(self.x_lo)
+        r_hi.swap(self.x_hi)
+        r_to.swap(self.x_to)
+        r_ws.swap(self.x_ws)
+        bounds.swap(self.x_bounds)
+        cpairs.swap(self.x_cpairs)
+        by_lo.swap(self.x_by_lo)
+        covering.swap(self.x_covering)
         return 0
 
     # --- positions made elsewhere (cengine._anyorder: the states of an any-order object) ----
