@@ -27,6 +27,7 @@ cimport cython
 from cython.operator cimport dereference as deref
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_C_CONTIGUOUS
 
 import numpy as np
@@ -307,6 +308,9 @@ cdef Py_ssize_t _REPEAT_ITEM = _slot_offset(_Repeat, "item")
 cdef Py_ssize_t _REPEAT_LO = _slot_offset(_Repeat, "lo")
 cdef Py_ssize_t _REPEAT_HI = _slot_offset(_Repeat, "hi")
 cdef Py_ssize_t _REF_NAME = _slot_offset(_Ref, "name")
+cdef Py_ssize_t _BYTES_DATA = _slot_offset(_Bytes, "data")
+cdef Py_ssize_t _BYTESET_RANGES = _slot_offset(_ByteSet, "ranges")
+cdef Py_ssize_t _CHARSET_RANGES = _slot_offset(_CharSet, "ranges")
 
 
 cdef inline object _field(e, Py_ssize_t offset, str name):
@@ -501,13 +505,13 @@ cdef class _InlinePass:
         else:
             i = self._add(e, N_LEAF, 0, 0, 0)
             if k is _Bytes:
-                n = len(e.data)
+                n = len(_field(e, _BYTES_DATA, "data"))
                 self.nodes[i].maxv = n
                 self.nodes[i].weight = n if n > 1 else 1
             elif k is _ByteSet:
                 self.nodes[i].maxv = 1
             elif k is _CharSet:
-                ranges = e.ranges
+                ranges = _field(e, _CHARSET_RANGES, "ranges")
                 top = ranges[len(ranges) - 1][1] if ranges else 0
                 self.nodes[i].maxv = 1 if top < 0x80 else 2 if top < 0x800 else \
                     3 if top < 0x10000 else 4
@@ -1118,7 +1122,7 @@ cdef class RuleNfa:
 
     cdef int64_t _key(self, e) except -2:
         if type(e) is _Ref:
-            idx = self.rule_index.get(e.name)
+            idx = self.rule_index.get(_field(e, _REF_NAME, "name"))
             if idx is not None:
                 return <int64_t>idx        # (below any object's address)
         return <int64_t><uintptr_t><void*>e
@@ -1194,15 +1198,18 @@ cdef class RuleNfa:
         cdef int i, m, cur, nxt, a, b, saved, lo, hi, base
         cdef int copies, stamp = 0, tcur = 0, tnxt = 0, tend = 0
         cdef int te0 = 0, te1 = 0, tb0 = 0, tb1 = 0, tc0 = 0, tc1 = 0
-        cdef const unsigned char[:] data
+        cdef const unsigned char* data
         if depth > MAX_EXPR_DEPTH:
             raise LimitError("grammar expressions nest too deeply")
         k = type(e)
         if self.share and (k is _Seq or k is _Alt or k is _CharSet):
             return self.emit_shared(e, k, s, t, depth)
         if k is _Bytes:
-            data = e.data
-            m = data.shape[0]
+            d = _field(e, _BYTES_DATA, "data")
+            if type(d) is not bytes:
+                d = bytes(memoryview(d))
+            data = <const unsigned char*>PyBytes_AS_STRING(d)
+            m = <int>PyBytes_GET_SIZE(d)
             cur = s
             for i in range(m):
                 if i == m - 1:
@@ -1214,11 +1221,11 @@ cdef class RuleNfa:
             if m == 0:
                 self._eps(s, t)
         elif k is _ByteSet:
-            for r in e.ranges:
+            for r in _field(e, _BYTESET_RANGES, "ranges"):
                 self._byte(s, r[0], r[1], t)
         elif k is _CharSet:
             # share the tails: sequences of equal length end in the same states
-            for sq in _charset_sequences(e.ranges):
+            for sq in _charset_sequences(_field(e, _CHARSET_RANGES, "ranges")):
                 cur = s
                 m = len(sq)
                 for i in range(m):
@@ -1230,7 +1237,7 @@ cdef class RuleNfa:
                     self._byte(cur, lo, hi, nxt)
                     cur = nxt
         elif k is _Seq:
-            items = e.items
+            items = _field(e, _SEQ_ITEMS, "items")
             m = len(items)
             cur = s
             for i in range(m):
@@ -1241,24 +1248,26 @@ cdef class RuleNfa:
                 self.emit(items[i], cur, nxt, depth + 1)
                 cur = nxt
         elif k is _Alt:
-            for it in e.items:
+            for it in _field(e, _ALT_ITEMS, "items"):
                 a = self.new()
                 b = self.new()
                 self._eps(s, a)
                 self.emit(it, a, b, depth + 1)
                 self._eps(b, t)
         elif k is _Repeat:
-            item = e.item
+            item = _field(e, _REPEAT_ITEM, "item")
+            lo_o = _field(e, _REPEAT_LO, "lo")
+            hi_o = _field(e, _REPEAT_HI, "hi")
             cur = s
             # the counted copies (lo of them, then hi - lo optional ones, each after a skip to
             # t): the first is emitted, the others stamped from it when its fragment touches
             # only its own new states, its start and its end (then emitting again would make
             # the same states and edges, renumbered: a walk of the item's expression per count
             # is what a {1,255} costs otherwise)
-            copies = <int>e.lo if e.hi is None else <int>e.hi
+            copies = <int>lo_o if hi_o is None else <int>hi_o
             stamp = 0               # 0 no copy yet, 1 stamp from the first, -1 emit each
             for i in range(copies):
-                if i >= <int>e.lo:
+                if i >= <int>lo_o:
                     self._eps(cur, t)
                 if stamp == 1:
                     nxt = self._stamp(cur, tcur, tnxt, tend, te0, te1, tb0, tb1, tc0, tc1)
@@ -1276,7 +1285,7 @@ cdef class RuleNfa:
                         stamp = 1 if i + 1 < copies and self._stampable(
                             tcur, tnxt, tend, te0, te1, tb0, tb1, tc0, tc1) else -1
                 cur = nxt
-            if e.hi is None:
+            if hi_o is None:
                 # loop through a fresh head: cur -eps-> h -item-> b -eps-> h ; h -eps-> t.
                 # Looping back to cur itself would be wrong when cur has other exits (an
                 # enclosing optional's skip): (a* '@')? would then accept a* alone
@@ -1291,7 +1300,7 @@ cdef class RuleNfa:
             else:
                 self._eps(cur, t)
         elif k is _Ref:
-            idx = self.rule_index.get(e.name)
+            idx = self.rule_index.get(_field(e, _REF_NAME, "name"))
             if idx is None:
                 raise CompileError(f"rule '{e.name}' is used but never defined", rule=self.rule_name)
             self.calls_flat.push_back(s)
@@ -1330,7 +1339,7 @@ cdef class RuleNfa:
         cdef int i, m, cur, nxt, lo, hi, a, b
         cdef int64_t ka, kb
         if k is _Seq:
-            items = e.items
+            items = _field(e, _SEQ_ITEMS, "items")
             m = len(items)
             if m == 0:
                 return 0
@@ -1340,7 +1349,7 @@ cdef class RuleNfa:
             self.emit(items[0], s, cur, depth + 1)
         elif k is _Alt:
             kb = self._cont(t, 0)
-            for it in e.items:
+            for it in _field(e, _ALT_ITEMS, "items"):
                 ka = self._key(it)
                 a = self.starts_of.get(ka, kb)
                 if a >= 0:
@@ -1357,7 +1366,7 @@ cdef class RuleNfa:
             # UTF-8 sequences from their ends: the states before a sequence's last bytes are
             # shared with every later use of that sequence into the same continuation
             kb = self._cont(t, 1)
-            for sq in _charset_sequences(e.ranges):
+            for sq in _charset_sequences(_field(e, _CHARSET_RANGES, "ranges")):
                 m = len(sq)
                 cur = t
                 for i in range(m - 1, 0, -1):
@@ -2488,7 +2497,15 @@ cdef class Builder:
         for x in rule_container:
             flag = 1 if x else 0
             rcont.push_back(flag)
-        # drop what leads nowhere
+        # drop what leads nowhere (room for all: most edges lead somewhere)
+        e_off.reserve(P + 1)
+        c_off.reserve(P + 1)
+        e_lo.reserve(self.e_lo.size())
+        e_hi.reserve(self.e_lo.size())
+        e_to.reserve(self.e_lo.size())
+        e_ws.reserve(self.e_lo.size())
+        c_rule.reserve(self.c_rule.size())
+        c_to.reserve(self.c_rule.size())
         e_off.push_back(0)
         c_off.push_back(0)
         for p in range(P):
@@ -2524,6 +2541,14 @@ cdef class Builder:
         visited.reserve(4 * P)
         cdef vector[pair[int, int]] work
         cdef vector[int] clo_off, clo_chain, chain_nodes, clo_pop
+        node_head.reserve(P + 1)
+        node_tail.reserve(P + 1)
+        node_depth.reserve(P + 1)
+        node_chain.reserve(P + 1)
+        node_seen.reserve(P + 1)
+        clo_off.reserve(P + 1)
+        clo_chain.reserve(P + 1)
+        chain_nodes.reserve(P + 1)
         node_head.push_back(-1)
         node_tail.push_back(0)
         node_depth.push_back(0)
