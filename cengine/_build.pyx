@@ -2229,6 +2229,18 @@ cdef class Builder:
         cdef vector[int] finals, pos_rule, starts, e_off, e_lo, e_hi, e_to, e_ws
         cdef vector[int] c_off, c_rule, c_to
         newpos.assign(P, 0)
+        # room for the tables as they are (merging only shrinks them)
+        finals.reserve(P)
+        pos_rule.reserve(P)
+        starts.reserve(R)
+        e_off.reserve(P + 1)
+        c_off.reserve(P + 1)
+        e_lo.reserve(self.e_lo.size())
+        e_hi.reserve(self.e_lo.size())
+        e_to.reserve(self.e_lo.size())
+        e_ws.reserve(self.e_lo.size())
+        c_rule.reserve(self.c_rule.size())
+        c_to.reserve(self.c_rule.size())
         e_off.push_back(0)
         c_off.push_back(0)
         for r in range(R):
