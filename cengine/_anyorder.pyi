@@ -1,7 +1,8 @@
 """Type stubs of cengine._anyorder (Cython, C++): the positions of an any-order object."""
-from typing import Any, Dict, Tuple
+from typing import Any, Dict
 
 import numpy as np
 
-# (finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to), int32, for Builder.add_positions
-def positions(node: Any, rule_index: Dict[str, int]) -> Tuple[np.ndarray, ...]: ...
+# int32: P, E, C, then finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to, for
+# Builder.add_positions
+def positions(node: Any, rule_index: Dict[str, int]) -> np.ndarray: ...

@@ -24,6 +24,7 @@ tests/oracles/any_order_reference.py): the same rule is called for a member in e
 and a state is made only when the object can still close from it.
 """
 from libc.stdint cimport int64_t
+from libc.string cimport memcpy
 from libcpp.vector cimport vector
 from libcpp.unordered_map cimport unordered_map
 from libcpp.pair cimport pair
@@ -138,8 +139,9 @@ cdef class _Machine:
 
 def positions(node, dict rule_index):
     """The positions of an ir.AnyOrder rule, numbered from 0 (the start) within the rule:
-    (finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to) as int32 arrays, the layout
-    Builder.add_positions takes (byte edges sorted per position, calls ascending by rule)."""
+    the tables finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to packed into one
+    int32 array behind their sizes P, E, C, the layout Builder.add_positions takes (byte
+    edges sorted per position, calls ascending by rule)."""
     cdef int n = len(node.members)
     cdef _Machine m = _Machine(n, node.required, node.extra is not None, node.lo, node.hi,
                                node.chain)
@@ -171,7 +173,7 @@ def positions(node, dict rule_index):
     cdef int64_t width = (node.hi if node.hi is not None else node.lo) + 2
     cdef int i, k, c, c1, t, q
     cdef int64_t s
-    cdef bint empty_ok = node.lo == 0 and not any(node.required)
+    cdef bint empty_ok = node.lo == 0 and m.missing_from[0] == 0     # (no member required)
 
     calls_off.push_back(0)
     # the start's moves are those after a comma of state (0, 0), whether or not that state
@@ -215,6 +217,7 @@ def positions(node, dict rule_index):
     cdef int END = q
     cdef int P = q + 1
     cdef vector[int] finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to
+    cdef vector[pair[int, int]] cp
     finals.assign(P, 0)
     finals[END] = 1
     e_off.push_back(0)
@@ -225,30 +228,31 @@ def positions(node, dict rule_index):
     c_off.push_back(0)
     # after `{` (like a C, with the empty object's close), then each state's A and C
     _position(1, -1, -1, END if empty_ok else -1, ws_lo, ws_hi, calls_off, call_rule,
-              call_state, pos_a, e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off)
+              call_state, pos_a, e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off, cp)
     for i in range(S):
         _position(pos_a[i], -2, pos_c[i], END if m.can_close(st_s[i], st_c[i]) else -1,
                   ws_lo, ws_hi, calls_off, call_rule, call_state, pos_a,
-                  e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off)
+                  e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off, cp)
         if pos_c[i] >= 0:
             _position(pos_c[i], i, -1, -1, ws_lo, ws_hi, calls_off, call_rule, call_state,
-                      pos_a, e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off)
+                      pos_a, e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off, cp)
     # the end
     e_off.push_back(<int>e_lo.size())
     c_off.push_back(<int>c_rule.size())
-    return tuple(_i32(v) for v in (finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to))
+    return _packed(finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to)
 
 
 cdef void _position(int q, int calls_of, int comma_to, int close_to, vector[int]& ws_lo,
                     vector[int]& ws_hi, vector[int]& calls_off, vector[int]& call_rule,
                     vector[int]& call_state, vector[int]& pos_a, vector[int]& e_lo,
                     vector[int]& e_hi, vector[int]& e_to, vector[int]& e_ws, vector[int]& e_off,
-                    vector[int]& c_rule, vector[int]& c_to, vector[int]& c_off) noexcept:
+                    vector[int]& c_rule, vector[int]& c_to, vector[int]& c_off,
+                    vector[pair[int, int]]& cp) noexcept:
     """Position q: its whitespace loop, `,` to comma_to and `}` to close_to (when >= 0;
     edges ascending), and the calls of state calls_of's moves (-1: the start's, -2: none)
-    into the A of the state each leads to, ascending by rule."""
-    cdef vector[pair[int, int]] cp
+    into the A of the state each leads to, ascending by rule. cp: scratch room."""
     cdef int k
+    cp.clear()
     _ws_edges(ws_lo, ws_hi, -1, COMMA, q, e_lo, e_hi, e_to, e_ws)
     if comma_to >= 0:
         _edge(e_lo, e_hi, e_to, e_ws, COMMA, COMMA, comma_to, 0)
@@ -304,10 +308,31 @@ cdef inline void _edge(vector[int]& lo, vector[int]& hi, vector[int]& to, vector
     ws.push_back(w)
 
 
-cdef object _i32(vector[int]& v):
-    a = np.empty(v.size(), np.int32)
+cdef object _packed(vector[int]& finals, vector[int]& e_off, vector[int]& e_lo,
+                    vector[int]& e_hi, vector[int]& e_to, vector[int]& e_ws, vector[int]& c_off,
+                    vector[int]& c_rule, vector[int]& c_to):
+    """The tables in the one int32 array Builder.add_positions reads: P, E, C, then the
+    tables one after the other."""
+    cdef vector[int]* parts[9]
+    parts[0] = &finals
+    parts[1] = &e_off
+    parts[2] = &e_lo
+    parts[3] = &e_hi
+    parts[4] = &e_to
+    parts[5] = &e_ws
+    parts[6] = &c_off
+    parts[7] = &c_rule
+    parts[8] = &c_to
+    cdef size_t n = 3, at = 3, k
+    for k in range(9):
+        n += parts[k].size()
+    a = np.empty(n, np.int32)
     cdef int[::1] mv = a
-    cdef size_t i
-    for i in range(v.size()):
-        mv[i] = v[i]
+    mv[0] = <int>finals.size()
+    mv[1] = <int>e_lo.size()
+    mv[2] = <int>c_rule.size()
+    for k in range(9):
+        if parts[k].size():
+            memcpy(&mv[at], parts[k].data(), parts[k].size() * sizeof(int))
+            at += parts[k].size()
     return a

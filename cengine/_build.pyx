@@ -27,6 +27,8 @@ cimport cython
 from cython.operator cimport dereference as deref
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_C_CONTIGUOUS
 
 import numpy as np
 
@@ -52,20 +54,49 @@ DFA_GROWTH_SLACK = GROWTH_SLACK
 cdef int MAX_CHAIN_DEPTH = 256
 
 
+# The tables are made with np.empty and filled through the buffer protocol: a typed
+# memoryview per table (its format parsed and checked each time) cost more than the copy,
+# and a build makes twenty of them.
+cdef object _np_empty = np.empty
+cdef object _DT_I32 = np.dtype(np.int32)
+cdef object _DT_U8 = np.dtype(np.uint8)
+cdef object _DT_I64 = np.dtype(np.int64)
+
+
+cdef object _new_array(size_t n, dtype, void** data):
+    """A new C-contiguous array of n items of dtype; data: where its items start (valid
+    while the array lives: numpy arrays made here are never resized)."""
+    cdef Py_buffer view
+    a = _np_empty(n, dtype)
+    PyObject_GetBuffer(a, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
+    data[0] = view.buf
+    PyBuffer_Release(&view)
+    return a
+
+
 cdef object _i32(vector[int]& v):
-    a = np.empty(v.size(), np.int32)
-    cdef int32_t[::1] m = a
+    cdef void* d
+    a = _new_array(v.size(), _DT_I32, &d)
     if v.size():
-        memcpy(&m[0], v.data(), v.size() * sizeof(int))
+        memcpy(d, v.data(), v.size() * sizeof(int))
     return a
 
 
 cdef object _u8(vector[int]& v):
-    a = np.empty(v.size(), np.uint8)
-    cdef uint8_t[::1] m = a
+    cdef void* d
+    a = _new_array(v.size(), _DT_U8, &d)
+    cdef uint8_t* m = <uint8_t*>d
     cdef size_t i
     for i in range(v.size()):
         m[i] = <uint8_t>v[i]
+    return a
+
+
+cdef object _i64(vector[int64_t]& v):
+    cdef void* d
+    a = _new_array(v.size(), _DT_I64, &d)
+    if v.size():
+        memcpy(d, v.data(), v.size() * sizeof(int64_t))
     return a
 
 
@@ -95,11 +126,106 @@ cdef dict _SEQ_CACHE = {}
 cdef list _charset_sequences(ranges):
     seqs = _SEQ_CACHE.get(ranges)
     if seqs is None:
-        seqs = [tuple(sq) for lo, hi in ranges for sq in _sequences(lo, hi)]
+        seqs = []
+        for lo, hi in ranges:
+            _append_sequences(lo, hi, seqs)
         if len(_SEQ_CACHE) > 4096:
             _SEQ_CACHE.clear()
         _SEQ_CACHE[ranges] = seqs
     return seqs
+
+
+# cengine.utf8.sequences over C ints (a charset met for the first time cost a Python
+# generator per range and per split); the same sequences in the same order, each a tuple of
+# (lo, hi) byte ranges. Ranges outside the code points go to the Python function as before.
+cdef long _SURR_LO = 0xD800, _SURR_HI = 0xDFFF
+cdef long _BOUND_LO[4]
+cdef long _BOUND_HI[4]
+_BOUND_LO[:] = [0x0, 0x80, 0x800, 0x10000]
+_BOUND_HI[:] = [0x7F, 0x7FF, 0xFFFF, 0x10FFFF]
+
+
+cdef inline void _utf8(long cp, int n, int* out) noexcept:
+    """The n UTF-8 bytes of cp (a surrogate encoded like any other 3-byte code point)."""
+    cdef int k
+    if n == 1:
+        out[0] = <int>cp
+        return
+    for k in range(n - 1, 0, -1):
+        out[k] = 0x80 | <int>(cp & 0x3F)
+        cp >>= 6
+    out[0] = (0xC0 if n == 2 else 0xE0 if n == 3 else 0xF0) | <int>cp
+
+
+cdef int _split_aligned(long lo, long hi, int n, list out) except -1:
+    """utf8._split_aligned: [lo, hi] (all n bytes long) as products of byte ranges."""
+    cdef int i, k
+    cdef long m
+    cdef int a[4]
+    cdef int b[4]
+    for i in range(1, n):
+        m = (1 << (6 * i)) - 1
+        if (lo & ~m) != (hi & ~m):
+            if lo & m:
+                _split_aligned(lo, lo | m, n, out)
+                _split_aligned((lo | m) + 1, hi, n, out)
+                return 0
+            if (hi & m) != m:
+                _split_aligned(lo, (hi & ~m) - 1, n, out)
+                _split_aligned(hi & ~m, hi, n, out)
+                return 0
+    _utf8(lo, n, a)
+    _utf8(hi, n, b)
+    sq = PyTuple_New(n)
+    for k in range(n):
+        x = (a[k], b[k])
+        Py_INCREF(x)
+        PyTuple_SET_ITEM(sq, k, x)
+    out.append(sq)
+    return 0
+
+
+cdef int _append_sequences(lo_obj, hi_obj, list out) except -1:
+    """Append the byte-range sequences of the code points [lo, hi] (utf8.sequences)."""
+    cdef long lo, hi, plo, phi, a, b
+    cdef long p_lo[2]
+    cdef long p_hi[2]
+    cdef int np = 0, j, n
+    if not (0 <= lo_obj <= 0x10FFFF and 0 <= hi_obj <= 0x10FFFF):
+        out.extend([tuple(sq) for sq in _sequences(lo_obj, hi_obj)])
+        return 0
+    lo = lo_obj
+    hi = hi_obj
+    if hi < _SURR_LO or lo > _SURR_HI:
+        p_lo[0] = lo
+        p_hi[0] = hi
+        np = 1
+    else:
+        if lo < _SURR_LO:
+            p_lo[np] = lo
+            p_hi[np] = _SURR_LO - 1
+            np += 1
+        if hi > _SURR_HI:
+            p_lo[np] = _SURR_HI + 1
+            p_hi[np] = hi
+            np += 1
+    for j in range(np):
+        plo = p_lo[j]
+        phi = p_hi[j]
+        for n in range(4):
+            a = plo if plo > _BOUND_LO[n] else _BOUND_LO[n]
+            b = phi if phi < _BOUND_HI[n] else _BOUND_HI[n]
+            if a <= b:
+                _split_aligned(a, b, n + 1, out)
+    return 0
+
+
+def _utf8_sequences(lo, hi):
+    """The sequences the builder makes for the code points [lo, hi], as a list of tuples
+    (tests/test_automaton_utf8_sequences.py compares them with cengine.utf8.sequences)."""
+    out = []
+    _append_sequences(lo, hi, out)
+    return out
 
 
 # the UTF-8 tails (continuation byte ranges ending a sequence) met so far, each numbered
@@ -182,6 +308,9 @@ cdef Py_ssize_t _REPEAT_ITEM = _slot_offset(_Repeat, "item")
 cdef Py_ssize_t _REPEAT_LO = _slot_offset(_Repeat, "lo")
 cdef Py_ssize_t _REPEAT_HI = _slot_offset(_Repeat, "hi")
 cdef Py_ssize_t _REF_NAME = _slot_offset(_Ref, "name")
+cdef Py_ssize_t _BYTES_DATA = _slot_offset(_Bytes, "data")
+cdef Py_ssize_t _BYTESET_RANGES = _slot_offset(_ByteSet, "ranges")
+cdef Py_ssize_t _CHARSET_RANGES = _slot_offset(_CharSet, "ranges")
 
 
 cdef inline object _field(e, Py_ssize_t offset, str name):
@@ -263,6 +392,7 @@ cdef class _InlinePass:
     cdef int32_t n_rules
     cdef vector[int32_t] root
     cdef vector[uint8_t] container, whitespace
+    cdef vector[uint8_t] stand_in           # an any-order object rule (stand_in_node)
     cdef vector[int32_t] refs_first, refs   # distinct callees per rule (CSR)
     cdef vector[int32_t] long_first, longs  # rules called from long counted runs (CSR)
 
@@ -271,6 +401,8 @@ cdef class _InlinePass:
         self.seen_key.resize(1 << 10, 0)
         self.seen_node.resize(1 << 10, 0)
         self.seen_count = 0
+        self.nodes.reserve(512)         # (a median grammar has a few hundred nodes)
+        self.kids.reserve(1024)
 
     cdef inline size_t _slot(self, uintptr_t key) noexcept nogil:
         cdef size_t mask = (<size_t>1 << self.seen_bits) - 1
@@ -373,13 +505,13 @@ cdef class _InlinePass:
         else:
             i = self._add(e, N_LEAF, 0, 0, 0)
             if k is _Bytes:
-                n = len(e.data)
+                n = len(_field(e, _BYTES_DATA, "data"))
                 self.nodes[i].maxv = n
                 self.nodes[i].weight = n if n > 1 else 1
             elif k is _ByteSet:
                 self.nodes[i].maxv = 1
             elif k is _CharSet:
-                ranges = e.ranges
+                ranges = _field(e, _CHARSET_RANGES, "ranges")
                 top = ranges[len(ranges) - 1][1] if ranges else 0
                 self.nodes[i].maxv = 1 if top < 0x80 else 2 if top < 0x800 else \
                     3 if top < 0x10000 else 4
@@ -407,23 +539,51 @@ cdef class _InlinePass:
             self.nodes[i].weight = _NO_WEIGHT   # the Python pass's error, raised if sized
         return 0
 
-    cdef int flatten(self, grammar) except -1:
+    cdef int flatten(self, grammar, any_order) except -1:
         rules = grammar.rules
         self.rule_index = {n: i for i, n in enumerate(rules)}
         self.n_rules = len(rules)
         self.undefined = False
         self.exprs = []
-        cdef uint8_t container, whitespace
+        cdef uint8_t container, whitespace, stand_in
         for r in rules.values():
             e = r.expr
             self.exprs.append(e)
             # (typed first: Cython hands push_back a dangling reference to a conditional)
             container = 1 if r.container else 0
             whitespace = 1 if r.whitespace else 0
+            stand_in = 1 if any_order is not None and type(e) is any_order else 0
             self.container.push_back(container)
             self.whitespace.push_back(whitespace)
-            self.root.push_back(self.node(e, 0))
+            self.stand_in.push_back(stand_in)
+            self.root.push_back(self.stand_in_node(e) if stand_in else self.node(e, 0))
         return 0
+
+    cdef int32_t stand_in_node(self, e) except -1:
+        """The node an any-order object rule stands as: an alternative of calls of the rules
+        it calls, each once (one call: that call; none: the empty string). Made as nodes
+        directly, without IR objects: a call node's object is the callee's name (the node
+        keeps it alive), read only when the call is undefined (raise_undefined); the stand-in
+        is never rebuilt (its rule is never inlined, and its expression stays the node)."""
+        cdef int32_t first, c, i
+        names = list(dict.fromkeys(e.refs()))
+        if not names:
+            return self.node(_ir.EMPTY, 0)
+        first = <int32_t>self.kids.size()
+        for name in names:
+            c = self._add(name, N_REF, 0, 0, 0)
+            r = self.rule_index.get(name)
+            if r is None:
+                self.undefined = True
+            else:
+                self.nodes[c].callee = <int32_t>r
+            self.kids.push_back(c)
+        if len(names) == 1:
+            self.kids.pop_back()
+            return c
+        i = self._add(None, N_ALT, first, <int32_t>len(names), 1)
+        self.nodes[i].calls = 1
+        return i
 
     cdef void collect_refs(self) noexcept nogil:
         """Per rule, the distinct rules it calls and those it calls from long counted runs."""
@@ -479,7 +639,8 @@ cdef class _InlinePass:
                     continue
                 mark[i] = r             # (marked when visited: a true pre-order)
                 if self.nodes[i].kind == N_REF:
-                    names.add((<object>self.nodes[i].obj).name)
+                    o = <object>self.nodes[i].obj
+                    names.add(o if type(o) is str else o.name)     # (str: a stand-in's call)
                     missing = missing or self.nodes[i].callee < 0
                     continue
                 j = self.nodes[i].first + self.nodes[i].nkids - 1
@@ -698,12 +859,17 @@ def _recursive_rules(refs):
 
 
 # the whole inlining pass (see automaton._inline_small_rules for the why)
-def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
+def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size, any_order=None):
     """automaton._inline_small_rules: (rule -> expression with small rules inlined,
-    rule -> rules that expression calls)."""
+    rule -> rules that expression calls).
+
+    any_order: the type of the any-order object rules (ir.AnyOrder), or None. Such a rule is
+    seen as an alternative of calls of the rules it calls (so they count as called: recursion
+    through the object, rules in use), is never inlined, and comes back as it is, calling
+    those rules; its callees stay rules whatever their size, since its positions call them."""
     cdef _InlinePass p = _InlinePass()
     p.ws_type = ws_type
-    p.flatten(grammar)
+    p.flatten(grammar, any_order)
     rules = grammar.rules
     if p.undefined:
         p.raise_undefined(grammar)
@@ -733,7 +899,7 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
     inlinable.resize(nr, 0)
     for r in range(nr):
         inlinable[r] = (r != root_rule and not recursive[r] and not p.container[r]
-                        and (p.whitespace[r] or rule_max[r] <= cap))
+                        and not p.stand_in[r] and (p.whitespace[r] or rule_max[r] <= cap))
 
     # the calls a substitution reaches (not those of long counted runs, nor under a
     # whitespace wrapper): only those rules' bodies are ever made
@@ -804,7 +970,8 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
     r = 0
     for n in rules:
         i = p.root[r]
-        exprs[n] = p.rebuild(i, changed, made, bodies) if changed[i] else p.exprs[r]
+        exprs[n] = p.rebuild(i, changed, made, bodies) if changed[i] and not p.stand_in[r] \
+            else p.exprs[r]
         r += 1
 
     # rules each substituted expression calls: its own calls, with inlined rules replaced by
@@ -834,10 +1001,13 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
     cdef set called
     r = 0
     for n in rules:
-        called = set()
-        for s in per_rule[r]:
-            called.add(names[s])
-        out_calls[n] = called
+        if p.stand_in[r]:
+            out_calls[n] = set(p.exprs[r].refs())
+        else:
+            called = set()
+            for s in per_rule[r]:
+                called.add(names[s])
+            out_calls[n] = called
         r += 1
     return exprs, out_calls
 
@@ -875,6 +1045,19 @@ cdef class RuleNfa:
         # every node). Same language; another numbering than the frozen reference's.
         self.share = share
         self.starts_of = _PairMap() if share else None
+
+    cdef void reset(self, rule_name, bint whitespace) noexcept:
+        """Empty again, for another rule of the same grammar (Builder.add_rules makes one
+        RuleNfa per build: the vectors keep their room)."""
+        self.n = 0
+        self.ws = 1 if whitespace else 0
+        self.rule_name = rule_name
+        self.eps_flat.clear()
+        self.byt_flat.clear()
+        self.calls_flat.clear()
+        self.canon.clear()
+        if self.share:
+            self.starts_of.clear()
 
     cdef int new(self) except -1:
         if self.n >= self.max_states:
@@ -939,7 +1122,7 @@ cdef class RuleNfa:
 
     cdef int64_t _key(self, e) except -2:
         if type(e) is _Ref:
-            idx = self.rule_index.get(e.name)
+            idx = self.rule_index.get(_field(e, _REF_NAME, "name"))
             if idx is not None:
                 return <int64_t>idx        # (below any object's address)
         return <int64_t><uintptr_t><void*>e
@@ -1015,15 +1198,18 @@ cdef class RuleNfa:
         cdef int i, m, cur, nxt, a, b, saved, lo, hi, base
         cdef int copies, stamp = 0, tcur = 0, tnxt = 0, tend = 0
         cdef int te0 = 0, te1 = 0, tb0 = 0, tb1 = 0, tc0 = 0, tc1 = 0
-        cdef const unsigned char[:] data
+        cdef const unsigned char* data
         if depth > MAX_EXPR_DEPTH:
             raise LimitError("grammar expressions nest too deeply")
         k = type(e)
         if self.share and (k is _Seq or k is _Alt or k is _CharSet):
             return self.emit_shared(e, k, s, t, depth)
         if k is _Bytes:
-            data = e.data
-            m = data.shape[0]
+            d = _field(e, _BYTES_DATA, "data")
+            if type(d) is not bytes:
+                d = bytes(memoryview(d))
+            data = <const unsigned char*>PyBytes_AS_STRING(d)
+            m = <int>PyBytes_GET_SIZE(d)
             cur = s
             for i in range(m):
                 if i == m - 1:
@@ -1035,11 +1221,11 @@ cdef class RuleNfa:
             if m == 0:
                 self._eps(s, t)
         elif k is _ByteSet:
-            for r in e.ranges:
+            for r in _field(e, _BYTESET_RANGES, "ranges"):
                 self._byte(s, r[0], r[1], t)
         elif k is _CharSet:
             # share the tails: sequences of equal length end in the same states
-            for sq in _charset_sequences(e.ranges):
+            for sq in _charset_sequences(_field(e, _CHARSET_RANGES, "ranges")):
                 cur = s
                 m = len(sq)
                 for i in range(m):
@@ -1051,7 +1237,7 @@ cdef class RuleNfa:
                     self._byte(cur, lo, hi, nxt)
                     cur = nxt
         elif k is _Seq:
-            items = e.items
+            items = _field(e, _SEQ_ITEMS, "items")
             m = len(items)
             cur = s
             for i in range(m):
@@ -1062,24 +1248,26 @@ cdef class RuleNfa:
                 self.emit(items[i], cur, nxt, depth + 1)
                 cur = nxt
         elif k is _Alt:
-            for it in e.items:
+            for it in _field(e, _ALT_ITEMS, "items"):
                 a = self.new()
                 b = self.new()
                 self._eps(s, a)
                 self.emit(it, a, b, depth + 1)
                 self._eps(b, t)
         elif k is _Repeat:
-            item = e.item
+            item = _field(e, _REPEAT_ITEM, "item")
+            lo_o = _field(e, _REPEAT_LO, "lo")
+            hi_o = _field(e, _REPEAT_HI, "hi")
             cur = s
             # the counted copies (lo of them, then hi - lo optional ones, each after a skip to
             # t): the first is emitted, the others stamped from it when its fragment touches
             # only its own new states, its start and its end (then emitting again would make
             # the same states and edges, renumbered: a walk of the item's expression per count
             # is what a {1,255} costs otherwise)
-            copies = <int>e.lo if e.hi is None else <int>e.hi
+            copies = <int>lo_o if hi_o is None else <int>hi_o
             stamp = 0               # 0 no copy yet, 1 stamp from the first, -1 emit each
             for i in range(copies):
-                if i >= <int>e.lo:
+                if i >= <int>lo_o:
                     self._eps(cur, t)
                 if stamp == 1:
                     nxt = self._stamp(cur, tcur, tnxt, tend, te0, te1, tb0, tb1, tc0, tc1)
@@ -1097,7 +1285,7 @@ cdef class RuleNfa:
                         stamp = 1 if i + 1 < copies and self._stampable(
                             tcur, tnxt, tend, te0, te1, tb0, tb1, tc0, tc1) else -1
                 cur = nxt
-            if e.hi is None:
+            if hi_o is None:
                 # loop through a fresh head: cur -eps-> h -item-> b -eps-> h ; h -eps-> t.
                 # Looping back to cur itself would be wrong when cur has other exits (an
                 # enclosing optional's skip): (a* '@')? would then accept a* alone
@@ -1112,7 +1300,7 @@ cdef class RuleNfa:
             else:
                 self._eps(cur, t)
         elif k is _Ref:
-            idx = self.rule_index.get(e.name)
+            idx = self.rule_index.get(_field(e, _REF_NAME, "name"))
             if idx is None:
                 raise CompileError(f"rule '{e.name}' is used but never defined", rule=self.rule_name)
             self.calls_flat.push_back(s)
@@ -1151,7 +1339,7 @@ cdef class RuleNfa:
         cdef int i, m, cur, nxt, lo, hi, a, b
         cdef int64_t ka, kb
         if k is _Seq:
-            items = e.items
+            items = _field(e, _SEQ_ITEMS, "items")
             m = len(items)
             if m == 0:
                 return 0
@@ -1161,7 +1349,7 @@ cdef class RuleNfa:
             self.emit(items[0], s, cur, depth + 1)
         elif k is _Alt:
             kb = self._cont(t, 0)
-            for it in e.items:
+            for it in _field(e, _ALT_ITEMS, "items"):
                 ka = self._key(it)
                 a = self.starts_of.get(ka, kb)
                 if a >= 0:
@@ -1178,7 +1366,7 @@ cdef class RuleNfa:
             # UTF-8 sequences from their ends: the states before a sequence's last bytes are
             # shared with every later use of that sequence into the same continuation
             kb = self._cont(t, 1)
-            for sq in _charset_sequences(e.ranges):
+            for sq in _charset_sequences(_field(e, _CHARSET_RANGES, "ranges")):
                 m = len(sq)
                 cur = t
                 for i in range(m - 1, 0, -1):
@@ -1278,6 +1466,14 @@ cdef class _PairMap:
     cdef int count
 
     def __cinit__(self):
+        self.ka.assign(64, -1)
+        self.kb.assign(64, 0)
+        self.vals.assign(64, 0)
+        self.mask = 63
+        self.count = 0
+
+    cdef void clear(self) noexcept:
+        """Empty again (the room beyond 64 slots is kept, unused)."""
         self.ka.assign(64, -1)
         self.kb.assign(64, 0)
         self.vals.assign(64, 0)
@@ -1406,6 +1602,8 @@ cdef class Builder:
     cdef vector[int64_t] short_len
     cdef vector[int] short_kind, short_byte, short_rule, short_to
     cdef public int64_t used
+    cdef public int failed_rule     # add_rules: the rule being built when one raised
+    cdef public int failed_phase
     cdef int64_t limit
     cdef int64_t next_yield
     cdef int max_positions
@@ -1424,10 +1622,17 @@ cdef class Builder:
     cdef int stamp
     # the subset construction's tables, emptied for each rule (made once per build)
     cdef _SetTable sets, by_targets
+    # _add_rule's scratch vectors between rules (their room kept)
+    cdef vector[int] x_cur, x_targets, x_single, x_lo, x_hi, x_to, x_ws, x_bounds, x_covering
+    cdef vector[pair[int, int]] x_cpairs
+    cdef vector[int64_t] x_by_lo
+    cdef vector[int] x_fill
 
     def __init__(self, int64_t limit, int max_positions, int64_t max_growth=0,
                  str limit_name="MAX_COMPILE_WORK"):
         self.used = 0
+        self.failed_rule = -1
+        self.failed_phase = -1
         self.next_yield = GIL_YIELD_UNITS
         self.limit = limit
         self.max_positions = max_positions
@@ -1539,7 +1744,8 @@ cdef class Builder:
             off[i + 1] += off[i]
         for j in range(stride - 1):
             cols[j][0].assign(m, 0)
-        cdef vector[int] fill = off
+        self.x_fill.assign(off.begin(), off.end())
+        cdef int* fill = self.x_fill.data()
         for i in range(m):
             f = flat[i * stride]
             at = fill[f]
@@ -1547,8 +1753,43 @@ cdef class Builder:
             for j in range(stride - 1):
                 cols[j][0][at] = flat[i * stride + 1 + j]
 
+    def add_rules(self, list names, dict exprs, list whitespace, dict rule_index, ws_type,
+                  bint share, int max_nfa_states, any_order, any_order_positions):
+        """The DFA of every rule in turn, names[i] being rule i (what add_rule and
+        add_positions do one call at a time, without a Python round per rule): an any_order
+        expression's positions from any_order_positions(expression, rule_index), every other
+        expression's Thompson NFA (RuleNfa(rule_index, name, whitespace[i], max_nfa_states,
+        ws_type, share), one reused) determinized. When one raises, failed_rule is the rule's
+        index and failed_phase what was running: 0 the any-order positions, 1 the NFA, 2 the
+        subset construction."""
+        cdef RuleNfa nfa = None
+        cdef int ri, s, t
+        for ri in range(len(names)):
+            name = names[ri]
+            e = exprs[name]
+            self.failed_rule = ri
+            if type(e) is any_order:
+                self.failed_phase = 0
+                self.add_positions(ri, any_order_positions(e, rule_index))
+                continue
+            self.failed_phase = 1
+            if nfa is None:
+                nfa = RuleNfa(rule_index, name, whitespace[ri], max_nfa_states, ws_type, share)
+            else:
+                nfa.reset(name, whitespace[ri])
+            s = nfa.new()
+            t = nfa.new()
+            nfa.emit(e, s, t, 0)
+            self.failed_phase = 2
+            self._add_rule(ri, nfa, s, t)
+        self.failed_rule = -1
+        self.failed_phase = -1
+
     def add_rule(self, int rule, RuleNfa nfa, int start, int accept):
         """Determinize one rule's NFA and append its DFA states as positions."""
+        self._add_rule(rule, nfa, start, accept)
+
+    cdef int _add_rule(self, int rule, RuleNfa nfa, int start, int accept) except -1:
         cdef int n = nfa.n
         cdef vector[int]* cols[4]
         cols[0] = &self.n_eto
@@ -1581,7 +1822,6 @@ cdef class Builder:
         cdef int one, o
         cdef _SetTable by_targets = self.by_targets   # sorted target set -> DFA state, likewise
         by_targets.reset(n >> 4)
-        single.assign(n, -1)
         cdef vector[int] r_lo, r_hi, r_to, r_ws, bounds
         cdef vector[pair[int, int]] cpairs
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
@@ -1592,6 +1832,21 @@ cdef class Builder:
         cdef vector[int64_t] by_lo
         cdef vector[int] covering
         cdef const int* boff = self.n_boff.data()     # not resized below
+        # the scratch vectors keep their room from the rule before (swapped back at the end):
+        # grown afresh, they cost some sixty allocations per rule
+        cur.swap(self.x_cur)
+        targets.swap(self.x_targets)
+        single.swap(self.x_single)
+        r_lo.swap(self.x_lo)
+        r_hi.swap(self.x_hi)
+        r_to.swap(self.x_to)
+        r_ws.swap(self.x_ws)
+        bounds.swap(self.x_bounds)
+        cpairs.swap(self.x_cpairs)
+        by_lo.swap(self.x_by_lo)
+        covering.swap(self.x_covering)
+        single.assign(n, -1)
+        cur.clear()
         self.reached.assign(n, 0)
         self.n_reached = 0
         self.acts.assign(n, 0)
@@ -1781,35 +2036,64 @@ cdef class Builder:
         if base + nsets > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
+        cur.swap(self.x_cur)
+        targets.swap(self.x_targets)
+        single.swap(self.x_single)
+        r_lo.swap(self.x_lo)
+        r_hi.swap(self.x_hi)
+        r_to.swap(self.x_to)
+        r_ws.swap(self.x_ws)
+        bounds.swap(self.x_bounds)
+        cpairs.swap(self.x_cpairs)
+        by_lo.swap(self.x_by_lo)
+        covering.swap(self.x_covering)
+        return 0
 
     # --- positions made elsewhere (cengine._anyorder: the states of an any-order object) ----
-    def add_positions(self, int rule, const int[::1] finals, const int[::1] e_off,
-                      const int[::1] e_lo, const int[::1] e_hi, const int[::1] e_to,
-                      const int[::1] e_ws, const int[::1] c_off, const int[::1] c_rule,
-                      const int[::1] c_to):
-        """Append one rule's ready positions, numbered from 0 (its start) within the rule:
-        per position p, byte edges e_*[e_off[p]:e_off[p+1]] (ascending, disjoint) and calls
+    def add_positions(self, int rule, const int[::1] packed):
+        """Append one rule's ready positions, numbered from 0 (its start) within the rule, as
+        cengine._anyorder.positions packs them into one int32 array (one array per table cost
+        more to make and read than the object's positions): P, E, C, then finals[P],
+        e_off[P+1], e_lo[E], e_hi[E], e_to[E], e_ws[E], c_off[P+1], c_rule[C], c_to[C]; per
+        position p, byte edges e_*[e_off[p]:e_off[p+1]] (ascending, disjoint) and calls
         c_*[c_off[p]:c_off[p+1]] (one per callee, ascending). Spends a unit of work per
         position, edge and call."""
         cdef int base = <int>self.finals.size()
-        cdef int P = <int>finals.shape[0]
+        cdef int n = <int>packed.shape[0]
+        if n < 3 or n != 5 + 3 * packed[0] + 4 * packed[1] + 2 * packed[2]:
+            raise ValueError("add_positions: not a packed table of positions")
+        cdef int P = packed[0], E = packed[1], C = packed[2]
+        cdef const int* finals = &packed[3]
+        cdef const int* e_off = finals + P
+        cdef const int* e_lo = e_off + P + 1
+        cdef const int* e_hi = e_lo + E
+        cdef const int* e_to = e_hi + E
+        cdef const int* e_ws = e_to + E
+        cdef const int* c_off = e_ws + E
+        cdef const int* c_rule = c_off + P + 1
+        cdef const int* c_to = c_rule + C
         cdef int p, k
-        self.spend(<int64_t>P + e_lo.shape[0] + c_rule.shape[0])
+        cdef int e0 = <int>self.e_lo.size() - e_off[0], c0 = <int>self.c_rule.size() - c_off[0]
+        self.spend(<int64_t>P + E + C)
         if base + P > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         for p in range(P):
             self.finals.push_back(finals[p])
             self.pos_rule.push_back(rule)
-            for k in range(e_off[p], e_off[p + 1]):
-                self.e_lo.push_back(e_lo[k])
-                self.e_hi.push_back(e_hi[k])
-                self.e_to.push_back(e_to[k] + base)
-                self.e_ws.push_back(e_ws[k])
-            self.e_off.push_back(<int>self.e_lo.size())
-            for k in range(c_off[p], c_off[p + 1]):
-                self.c_rule.push_back(c_rule[k])
-                self.c_to.push_back(c_to[k] + base)
-            self.c_off.push_back(<int>self.c_rule.size())
+            self.e_off.push_back(e0 + e_off[p + 1])
+            self.c_off.push_back(c0 + c_off[p + 1])
+        self.e_lo.insert(self.e_lo.end(), e_lo, e_lo + E)
+        self.e_hi.insert(self.e_hi.end(), e_hi, e_hi + E)
+        self.e_ws.insert(self.e_ws.end(), e_ws, e_ws + E)
+        k = <int>self.e_to.size()
+        self.e_to.insert(self.e_to.end(), e_to, e_to + E)
+        for p in range(k, k + E):
+            self.e_to[p] += base
+        self.c_rule.insert(self.c_rule.end(), c_rule, c_rule + C)
+        k = <int>self.c_to.size()
+        self.c_to.insert(self.c_to.end(), c_to, c_to + C)
+        for p in range(k, k + C):
+            self.c_to[p] += base
         self.starts.push_back(base)
 
     cdef void _signature(self, int p, vector[int]& cls, int base, vector[int]& sig) noexcept:
@@ -1945,6 +2229,18 @@ cdef class Builder:
         cdef vector[int] finals, pos_rule, starts, e_off, e_lo, e_hi, e_to, e_ws
         cdef vector[int] c_off, c_rule, c_to
         newpos.assign(P, 0)
+        # room for the tables as they are (merging only shrinks them)
+        finals.reserve(P)
+        pos_rule.reserve(P)
+        starts.reserve(R)
+        e_off.reserve(P + 1)
+        c_off.reserve(P + 1)
+        e_lo.reserve(self.e_lo.size())
+        e_hi.reserve(self.e_lo.size())
+        e_to.reserve(self.e_lo.size())
+        e_ws.reserve(self.e_lo.size())
+        c_rule.reserve(self.c_rule.size())
+        c_to.reserve(self.c_rule.size())
         e_off.push_back(0)
         c_off.push_back(0)
         for r in range(R):
@@ -2213,7 +2509,15 @@ cdef class Builder:
         for x in rule_container:
             flag = 1 if x else 0
             rcont.push_back(flag)
-        # drop what leads nowhere
+        # drop what leads nowhere (room for all: most edges lead somewhere)
+        e_off.reserve(P + 1)
+        c_off.reserve(P + 1)
+        e_lo.reserve(self.e_lo.size())
+        e_hi.reserve(self.e_lo.size())
+        e_to.reserve(self.e_lo.size())
+        e_ws.reserve(self.e_lo.size())
+        c_rule.reserve(self.c_rule.size())
+        c_to.reserve(self.c_rule.size())
         e_off.push_back(0)
         c_off.push_back(0)
         for p in range(P):
@@ -2249,6 +2553,14 @@ cdef class Builder:
         visited.reserve(4 * P)
         cdef vector[pair[int, int]] work
         cdef vector[int] clo_off, clo_chain, chain_nodes, clo_pop
+        node_head.reserve(P + 1)
+        node_tail.reserve(P + 1)
+        node_depth.reserve(P + 1)
+        node_chain.reserve(P + 1)
+        node_seen.reserve(P + 1)
+        clo_off.reserve(P + 1)
+        clo_chain.reserve(P + 1)
+        chain_nodes.reserve(P + 1)
         node_head.push_back(-1)
         node_tail.push_back(0)
         node_depth.push_back(0)
@@ -2332,10 +2644,7 @@ cdef class Builder:
                 node = node_tail[node]
             chain_off.push_back(<int>chain_pos.size())
 
-        short_len = np.empty(P, np.int64)
-        cdef int64_t[::1] sl = short_len
-        for p in range(P):
-            sl[p] = self.short_len[p]
+        short_len = _i64(self.short_len)
         return dict(
             rule_start=_i32(self.starts), pos_rule=_i32(self.pos_rule), pos_flags=_u8(flags),
             edge_off=_i32(e_off), edge_lo=_u8(e_lo), edge_hi=_u8(e_hi), edge_to=_i32(e_to),

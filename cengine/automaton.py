@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
@@ -111,8 +111,11 @@ def budget_scope(budget: Optional[CompileBudget]) -> Iterator[None]:
         _BUDGET.reset(token)
 
 
+_DEFAULT_BUDGET = CompileBudget()
+
+
 def _builder() -> Builder:
-    budget = _BUDGET.get() or CompileBudget()
+    budget = _BUDGET.get() or _DEFAULT_BUDGET
     if budget.max_work is None:
         work, name = MAX_COMPILE_WORK, "MAX_COMPILE_WORK"
     else:
@@ -198,35 +201,18 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     container/whitespace semantics and the root keep their frames.
     Returns (rule -> expression, rule -> rules its expression calls).
 
-    An ir.AnyOrder rule (see _any_order_view) comes back as it is, calling its members.
+    An ir.AnyOrder rule (a whole object whose positions cengine._anyorder makes directly)
+    comes back as it is, calling its members: the pass sees it as an alternative of calls
+    of its members, so they count as called (recursion through the object, rules in use),
+    and they stay rules whatever their size, since the node's positions call them.
     """
-    view, nodes = _any_order_view(grammar)
-    exprs, calls = inline_small_rules(view, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE)
-    for name, node in nodes.items():
-        exprs[name] = node
-        calls[name] = set(node.refs())
-    return exprs, calls
+    return inline_small_rules(grammar, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE,
+                              ir.AnyOrder)
 
 
-# --- any-order objects ----------------------------------------------------------------------
-# An ir.AnyOrder node is a whole rule (a container) whose positions cengine._anyorder makes
-# directly. The inlining pass sees it as a stand-in calling its members, so it counts them
-# as called (recursion through the object, rules in use); the members stay rules, whatever
-# their size, since the node's positions call them.
-
-def _any_order_view(grammar: ir.GrammarIR):
-    """(the grammar the inlining pass reads, name -> node of the ir.AnyOrder rules)."""
-    nodes = {n: r.expr for n, r in grammar.rules.items() if type(r.expr) is ir.AnyOrder}
-    if not nodes:
-        return grammar, nodes
-    rules = dict(grammar.rules)
-    for name, node in nodes.items():
-        r = rules[name]
-        stand_in = ir.alt(*(ir.Ref(m) for m in node.refs())) if node.refs() else ir.EMPTY
-        rules[name] = ir.Rule(name, stand_in, container=r.container, whitespace=r.whitespace,
-                              origin=r.origin)
-    return replace(grammar, rules=rules), nodes
-
+# Builder.add_rules' failed_phase: building the rule's NFA, determinizing it
+_NFA_PHASE = 1
+_DFA_PHASE = 2
 
 # passes of merging equal positions over one cycle's positions (Builder.minimize; each pass
 # keeps the language; merges that need more passes around a cycle are left undone). A pass
@@ -250,49 +236,48 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
             stack.append(m)
     names = [n for n in grammar.rules if n in used]
     rule_index = {n: i for i, n in enumerate(names)}
-    origins = {n: r.origin for n, r in grammar.rules.items() if r.origin}
+
+    def origin(name: str):
+        # (line, column) of rule `name` in its GBNF source, or (None, None)
+        return grammar.rules[name].origin or (None, None)
 
     def where(name: str) -> dict:
         # what an error met while building rule `name` names: the rule, its GBNF line and
         # column, or the schema keyword and pointer it was compiled from
-        line, col = origins.get(name) or (None, None)
+        line, col = origin(name)
         keyword, pointer = grammar.sources.get(name) or (None, None)
         return dict(rule=name, line=line, column=col, keyword=keyword, pointer=pointer)
 
-    # per rule DFA (C++ subset construction), concatenated into one position space
+    # per rule DFA, concatenated into one position space: an ir.AnyOrder rule's positions
+    # made directly (cengine._anyorder), every other rule by Thompson construction of its
+    # expression over bytes and calls and subset construction (C++); when the positions are
+    # merged anyway, equal suffixes are shared already in the NFA (fewer subset states to
+    # make and merge)
     builder = _builder()
-    for ri, name in enumerate(names):
-        if type(exprs[name]) is ir.AnyOrder:
-            builder.add_positions(ri, *any_order_positions(exprs[name], rule_index))
-            continue
-        # Thompson construction of the rule's expression over bytes and calls (C++); when
-        # the positions are merged anyway, equal suffixes are shared already in the NFA
-        # (fewer subset states to make and merge)
-        nfa = RuleNfa(rule_index, name, grammar.rules[name].whitespace, MAX_NFA_STATES,
-                      _Whitespace, minimize)
-        try:
-            s, t = nfa.build(exprs[name])
-        except CompileError as e:
+    try:
+        builder.add_rules(names, exprs, [grammar.rules[n].whitespace for n in names],
+                          rule_index, _Whitespace, minimize, MAX_NFA_STATES, ir.AnyOrder,
+                          any_order_positions)
+    except CompileError as e:
+        name = names[builder.failed_rule]
+        if builder.failed_phase == _NFA_PHASE:
             if e.rule is None or e.line is None:
                 extra = {"limit": e.limit} if isinstance(e, LimitError) else {}
                 raise type(e)(e.reason, **where(name), **extra) from None
-            raise
-        try:
-            builder.add_rule(ri, nfa, s, t)
-        except LimitError as e:
+        elif builder.failed_phase == _DFA_PHASE and isinstance(e, LimitError):
             at = where(name)
             # the grammar-wide caps (work, positions) name a rule only when it has a schema
             # location to report; a determinisation blowup is the rule's own
-            if e.limit != "max_dfa_growth" and at["pointer"] is None:
-                raise
-            raise LimitError(e.reason, limit=e.limit, **at) from None
+            if e.limit == "max_dfa_growth" or at["pointer"] is not None:
+                raise LimitError(e.reason, limit=e.limit, **at) from None
+        raise
     if minimize:
         builder.minimize(MINIMIZE_MAX_ROUNDS)
 
     cyc = builder.left_cycle()
     if cyc is not None:
         rule = names[cyc[-1]]
-        line, col = origins.get(rule) or (None, None)
+        line, col = origin(rule)
         raise CompileError("left recursion: " + " -> ".join(names[c] for c in cyc),
                            rule=rule, line=line, column=col)
 
@@ -301,7 +286,7 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     start_len = builder.shortest()
     root = rule_index[grammar.root]
     if start_len[root] >= INF:
-        line, col = origins.get(grammar.root) or (None, None)
+        line, col = origin(grammar.root)
         raise CompileError("the grammar matches no document at all", rule=grammar.root,
                            line=line, column=col)
 

@@ -206,3 +206,17 @@ def test_whitespace_that_is_not_apart_from_the_structure_is_refused(ws):
         cengine.automaton.build(g)
     g.rules["root"].expr = ir.AnyOrder(("m",), (True,), None, 0, None, False, ((0x20, 0x20),))
     assert cengine.Grammar.from_ir(g).matcher().accept_bytes(b'{ "a":1 }')
+
+
+def test_an_object_rule_is_never_inlined_into_its_caller():
+    """An any-order rule stands in the inlining pass as an alternative of its members' calls;
+    even when it is small and no container (hand-made IR) it keeps its own positions, braces
+    and commas included, instead of being substituted as that alternative."""
+    g = ir.GrammarIR()
+    g.add("m", ir.lit('"a":1'))
+    g.add("obj", ir.AnyOrder(("m",), (True,), None, 0, None, False, ((0x20, 0x20),)))
+    g.add("root", ir.seq(ir.lit("["), ir.Ref("obj"), ir.lit("]")), container=True)
+    m = cengine.Grammar.from_ir(g).matcher
+    assert m().accept_bytes(b'[{"a":1}]')
+    assert m().accept_bytes(b'[{ "a":1 }]')
+    assert not m().accept_bytes(b'["a":1]')
