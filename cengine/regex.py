@@ -381,6 +381,31 @@ def _size(e: ir.Expr, cache: dict) -> int:
     return 1
 
 
+def _trim_free_edges(expr: ir.Expr, start_free: bool, end_free: bool) -> ir.Expr:
+    """expr with its edge repetitions cut to their minimum where the text around a match is
+    free: containing a match of `P X{lo,hi}` is containing one of `P X{lo}` (the first lo
+    copies of any longer match are one), and an edge `X{0,n}` or `X*` drops out. Same
+    language once the any-string prefix / suffix is added; why: a search for `[a-z]{1,255}`
+    otherwise carries 255 counting states into every DFA state that the prefix loops in."""
+    items = list(expr.items) if type(expr) is ir.Seq else [expr]
+
+    def cut(k: int) -> bool:
+        x = items[k]
+        if type(x) is not ir.Repeat or x.hi == x.lo:
+            return False
+        if x.lo == 0:
+            del items[k]
+            return True          # the next item is now the edge
+        items[k] = ir.repeat(x.item, x.lo, x.lo)
+        return False
+
+    while end_free and items and cut(len(items) - 1):
+        pass
+    while start_free and items and cut(0):
+        pass
+    return ir.seq(*items) if items else ir.EMPTY
+
+
 def regex_to_expr(pattern: str, *, anchored: bool = True) -> ir.Expr:
     """The language of `pattern` as an IR expression over code points (UTF-8 bytes).
 
@@ -395,6 +420,7 @@ def regex_to_expr(pattern: str, *, anchored: bool = True) -> ir.Expr:
     out = []
     for expr, start, end in alts:
         if not anchored:
+            expr = _trim_free_edges(expr, not start, not end)
             expr = ir.seq(ir.EMPTY if start else ANY_STRING, expr, ir.EMPTY if end else ANY_STRING)
         out.append(expr)
     result = ir.alt(*out)

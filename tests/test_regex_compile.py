@@ -301,6 +301,44 @@ def test_unanchored_search_semantics(pattern, text, expected):
     assert accepts(unanchored(pattern), text) is expected
 
 
+# a search's edge repetitions are cut to their minimum (regex._trim_free_edges): the language
+# stays re.search's, checked on every string over the alphabet up to a length
+EDGE_REPEATS = [
+    ("a{1,3}", "ab"),
+    ("a{2,4}", "ab"),
+    ("ab{1,3}", "ab"),
+    ("b{2,}a", "ab"),
+    ("a*b", "ab"),
+    ("b?a{0,2}", "ab"),
+    ("(ab|b){1,3}", "ab"),
+    ("^a{1,3}", "ab"),
+    ("a{2,3}$", "ab"),
+    ("^a{1,2}$", "ab"),
+    ("a{1,2}b{0,2}|^b{2,3}", "ab"),
+    ("[ab]{0,5}", "ab"),
+]
+
+
+@pytest.mark.parametrize("pattern,alphabet", EDGE_REPEATS)
+def test_unanchored_edge_repetitions_keep_search_language(pattern, alphabet):
+    g = unanchored(pattern)
+    for n in range(7):
+        for chars in itertools.product(alphabet, repeat=n):
+            text = "".join(chars)
+            assert accepts(g, text) is (re.search(pattern, text) is not None), (pattern, text)
+
+
+def test_unanchored_edge_repetition_costs_its_minimum():
+    # a search for up to 4,000 letters is a search for one: no counting states
+    wide = regex_to_expr("[a-z]{1,4000}", anchored=False)
+    assert wide == regex_to_expr("[a-z]", anchored=False)
+    assert regex_to_expr("x[a-z]{2,4000}", anchored=False) == regex_to_expr("x[a-z]{2}",
+                                                                            anchored=False)
+    # anchored, every count still matters
+    assert regex_to_expr("^[a-z]{1,40}$", anchored=False) != regex_to_expr("^[a-z]$",
+                                                                           anchored=False)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(["ab", "^a", "b$", "^ab$|ba", "a+b", "(?:ab|c){2}"]),
        st.text(alphabet="abc", max_size=8))

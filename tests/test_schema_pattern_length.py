@@ -105,8 +105,8 @@ def test_pattern_length_large_bounds_are_counted_on_the_stack():
 # still refused: the pattern is not one class repetition between fixed parts
 REFUSED = {
     "unanchored": ("[a-z]+", 3, 255, "minLength"),
-    "start_only": ("^[a-z]*", None, 8, "maxLength"),
-    "end_only": ("[a-z]*$", None, 8, "maxLength"),
+    "start_only": ("^[a-z]*x", None, 8, "maxLength"),
+    "end_only": ("x[a-z]*$", None, 8, "maxLength"),
     "two_counts": ("^[a-z0-9-]+:[a-z0-9.-]+$", 0, 146, "maxLength"),
     "group_repeat": ("^(ab)*$", None, 6, "maxLength"),
     "top_alternation": ("^[a-z]*$|^x$", None, 3, "maxLength"),
@@ -120,6 +120,23 @@ def test_pattern_length_other_patterns_stay_refused(name):
     with pytest.raises(CompileError) as ei:
         cengine.compile_json_schema(schema(pattern, lo, hi))
     assert ei.value.keyword == keyword and ei.value.pointer == "/" + keyword
+
+
+# a search whose free edge is a repetition: `^[a-z]*` matches every string (its edge cut to
+# nothing, regex._trim_free_edges), so only the lengths constrain; checked against jsonschema
+SEARCH_EDGES = [("^[a-z]*", None, 3), ("[a-z]*$", 1, 3), ("^x[a-z]{0,9}", None, 4),
+                ("[a-z]{2,9}$", 2, 4)]
+
+
+@pytest.mark.parametrize("pattern,lo,hi", SEARCH_EDGES)
+def test_pattern_length_search_edges_compile_exactly(pattern, lo, hi):
+    s = schema(pattern, lo, hi)
+    g = cengine.compile_json_schema(s)
+    check = Draft202012Validator(s)
+    for n in range(6):
+        for chars in itertools.product("xa-", repeat=n):
+            text = "".join(chars)
+            assert accepts(g, json.dumps(text).encode()) is check.is_valid(text), text
 
 
 def test_pattern_length_limit_is_a_limit_error():
