@@ -61,6 +61,18 @@ def key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Sequence[str]
     return out
 
 
+def _reach_back(preds: List[List[int]], live: set) -> set:
+    """live grown (in place) by every state with a path into it, preds[t] being the states
+    with an edge to t."""
+    stack = list(live)
+    while stack:
+        for k in preds[stack.pop()]:
+            if k not in live:
+                live.add(k)
+                stack.append(k)
+    return live
+
+
 def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, ...],
               negate: bool, alphabet: Tuple[int, int], keyword: str, pointer: str) -> ir.Expr:
     lang, on_groups, on_accept, off_reach = _key_dfa(language, names, alphabet, keyword,
@@ -81,12 +93,7 @@ def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, .
                 preds[t].append(k)
             elif ~t in off_live:
                 live.add(k)
-    stack = list(live)
-    while stack:
-        for k in preds[stack.pop()]:
-            if k not in live:
-                live.add(k)
-                stack.append(k)
+    _reach_back(preds, live)
     if 0 not in live:
         return ir.NOTHING
 
@@ -307,13 +314,7 @@ class _KeySpace:
                     for t, _ in row:
                         preds[t].append(k)
             live = {k for k in range(n) if self.in_language[k] != negate}
-            stack = list(live)
-            while stack:
-                for k in preds[stack.pop()]:
-                    if k not in live:
-                        live.add(k)
-                        stack.append(k)
-            out = frozenset(live)
+            out = frozenset(_reach_back(preds, live))
             self._live[negate] = (n, out)
             return out
 
