@@ -1789,6 +1789,26 @@ cdef class Builder:
         """Determinize one rule's NFA and append its DFA states as positions."""
         self._add_rule(rule, nfa, start, accept)
 
+    cdef void _swap_scratch(self, vector[int]& cur, vector[int]& targets, vector[int]& single,
+                            vector[int]& r_lo, vector[int]& r_hi, vector[int]& r_to,
+                            vector[int]& r_ws, vector[int]& bounds,
+                            vector[pair[int, int]]& cpairs, vector[int64_t]& by_lo,
+                            vector[int]& covering) noexcept:
+        # _add_rule's locals and the kept scratch vectors trade contents: at the start the
+        # locals take the room of the rule before, at the end they give it back (a swap is
+        # its own inverse, so one call serves both)
+        cur.swap(self.x_cur)
+        targets.swap(self.x_targets)
+        single.swap(self.x_single)
+        r_lo.swap(self.x_lo)
+        r_hi.swap(self.x_hi)
+        r_to.swap(self.x_to)
+        r_ws.swap(self.x_ws)
+        bounds.swap(self.x_bounds)
+        cpairs.swap(self.x_cpairs)
+        by_lo.swap(self.x_by_lo)
+        covering.swap(self.x_covering)
+
     cdef int _add_rule(self, int rule, RuleNfa nfa, int start, int accept) except -1:
         cdef int n = nfa.n
         cdef vector[int]* cols[4]
@@ -1834,17 +1854,8 @@ cdef class Builder:
         cdef const int* boff = self.n_boff.data()     # not resized below
         # the scratch vectors keep their room from the rule before (swapped back at the end):
         # grown afresh, they cost some sixty allocations per rule
-        cur.swap(self.x_cur)
-        targets.swap(self.x_targets)
-        single.swap(self.x_single)
-        r_lo.swap(self.x_lo)
-        r_hi.swap(self.x_hi)
-        r_to.swap(self.x_to)
-        r_ws.swap(self.x_ws)
-        bounds.swap(self.x_bounds)
-        cpairs.swap(self.x_cpairs)
-        by_lo.swap(self.x_by_lo)
-        covering.swap(self.x_covering)
+        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, by_lo,
+                           covering)
         single.assign(n, -1)
         cur.clear()
         self.reached.assign(n, 0)
@@ -2036,17 +2047,8 @@ cdef class Builder:
         if base + nsets > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
-        cur.swap(self.x_cur)
-        targets.swap(self.x_targets)
-        single.swap(self.x_single)
-        r_lo.swap(self.x_lo)
-        r_hi.swap(self.x_hi)
-        r_to.swap(self.x_to)
-        r_ws.swap(self.x_ws)
-        bounds.swap(self.x_bounds)
-        cpairs.swap(self.x_cpairs)
-        by_lo.swap(self.x_by_lo)
-        covering.swap(self.x_covering)
+        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, by_lo,
+                           covering)
         return 0
 
     # --- positions made elsewhere (cengine._anyorder: the states of an any-order object) ----
