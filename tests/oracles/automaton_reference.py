@@ -35,6 +35,8 @@ from cengine.automaton import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF, Automato
 from cengine.errors import CompileError, LimitError
 from cengine.utf8 import sequences
 
+from .inline_reference import _recursive_rules
+
 # documented limits
 MAX_NFA_STATES = 400_000
 MAX_POSITIONS = 400_000
@@ -373,19 +375,7 @@ def _inline_small_rules(grammar: ir.GrammarIR) -> Dict[str, ir.Expr]:
                 line, col = (rules[n].origin or (None, None))
                 raise CompileError(f"rule '{m}' is used but never defined", rule=m,
                                    line=line, column=col)
-    # recursive = reaches itself
-    recursive = set()
-    for n in rules:
-        seen = set()
-        stack = list(refs[n])
-        while stack:
-            m = stack.pop()
-            if m == n:
-                recursive.add(n)
-                break
-            if m not in seen:
-                seen.add(m)
-                stack.extend(refs[m])
+    recursive = _recursive_rules(refs)
     maxlen: Dict[str, float] = {n: float("inf") for n in recursive}
 
     def rule_max(n):
