@@ -43,6 +43,7 @@ from . import formats as jf
 from . import numbers as jn
 from . import strings as js
 from .drafts import IgnoredKeyword, Node
+from .drafts import pointer as _ptr
 from ..errors import CompileError, LimitError
 
 # minItems/maxItems are unrolled into copies: same cap as GBNF repetition (string lengths:
@@ -138,17 +139,6 @@ def _is_type(v, t: str) -> bool:
     if t == "number":
         return isinstance(v, (int, float))
     return isinstance(v, {"string": str, "array": list, "object": dict}[t])
-
-
-def _ptr(base: str, *tokens) -> str:
-    # called for every keyword and property read: the escapes only where a token needs them
-    for t in tokens:
-        if type(t) is not str:
-            t = str(t)
-        if "~" in t or "/" in t:
-            t = t.replace("~", "~0").replace("/", "~1")
-        base = base + "/" + t
-    return base
 
 
 _SLUG_RUN = re.compile(r"[^A-Za-z0-9]+")

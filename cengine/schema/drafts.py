@@ -98,8 +98,17 @@ class Node(dict):
         self.origin = origin
 
 
-def _ptr(base: str, *tokens) -> str:
-    return base + "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
+def pointer(base: str, *tokens) -> str:
+    """The JSON pointer of `tokens` below `base` (RFC 6901 escapes). The schema compiler's
+    modules all build their error and annotation pointers with it."""
+    # called for every keyword and property read: the escapes only where a token needs them
+    for t in tokens:
+        if type(t) is not str:
+            t = str(t)
+        if "~" in t or "/" in t:
+            t = t.replace("~", "~0").replace("/", "~1")
+        base = base + "/" + t
+    return base
 
 
 # per draft, the keywords normalize keeps as they are (defined or always annotations, and not
@@ -128,7 +137,7 @@ def normalize(node: dict, draft: str, ptr: str, ignored: List[IgnoredKeyword]) -
     if legacy and "$ref" in node:
         for k in node:
             if k != "$ref" and k not in ALWAYS_ANNOTATIONS and k not in ("id", "$id"):
-                ignored.append(IgnoredKeyword(k, _ptr(ptr, k), "beside $ref"))
+                ignored.append(IgnoredKeyword(k, pointer(ptr, k), "beside $ref"))
         out["$ref"] = node["$ref"]
         for k in ("definitions", "$defs"):
             if k in node:
@@ -138,7 +147,7 @@ def normalize(node: dict, draft: str, ptr: str, ignored: List[IgnoredKeyword]) -
         if k in ALWAYS_ANNOTATIONS:
             out[k] = v
         elif k not in defined:
-            ignored.append(IgnoredKeyword(k, _ptr(ptr, k)))
+            ignored.append(IgnoredKeyword(k, pointer(ptr, k)))
         elif k == "id":
             out["$id"] = v
             src["$id"] = "id"

@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import ir
 from ..errors import CompileError, LimitError
+from .drafts import pointer as _ptr
 
 NUMERIC_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
@@ -62,10 +63,6 @@ def _read_number(schema: dict, key: str, ptr: str):
             (isinstance(v, float) and not math.isfinite(v)):
         raise CompileError(f"'{key}' must be a finite number", keyword=key, pointer=_ptr(ptr, key))
     return v
-
-
-def _ptr(base: str, key: str) -> str:
-    return base + "/" + key.replace("~", "~0").replace("/", "~1")
 
 
 def _as_float(d: float) -> Fraction:

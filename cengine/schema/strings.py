@@ -14,6 +14,7 @@ from typing import NamedTuple, Optional, Tuple
 
 from .. import ir
 from . import json_grammar as jg
+from .drafts import pointer as _ptr
 from ..errors import CompileError, LimitError
 from ..regex import regex_to_expr
 
@@ -127,10 +128,6 @@ def class_repetition(expr: ir.Expr) -> Optional[ClassRepetition]:
                                ir.seq(*items[i + 1:]), sum(lens))
     # a single class character (`^C$`) has a fixed length: implied, handled by the caller
     return None
-
-
-def _ptr(base: str, key: str) -> str:
-    return base + "/" + key
 
 
 def pattern_expr(pattern, ptr: str) -> ir.Expr:

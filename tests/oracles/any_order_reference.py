@@ -15,7 +15,7 @@ from cengine import ir
 from cengine.errors import CompileError, LimitError
 from cengine.schema import compiler
 from cengine.schema import json_grammar as jg
-from cengine.schema.compiler import _ptr
+from cengine.schema.drafts import pointer as _ptr
 
 
 @contextlib.contextmanager
