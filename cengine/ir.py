@@ -326,15 +326,23 @@ class GrammarIR:
             return base
         # the smallest free suffix: rules are only ever added, so the search for a base goes
         # on from where it stopped last time (a per-base probe from 1 was quadratic in the
-        # names sharing a base); kept per rules dict, which a front end may replace
-        memo = self.__dict__.get("_fresh")
-        if memo is None or memo[0] is not self.rules:
-            memo = self.__dict__["_fresh"] = (self.rules, {})
-        i = memo[1].get(base, 1)
+        # names sharing a base)
+        memo = self.memo("fresh_names")
+        i = memo.get(base, 1)
         while f"{base}-{i}" in self.rules:
             i += 1
-        memo[1][base] = i
+        memo[base] = i
         return f"{base}-{i}"
+
+    def memo(self, kind: str) -> dict:
+        """A dict of what was made for these rules (one per kind, e.g. the free-key strings a
+        front end made per names set): kept per rules dict, so a grammar whose rules a front
+        end replaces starts afresh."""
+        slot = "_memo_" + kind          # beside the fields, never one of them
+        got = self.__dict__.get(slot)
+        if got is None or got[0] is not self.rules:
+            got = self.__dict__[slot] = (self.rules, {})
+        return got[1]
 
 
 def dfa_max_match(d: Dfa) -> float:

@@ -668,17 +668,15 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
         return string(g)
     # the expression depends on the set of names alone (and the grammar's shared rules):
     # objects that declare the same names in any order (a protocol's messages) share one
-    memo = g.__dict__.get("_string_not_in")
-    if memo is None or memo[0] is not g.rules:
-        memo = g.__dict__["_string_not_in"] = (g.rules, {})
+    memo = g.memo("string_not_in")
     key = frozenset(names)
-    out = memo[1].get(key)
+    out = memo.get(key)
     if out is None:
         string_body(g)
         esc_name, esc_expr, out = _free_key_trie(tuple(names))
         if esc_name not in g.rules:
             g.add(esc_name, esc_expr)
-        memo[1][key] = out
+        memo[key] = out
     return out
 
 

@@ -50,13 +50,11 @@ def key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Sequence[str]
     object that uses the language, whatever its names (a schema repeating a pattern in many
     objects otherwise made hundreds of equal rules per object)."""
     # objects that repeat the pattern and the names get the same key: made once per grammar
-    memo = g.__dict__.get("_key_exprs")
-    if memo is None or memo[0] is not g.rules:
-        memo = g.__dict__["_key_exprs"] = (g.rules, {})
+    memo = g.memo("key_exprs")
     key = (language, tuple(names), alphabet, negate)
-    out = memo[1].get(key)
+    out = memo.get(key)
     if out is None:
-        out = memo[1][key] = _key_expr(g, name, language, tuple(names), negate, alphabet,
+        out = memo[key] = _key_expr(g, name, language, tuple(names), negate, alphabet,
                                        keyword, pointer)
     return out
 
@@ -98,10 +96,7 @@ def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, .
         return ir.NOTHING
 
     # the shared off-trie rules of this grammar, space and polarity: made on first use
-    memo = g.__dict__.get("_key_rules")
-    if memo is None or memo[0] is not g.rules:
-        memo = g.__dict__["_key_rules"] = (g.rules, {})
-    shared = memo[1].setdefault((lang, negate), {})
+    shared = g.memo("key_rules").setdefault((lang, negate), {})
     off_rule: Dict[int, str] = {}
     new_off = []
     for i in off_reach:
