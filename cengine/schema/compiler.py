@@ -151,6 +151,11 @@ def _slug(ptr: str) -> str:
     return _SLUG_RUN.sub("-", ptr).strip("-")[:80] or "root"
 
 
+def _is_validating(key: str) -> bool:
+    """The keyword can change validity (not an annotation, not `$id`)."""
+    return key != "$id" and not _is_annotation(key)
+
+
 def _is_noop(key: str, val: Any) -> bool:
     """Refused keywords whose value makes them impose nothing."""
     if key == "uniqueItems":
@@ -392,14 +397,11 @@ class _Compiler:
         return out
 
     def _validating_keys(self, schema: dict) -> List[str]:
-        return [k for k in schema if not _is_annotation(k) and k != "$id"]
+        return [k for k in schema if _is_validating(k)]
 
     def _has_validating_key(self, schema: dict) -> bool:
         # _validating_keys is not empty: stops at the first one (usually `type`)
-        for k in schema:
-            if k != "$id" and not _is_annotation(k):
-                return True
-        return False
+        return any(map(_is_validating, schema))
 
     def _kw(self, schema: dict, key: str) -> str:
         """The keyword as written in the schema (a draft rewrite may have renamed it)."""
