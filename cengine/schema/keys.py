@@ -55,7 +55,7 @@ def key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Sequence[str]
     out = memo.get(key)
     if out is None:
         out = memo[key] = _key_expr(g, name, language, tuple(names), negate, alphabet,
-                                       keyword, pointer)
+                                    keyword, pointer)
     return out
 
 
