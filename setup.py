@@ -20,6 +20,9 @@ extensions = [
     # the states of an any-order object, made into positions directly
     Extension("cengine._anyorder", ["cengine/_anyorder.pyx"], language="c++",
               extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
+    # the free keys of an open object (the trie of the names), made into positions directly
+    Extension("cengine._keytrie", ["cengine/_keytrie.pyx"], language="c++",
+              extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
 ]
 
 setup(

@@ -11,7 +11,7 @@ UNROLL_INLINE_MAX: int
 DFA_GROWTH_SLACK: int           # DFA states a rule may always have under a growth limit
 
 def inline_small_rules(grammar: Any, ws_type: type, inline_max_match: int,
-                       inline_max_size: int, any_order: Optional[type] = None
+                       inline_max_size: int, any_order: Any = None
                        ) -> Tuple[Dict[str, Any], Dict[str, Set[str]]]: ...
 
 class RuleNfa:
@@ -41,7 +41,7 @@ class Builder:
     failed_phase: int           # 0 any-order positions, 1 NFA, 2 subset construction
     def add_rules(self, names: List[str], exprs: Dict[str, Any], whitespace: List[bool],
                   rule_index: Dict[str, int], ws_type: type, share: bool, max_nfa_states: int,
-                  any_order: type, any_order_positions: Any) -> None: ...
+                  any_order: Any, any_order_positions: Any) -> None: ...
     def add_rule(self, rule: int, nfa: RuleNfa, start: int, accept: int) -> None: ...
     # packed: cengine._anyorder.positions' int32 array (P, E, C, then the tables)
     def add_positions(self, rule: int, packed: np.ndarray) -> None: ...

@@ -375,6 +375,13 @@ cdef struct ExprNode:
     uint8_t calls       # some call below (the walks for calls skip subtrees without)
 
 
+cdef inline bint _made_elsewhere(e, kinds):
+    """e is a rule whose positions another module makes (kinds: its type, or a tuple of such
+    types: ir.AnyOrder, ir.FreeKey)."""
+    k = type(e)
+    return k is kinds or (type(kinds) is tuple and k in <tuple>kinds)
+
+
 cdef class _InlinePass:
     """The flattened grammar and the pass's answers over it (one compile)."""
     cdef vector[ExprNode] nodes     # children before parents
@@ -552,7 +559,7 @@ cdef class _InlinePass:
             # (typed first: Cython hands push_back a dangling reference to a conditional)
             container = 1 if r.container else 0
             whitespace = 1 if r.whitespace else 0
-            stand_in = 1 if any_order is not None and type(e) is any_order else 0
+            stand_in = 1 if any_order is not None and _made_elsewhere(e, any_order) else 0
             self.container.push_back(container)
             self.whitespace.push_back(whitespace)
             self.stand_in.push_back(stand_in)
@@ -863,7 +870,8 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size, any_
     """automaton._inline_small_rules: (rule -> expression with small rules inlined,
     rule -> rules that expression calls).
 
-    any_order: the type of the any-order object rules (ir.AnyOrder), or None. Such a rule is
+    any_order: the type of the rules whose positions are made elsewhere (ir.AnyOrder), a
+    tuple of such types (with ir.FreeKey), or None. Such a rule is
     seen as an alternative of calls of the rules it calls (so they count as called: recursion
     through the object, rules in use), is never inlined, and comes back as it is, calling
     those rules; its callees stay rules whatever their size, since its positions call them."""
@@ -1768,7 +1776,7 @@ cdef class Builder:
             name = names[ri]
             e = exprs[name]
             self.failed_rule = ri
-            if type(e) is any_order:
+            if _made_elsewhere(e, any_order):
                 self.failed_phase = 0
                 self.add_positions(ri, any_order_positions(e, rule_index))
                 continue

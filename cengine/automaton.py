@@ -1,8 +1,8 @@
 """Grammar IR -> one byte-level pushdown automaton (flat numpy tables).
 
 Design: every rule becomes a DFA whose edges are byte ranges or *calls* of other rules (an
-ir.AnyOrder rule's DFA is made directly, cengine._anyorder; every other rule's by Thompson
-and subset construction).
+ir.AnyOrder rule's DFA is made directly, cengine._anyorder, and so is an ir.FreeKey rule's,
+cengine._keytrie; every other rule's by Thompson and subset construction).
 All DFA states of all rules are numbered into one space of "positions". A matcher state is
 a set of stacks; a stack is a chain of frames, the top frame a position that consumes bytes,
 the frames below it return positions. Three things are precomputed per position so the
@@ -40,6 +40,7 @@ from ._build import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF  # noqa: F401  (def
 from ._build import DFA_GROWTH_SLACK  # noqa: F401  (re-exported beside MAX_DFA_GROWTH)
 from ._build import Builder, RuleNfa, inline_small_rules
 from ._anyorder import positions as any_order_positions
+from ._keytrie import positions as free_key_positions
 from .errors import LimitError
 
 # documented limits
@@ -201,13 +202,25 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     container/whitespace semantics and the root keep their frames.
     Returns (rule -> expression, rule -> rules its expression calls).
 
-    An ir.AnyOrder rule (a whole object whose positions cengine._anyorder makes directly)
-    comes back as it is, calling its members: the pass sees it as an alternative of calls
-    of its members, so they count as called (recursion through the object, rules in use),
-    and they stay rules whatever their size, since the node's positions call them.
+    An ir.AnyOrder rule (a whole object whose positions cengine._anyorder makes directly; an
+    ir.FreeKey rule likewise, cengine._keytrie) comes back as it is, calling its members:
+    the pass sees it as an alternative of calls of its members, so they count as called
+    (recursion through the object, rules in use), and they stay rules whatever their size,
+    since the node's positions call them.
     """
     return inline_small_rules(grammar, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE,
-                              ir.AnyOrder)
+                              _MADE_ELSEWHERE)
+
+
+# the rules whose positions are made directly (so never inlined, never determinized): their
+# nodes' types, and the function that makes them
+_MADE_ELSEWHERE = (ir.AnyOrder, ir.FreeKey)
+
+
+def _positions_made_elsewhere(e, rule_index: Dict[str, int]):
+    if type(e) is ir.FreeKey:
+        return free_key_positions(e, rule_index)
+    return any_order_positions(e, rule_index)
 
 
 # Builder.add_rules' failed_phase: building the rule's NFA, determinizing it
@@ -256,8 +269,8 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     builder = _builder()
     try:
         builder.add_rules(names, exprs, [grammar.rules[n].whitespace for n in names],
-                          rule_index, _Whitespace, minimize, MAX_NFA_STATES, ir.AnyOrder,
-                          any_order_positions)
+                          rule_index, _Whitespace, minimize, MAX_NFA_STATES, _MADE_ELSEWHERE,
+                          _positions_made_elsewhere)
     except CompileError as e:
         name = names[builder.failed_rule]
         if builder.failed_phase == _NFA_PHASE:

@@ -312,6 +312,8 @@ def _renamed(e: ir.Expr, names: dict) -> ir.Expr:
     if isinstance(e, ir.AnyOrder):
         return dataclasses.replace(e, members=tuple(names[m] for m in e.members),
                                    extra=None if e.extra is None else names[e.extra])
+    if isinstance(e, ir.FreeKey):
+        return dataclasses.replace(e, body=names[e.body], escape=names[e.escape])
     return e
 
 

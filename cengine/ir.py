@@ -140,7 +140,41 @@ class AnyOrder:
         return sum(ok) >= self.lo, blockers
 
 
-Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Dfa, Nothing, AnyOrder]
+@dataclass(frozen=True, slots=True)
+class FreeKey:
+    """A whole rule: a JSON string (quotes included) whose decoded value is none of `names`
+    (sorted, distinct), the free keys of an open object. Inside the trie of the names (a key
+    still a prefix of one) a name's characters are accepted only in their canonical spelling
+    (cengine.schema.json_grammar.canonical_string, character by character); a character that
+    leaves the trie as itself calls `body` (the rest of any string, closing quote included),
+    and at every trie node `escape` (a backslash, an escape of a character no name contains,
+    the rest of the string) is called; the quote closes the key at a node that is no name.
+
+    The trie is the DFA: the builder makes its positions directly from the sorted names
+    (cengine._keytrie), one per trie node and UTF-8 or escape byte inside a name's character,
+    plus a few shared ones for the UTF-8 tails of free characters, instead of a Thompson NFA
+    and a subset construction of the trie's IR expression."""
+    names: Tuple[str, ...]
+    body: str
+    escape: str
+
+    def refs(self) -> Tuple[str, ...]:
+        """The rules it calls."""
+        return (self.body, self.escape)
+
+    def productive(self, done) -> Tuple[bool, list]:
+        """Whether it derives a finite string when the rules in `done` do: always when `body`
+        does (every key that leaves the trie ends through it), else only when a trie node is
+        no name (the quote closes there)."""
+        if self.body in done:
+            return True, []
+        names = set(self.names)
+        if "" not in names or any(n[:i] not in names for n in names for i in range(len(n))):
+            return True, []
+        return False, [self.body]
+
+
+Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Dfa, Nothing, AnyOrder, FreeKey]
 
 EMPTY = Bytes(b"")
 NOTHING = Nothing()
@@ -429,7 +463,7 @@ def productive_rules(g: GrammarIR) -> set:
         elif t is Repeat:
             if e.lo != 0 and not prod(e.item, blockers):
                 return False
-        elif t is AnyOrder:
+        elif t is AnyOrder or t is FreeKey:
             good, why = e.productive(done)
             if not good:
                 blockers.extend(why)

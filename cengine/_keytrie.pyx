@@ -1,0 +1,469 @@
+# distutils: language = c++
+# Design: the free keys of an open object (ir.FreeKey: a JSON string that is none of the
+# names) as positions made directly from the sorted spellings of the names: the trie of the
+# spellings is the DFA, so there is no IR expression per trie node, no Thompson NFA and no
+# subset construction. Builder.add_positions appends them as the key rule's positions.
+"""Positions of an ir.FreeKey rule (cengine.automaton.build).
+
+The names are spelled character by character as cengine.schema.json_grammar._spelling does
+(json.dumps(ensure_ascii=False) of the character: raw UTF-8, `\\"` `\\\\` `\\b` `\\f` `\\n`
+`\\r` `\\t`, `\\u00xx` for other controls, `\\udxxx` for a lone surrogate), sorted and made
+distinct; a trie node is a range of them sharing a prefix that ends on a character boundary.
+Positions:
+
+  start    `"` -> the root's node
+  node     `"` -> end unless a name ends here; a child's first spelling byte -> the child (or
+           the byte positions inside its character); every other ASCII character as itself
+           -> free; the lead bytes of every other non-ASCII character -> the shared UTF-8
+           tails (then free); `\\` -> the escaped spellings of the names' characters that
+           JSON makes escape (a control, the quote, the backslash): a child's -> the child,
+           the others' -> free; a call of the escape rule (returning to end)
+  free     a call of the string body rule (returning to end)
+  end      final
+
+which is the language of the trie expression the schema compiler built before
+(tests/oracles/free_key_reference.py): while a key is still a prefix of a name, its
+characters that occur in the names are taken only in their canonical spelling.
+"""
+from libcpp.vector cimport vector
+from libcpp.string cimport string
+from libcpp.algorithm cimport sort as cpp_sort, unique as cpp_unique
+from libc.string cimport memcpy, memcmp
+
+import numpy as np
+
+cdef int QUOTE = 0x22
+cdef int BACKSLASH = 0x5C
+cdef char* HEX = b"0123456789abcdef"
+
+
+cdef inline void _spell(Py_UCS4 c, string& out) noexcept:
+    """Append the canonical spelling of one character of a name (json_grammar._spelling)."""
+    cdef unsigned int u = <unsigned int>c
+    cdef int k
+    if u == 0x22 or u == 0x5C:
+        out.push_back(b'\\')
+        out.push_back(<char>u)
+    elif u < 0x20 or (0xD800 <= u <= 0xDFFF):
+        out.push_back(b'\\')
+        if u == 0x08:
+            out.push_back(b'b')
+        elif u == 0x0C:
+            out.push_back(b'f')
+        elif u == 0x0A:
+            out.push_back(b'n')
+        elif u == 0x0D:
+            out.push_back(b'r')
+        elif u == 0x09:
+            out.push_back(b't')
+        else:
+            out.push_back(b'u')
+            for k in range(12, -1, -4):
+                out.push_back(HEX[(u >> k) & 0xF])
+    elif u < 0x80:
+        out.push_back(<char>u)
+    elif u < 0x800:
+        out.push_back(<char>(0xC0 | (u >> 6)))
+        out.push_back(<char>(0x80 | (u & 0x3F)))
+    elif u < 0x10000:
+        out.push_back(<char>(0xE0 | (u >> 12)))
+        out.push_back(<char>(0x80 | ((u >> 6) & 0x3F)))
+        out.push_back(<char>(0x80 | (u & 0x3F)))
+    else:
+        out.push_back(<char>(0xF0 | (u >> 18)))
+        out.push_back(<char>(0x80 | ((u >> 12) & 0x3F)))
+        out.push_back(<char>(0x80 | ((u >> 6) & 0x3F)))
+        out.push_back(<char>(0x80 | (u & 0x3F)))
+
+
+cdef inline int _byte(const string& s, size_t i) noexcept:
+    return <int>(<unsigned char>s[i])
+
+
+cdef inline int _char_len(const string& s, size_t d) noexcept:
+    """Bytes of the spelling of the character that starts at s[d]."""
+    cdef int c = _byte(s, d)
+    if c == BACKSLASH:
+        return 6 if _byte(s, d + 1) == 0x75 else 2
+    if c < 0x80:
+        return 1
+    if c >= 0xF0:
+        return 4
+    if c >= 0xE0:
+        return 3
+    return 2
+
+
+# the shared tails: TAIL + k is "k continuation bytes, then free"; the lead bytes whose
+# second byte is narrower (no overlong forms, surrogates or code points past U+10FFFF)
+cdef enum:
+    T_FREE = 0
+    T_C1 = 1
+    T_C2 = 2
+    T_C3 = 3
+    T_E0 = 4
+    T_ED = 5
+    T_F0 = 6
+    T_F4 = 7
+    N_TAILS = 8
+
+
+cdef class _Trie:
+    """The positions being made: finals, byte edges and calls as records by position."""
+    cdef vector[string] sp              # the names' spellings, sorted, distinct
+    cdef vector[int] finals
+    cdef vector[int] r_from, r_lo, r_hi, r_to
+    cdef vector[int] c_from, c_rule, c_to
+    cdef int tails[N_TAILS]
+    cdef int end, body, escape
+    cdef vector[string] must              # spellings of the names' characters JSON escapes
+    # the work list of trie nodes: spelling range, depth (bytes), position
+    cdef vector[int] w_lo, w_hi, w_d, w_pos
+
+    cdef int new(self) noexcept:
+        self.finals.push_back(0)
+        return <int>self.finals.size() - 1
+
+    cdef inline void edge(self, int p, int lo, int hi, int t) noexcept:
+        self.r_from.push_back(p)
+        self.r_lo.push_back(lo)
+        self.r_hi.push_back(hi)
+        self.r_to.push_back(t)
+
+    cdef int tail(self, int k) noexcept:
+        """The shared tail position k (made with the ones it leads to on first use)."""
+        cdef int p = self.tails[k]
+        if p >= 0:
+            return p
+        p = self.new()
+        self.tails[k] = p
+        if k == T_FREE:
+            self.c_from.push_back(p)
+            self.c_rule.push_back(self.body)
+            self.c_to.push_back(self.end)
+        elif k == T_C1:
+            self.edge(p, 0x80, 0xBF, self.tail(T_FREE))
+        elif k == T_C2 or k == T_C3:
+            self.edge(p, 0x80, 0xBF, self.tail(k - 1))
+        elif k == T_E0:
+            self.edge(p, 0xA0, 0xBF, self.tail(T_C1))
+        elif k == T_ED:
+            self.edge(p, 0x80, 0x9F, self.tail(T_C1))
+        elif k == T_F0:
+            self.edge(p, 0x90, 0xBF, self.tail(T_C2))
+        else:
+            self.edge(p, 0x80, 0x8F, self.tail(T_C2))
+        return p
+
+    cdef void region(self, int p, int lo, int hi, int dflt, vector[int]& xb, vector[int]& xt,
+                     size_t* at) noexcept:
+        """Edges of p over bytes lo..hi: the exceptions xb/xt (ascending bytes, from *at on)
+        that fall in the region, every other byte to the tail dflt (-1: none)."""
+        cdef int b = lo, t = -1, e
+        while b <= hi:
+            if at[0] < xb.size() and xb[at[0]] == b:
+                self.edge(p, b, b, xt[at[0]])
+                at[0] += 1
+                b += 1
+                continue
+            # a run of default bytes up to the next exception
+            e = hi
+            if at[0] < xb.size() and xb[at[0]] <= hi:
+                e = xb[at[0]] - 1
+            if dflt >= 0:
+                if t < 0:
+                    t = self.tail(dflt)
+                self.edge(p, b, e, t)
+            b = e + 1
+
+    cdef void cont(self, int p, int lead, int i, int L, int first, int last, int d,
+                   vector[int]& kid_pos, vector[int]& kid_first) noexcept:
+        """Position p after i bytes of a non-ASCII character of L bytes: children first..last
+        (indices into kid_pos/kid_first: their spellings in sp, at depth d) share those
+        bytes; every other continuation byte leads to the tail of the rest."""
+        cdef int lo = 0x80, hi = 0xBF, k, j, c, q
+        cdef vector[int] xb, xt
+        cdef size_t at = 0
+        if i == 1:
+            if lead == 0xE0:
+                lo = 0xA0
+            elif lead == 0xED:
+                hi = 0x9F
+            elif lead == 0xF0:
+                lo = 0x90
+            elif lead == 0xF4:
+                hi = 0x8F
+        k = first
+        while k <= last:
+            c = _byte(self.sp[kid_first[k]], d + i)
+            j = k
+            while j + 1 <= last and _byte(self.sp[kid_first[j + 1]], d + i) == c:
+                j += 1
+            if i + 1 == L:
+                q = kid_pos[k]
+            else:
+                q = self.new()
+                self.cont(q, lead, i + 1, L, k, j, d, kid_pos, kid_first)
+            xb.push_back(c)
+            xt.push_back(q)
+            k = j + 1
+        self.region(p, lo, hi, L - i - 1, xb, xt, &at)
+
+    cdef void escapes(self, int p, vector[string]& spells, vector[int]& targets, int first,
+                      int last, size_t off) noexcept:
+        """The byte trie of spells[first..last] (sorted, prefix-free, sharing off bytes)
+        from position p, each ending at its target."""
+        cdef int k = first, j, c, q
+        while k <= last:
+            c = _byte(spells[k], off)
+            j = k
+            while j + 1 <= last and _byte(spells[j + 1], off) == c:
+                j += 1
+            if spells[k].size() == off + 1:
+                q = targets[k]
+            else:
+                q = self.new()
+                self.escapes(q, spells, targets, k, j, off + 1)
+            self.edge(p, c, c, q)
+            k = j + 1
+
+    cdef void node(self, int lo, int hi, int d, int p) noexcept:
+        """The edges and call of trie node p (spellings lo..hi-1, depth d); its children are
+        put on the work list."""
+        cdef bint is_end = lo < hi and <int>self.sp[lo].size() == d
+        cdef int i = lo + (1 if is_end else 0), j, n, c, q, k, first
+        cdef vector[int] xb, xt                 # ASCII exceptions
+        cdef vector[int] kid_pos, kid_first     # non-ASCII children
+        cdef vector[string] esc
+        cdef vector[int] esc_to
+        cdef vector[int] lb, lt                 # lead-byte exceptions
+        cdef size_t at = 0
+        cdef bint escaped
+        cdef string one
+        if not is_end:
+            xb.push_back(QUOTE)
+            xt.push_back(self.end)
+        while i < hi:
+            n = _char_len(self.sp[i], d)
+            j = i
+            while j + 1 < hi and memcmp(self.sp[j + 1].data() + d, self.sp[i].data() + d,
+                                        n) == 0:
+                j += 1
+            q = self.new()
+            self.w_lo.push_back(i)
+            self.w_hi.push_back(j + 1)
+            self.w_d.push_back(d + n)
+            self.w_pos.push_back(q)
+            c = _byte(self.sp[i], d)
+            if c == BACKSLASH:
+                esc.push_back(self.sp[i].substr(d + 1, n - 1))
+                esc_to.push_back(q)
+            elif c < 0x80:
+                xb.push_back(c)
+                xt.push_back(q)
+            else:
+                kid_pos.push_back(q)
+                kid_first.push_back(i)
+            i = j + 1
+        # the escaped spellings of the names' other must-escape characters leave the trie
+        for k in range(<int>self.must.size()):
+            escaped = False
+            for j in range(<int>esc.size()):
+                if esc[j].compare(self.must[k]) == 0:
+                    escaped = True
+                    break
+            if not escaped:
+                esc.push_back(self.must[k])
+                esc_to.push_back(self.tail(T_FREE))
+        if esc.size():
+            q = self.new()
+            _sort_by_spelling(esc, esc_to)
+            self.escapes(q, esc, esc_to, 0, <int>esc.size() - 1, 0)
+            xb.push_back(BACKSLASH)
+            xt.push_back(q)
+        _sort_pairs(xb, xt)
+        self.region(p, 0x20, 0x21, T_FREE, xb, xt, &at)
+        self.region(p, 0x22, 0x22, -1, xb, xt, &at)
+        self.region(p, 0x23, 0x5B, T_FREE, xb, xt, &at)
+        self.region(p, 0x5C, 0x5C, -1, xb, xt, &at)
+        self.region(p, 0x5D, 0x7F, T_FREE, xb, xt, &at)
+        # non-ASCII children, grouped by lead byte (ascending: the spellings are sorted)
+        k = 0
+        while k < <int>kid_pos.size():
+            c = _byte(self.sp[kid_first[k]], d)
+            j = k
+            while j + 1 < <int>kid_pos.size() and _byte(self.sp[kid_first[j + 1]], d) == c:
+                j += 1
+            q = self.new()
+            self.cont(q, c, 1, _char_len(self.sp[kid_first[k]], d), k, j, d, kid_pos,
+                      kid_first)
+            lb.push_back(c)
+            lt.push_back(q)
+            k = j + 1
+        at = 0
+        self.region(p, 0xC2, 0xDF, T_C1, lb, lt, &at)
+        self.region(p, 0xE0, 0xE0, T_E0, lb, lt, &at)
+        self.region(p, 0xE1, 0xEC, T_C2, lb, lt, &at)
+        self.region(p, 0xED, 0xED, T_ED, lb, lt, &at)
+        self.region(p, 0xEE, 0xEF, T_C2, lb, lt, &at)
+        self.region(p, 0xF0, 0xF0, T_F0, lb, lt, &at)
+        self.region(p, 0xF1, 0xF3, T_C3, lb, lt, &at)
+        self.region(p, 0xF4, 0xF4, T_F4, lb, lt, &at)
+        self.c_from.push_back(p)
+        self.c_rule.push_back(self.escape)
+        self.c_to.push_back(self.end)
+
+
+cdef void _sort_pairs(vector[int]& keys, vector[int]& vals) noexcept:
+    """Sort keys ascending (few, distinct), vals along (insertion sort)."""
+    cdef int i, j, k, v
+    for i in range(1, <int>keys.size()):
+        k = keys[i]
+        v = vals[i]
+        j = i - 1
+        while j >= 0 and keys[j] > k:
+            keys[j + 1] = keys[j]
+            vals[j + 1] = vals[j]
+            j -= 1
+        keys[j + 1] = k
+        vals[j + 1] = v
+
+
+cdef void _sort_by_spelling(vector[string]& keys, vector[int]& vals) noexcept:
+    cdef int i, j, v
+    cdef string k
+    for i in range(1, <int>keys.size()):
+        k = keys[i]
+        v = vals[i]
+        j = i - 1
+        while j >= 0 and keys[j].compare(k) > 0:
+            keys[j + 1] = keys[j]
+            vals[j + 1] = vals[j]
+            j -= 1
+        keys[j + 1] = k
+        vals[j + 1] = v
+
+
+def positions(node, dict rule_index):
+    """The positions of the ir.FreeKey rule `node`, packed as Builder.add_positions reads
+    them; rule_index maps the rules it calls to their numbers."""
+    cdef _Trie t = _Trie()
+    cdef string s
+    cdef Py_UCS4 c
+    cdef int k, p, lo, hi, d, start
+    cdef bint seen[0x5D]
+    for k in range(0x5D):
+        seen[k] = False
+    t.body = _rule(rule_index, node.body)
+    t.escape = _rule(rule_index, node.escape)
+    for name in node.names:
+        s.clear()
+        for c in <str>name:
+            _spell(c, s)
+            if c < 0x20 or c == 0x22 or c == 0x5C:
+                seen[c] = True
+        t.sp.push_back(s)
+    cpp_sort(t.sp.begin(), t.sp.end())
+    t.sp.erase(cpp_unique(t.sp.begin(), t.sp.end()), t.sp.end())
+    for k in range(0x5D):
+        if seen[k]:
+            s.clear()
+            _spell(<Py_UCS4>k, s)
+            t.must.push_back(s.substr(1))       # after the backslash
+    for k in range(N_TAILS):
+        t.tails[k] = -1
+    start = t.new()
+    t.end = t.new()
+    t.finals[t.end] = 1
+    p = t.new()
+    t.edge(start, QUOTE, QUOTE, p)
+    t.w_lo.push_back(0)
+    t.w_hi.push_back(<int>t.sp.size())
+    t.w_d.push_back(0)
+    t.w_pos.push_back(p)
+    while t.w_pos.size():
+        lo, hi, d, p = t.w_lo.back(), t.w_hi.back(), t.w_d.back(), t.w_pos.back()
+        t.w_lo.pop_back()
+        t.w_hi.pop_back()
+        t.w_d.pop_back()
+        t.w_pos.pop_back()
+        t.node(lo, hi, d, p)
+    return _packed(t)
+
+
+cdef object _rule(dict rule_index, name):
+    idx = rule_index.get(name)
+    if idx is None:
+        raise KeyError(f"ir.FreeKey calls rule '{name}', which the build does not have")
+    return idx
+
+
+cdef object _packed(_Trie t):
+    """The tables in the one int32 array Builder.add_positions reads: P, E, C, finals,
+    e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to. The records are grouped by position
+    (each position's edges were made ascending) and adjacent ranges into one target merged."""
+    cdef int P = <int>t.finals.size(), R = <int>t.r_from.size(), C = <int>t.c_from.size()
+    cdef vector[int] off, fill, order, e_lo, e_hi, e_to, e_off, c_off, c_rule, c_to
+    cdef int i, p, r, at
+    off.assign(P + 1, 0)
+    for i in range(R):
+        off[t.r_from[i] + 1] += 1
+    for i in range(P):
+        off[i + 1] += off[i]
+    fill.assign(P, 0)
+    for i in range(P):
+        fill[i] = off[i]
+    order.assign(R, 0)
+    for i in range(R):
+        p = t.r_from[i]
+        order[fill[p]] = i
+        fill[p] += 1
+    e_off.push_back(0)
+    for p in range(P):
+        for i in range(off[p], off[p + 1]):
+            r = order[i]
+            at = <int>e_lo.size()
+            if at > e_off[p] and e_to[at - 1] == t.r_to[r] and e_hi[at - 1] + 1 == t.r_lo[r]:
+                e_hi[at - 1] = t.r_hi[r]
+                continue
+            e_lo.push_back(t.r_lo[r])
+            e_hi.push_back(t.r_hi[r])
+            e_to.push_back(t.r_to[r])
+        e_off.push_back(<int>e_lo.size())
+    # at most one call per position
+    c_off.assign(P + 1, 0)
+    for i in range(C):
+        c_off[t.c_from[i] + 1] += 1
+    for i in range(P):
+        c_off[i + 1] += c_off[i]
+    c_rule.assign(C, 0)
+    c_to.assign(C, 0)
+    for i in range(C):
+        c_rule[c_off[t.c_from[i]]] = t.c_rule[i]
+        c_to[c_off[t.c_from[i]]] = t.c_to[i]
+    cdef int E = <int>e_lo.size()
+    cdef size_t n = 3 + P + (P + 1) + 4 * E + (P + 1) + 2 * C
+    a = np.zeros(n, np.int32)
+    cdef int[::1] mv = a
+    mv[0] = P
+    mv[1] = E
+    mv[2] = C
+    cdef size_t base = 3
+    for i in range(P):
+        mv[base + i] = t.finals[i]
+    base += P
+    for i in range(P + 1):
+        mv[base + i] = e_off[i]
+    base += P + 1
+    for i in range(E):
+        mv[base + i] = e_lo[i]
+        mv[base + E + i] = e_hi[i]
+        mv[base + 2 * E + i] = e_to[i]
+    base += 4 * E                       # e_ws: zeros (the key is no whitespace)
+    for i in range(P + 1):
+        mv[base + i] = c_off[i]
+    base += P + 1
+    for i in range(C):
+        mv[base + i] = c_rule[i]
+        mv[base + C + i] = c_to[i]
+    return a
