@@ -32,10 +32,14 @@ def _rules(g):
 
 
 def _subset_construction(g, share):
-    """A Builder holding g's rules determinized, nothing merged yet; and the rule names."""
+    """A Builder holding g's rules determinized (the rules whose positions are made directly:
+    those), nothing merged yet; and the rule names."""
     exprs, names, index = _rules(g)
     b = _builder()
     for i, n in enumerate(names):
+        if type(exprs[n]) in automaton._MADE_ELSEWHERE:      # an open object's free keys
+            b.add_positions(i, automaton._positions_made_elsewhere(exprs[n], index))
+            continue
         nfa = RuleNfa(index, n, g.rules[n].whitespace, MAX_NFA_STATES, _Whitespace, share)
         s, t = nfa.build(exprs[n])
         b.add_rule(i, nfa, s, t)
