@@ -467,3 +467,177 @@ cdef object _packed(_Trie t):
         mv[base + i] = c_rule[i]
         mv[base + C + i] = c_to[i]
     return a
+
+
+# --- the escapes that leave the trie (ir.KeyEscape) ----------------------------------------
+# `\\` then a short escape or `\\u` and four hex digits (either case) of a character no name
+# uses, a surrogate pair for one past U+FFFF, then the rest of the string (a call of the
+# body). Per position, the target of each hex digit value; digits read in both cases.
+
+# the short escape letters, ascending, and the code point each stands for
+cdef int[8] SHORT_LETTER = [0x22, 0x2F, 0x5C, 0x62, 0x66, 0x6E, 0x72, 0x74]
+cdef int[8] SHORT_CP = [0x22, 0x2F, 0x5C, 0x08, 0x0C, 0x0A, 0x0D, 0x09]
+
+cdef enum:
+    MODE_FIRST = 0      # the first \\u: a character of the BMP or a high surrogate
+    MODE_LOW = 1        # the \\u of the low surrogate after a given high one
+
+
+cdef class _Escapes(_Trie):
+    """The positions of one escape rule: hex digit automata over the characters the names
+    do not use (used: their code points as sorted, disjoint ranges)."""
+    cdef vector[int] u_lo, u_hi
+    cdef int hex_tail[4]        # k any hex digits, then free
+    cdef int low_tail[4]        # k any hex digits, then any low surrogate's \\u escape
+    cdef int low_any            # `\\u` and any low surrogate (DC00-DFFF), then free
+
+    cdef bint used_in(self, long a, long b) noexcept:
+        """A used code point lies in [a, b]."""
+        cdef size_t i
+        for i in range(self.u_lo.size()):
+            if self.u_lo[i] <= b and self.u_hi[i] >= a:
+                return True
+        return False
+
+    cdef void digits(self, int p, int* t) noexcept:
+        """p's edges for hex digits of values 0..15 to t[value] (-1: none), bytes ascending."""
+        cdef int d
+        for d in range(10):
+            if t[d] >= 0:
+                self.edge(p, 0x30 + d, 0x30 + d, t[d])
+        for d in range(10, 16):
+            if t[d] >= 0:
+                self.edge(p, 0x41 + d - 10, 0x41 + d - 10, t[d])
+        for d in range(10, 16):
+            if t[d] >= 0:
+                self.edge(p, 0x61 + d - 10, 0x61 + d - 10, t[d])
+
+    cdef int any_hex(self, int k) noexcept:
+        """k any hex digits, then free (0: free itself)."""
+        cdef int p, d, q
+        cdef int t[16]
+        if k == 0:
+            return self.tail(T_FREE)
+        if self.hex_tail[k] >= 0:
+            return self.hex_tail[k]
+        p = self.new()
+        self.hex_tail[k] = p
+        q = self.any_hex(k - 1)
+        for d in range(16):
+            t[d] = q
+        self.digits(p, t)
+        return p
+
+    cdef int any_low(self, int k) noexcept:
+        """k any hex digits, then `\\u` and any low surrogate, then free."""
+        cdef int p, d, q, r
+        cdef int t[16]
+        if k == 0:
+            if self.low_any < 0:
+                p = self.low_any = self.new()
+                q = self.new()
+                self.edge(p, BACKSLASH, BACKSLASH, q)
+                r = self.new()
+                self.edge(q, 0x75, 0x75, r)
+                q = self.new()
+                for d in range(16):
+                    t[d] = -1
+                t[0xD] = q
+                self.digits(r, t)
+                t[0xD] = -1
+                for d in range(0xC, 16):
+                    t[d] = self.any_hex(2)
+                self.digits(q, t)
+            return self.low_any
+        if self.low_tail[k] >= 0:
+            return self.low_tail[k]
+        p = self.new()
+        self.low_tail[k] = p
+        q = self.any_low(k - 1)
+        for d in range(16):
+            t[d] = q
+        self.digits(p, t)
+        return p
+
+    cdef int hex_node(self, int k, long base, int mode, long high) noexcept:
+        """The position after 4 - k hex digits of value prefix base (base: the prefix times
+        16^k): the rest of the values allowed in mode (high: the high surrogate, MODE_LOW)."""
+        cdef int p = self.new(), d
+        cdef long span = 1, a, b
+        cdef int t[16]
+        cdef int i
+        for i in range(k - 1):
+            span *= 16
+        for d in range(16):
+            a = base + d * span
+            b = a + span - 1
+            t[d] = self.target(k - 1, a, b, mode, high)
+        self.digits(p, t)
+        return p
+
+    cdef int target(self, int k, long a, long b, int mode, long high) noexcept:
+        """Where the values [a, b] (k digits still to come) lead, or -1."""
+        cdef long lo, hi
+        if mode == MODE_LOW:
+            if b < 0xDC00 or a > 0xDFFF:
+                return -1
+            lo = 0x10000 + (high - 0xD800) * 0x400 + (a - 0xDC00)
+            hi = lo + (b - a)
+            if a >= 0xDC00 and b <= 0xDFFF and not self.used_in(lo, hi):
+                return self.any_hex(k)
+            if k == 0:
+                return -1           # a used character
+            return self.hex_node(k, a, mode, high)
+        # the first \\u
+        if b < 0xD800 or a > 0xDFFF:
+            if not self.used_in(a, b):
+                return self.any_hex(k)
+            if k == 0:
+                return -1
+            return self.hex_node(k, a, mode, high)
+        if a >= 0xDC00 and b <= 0xDFFF:
+            return -1               # a low surrogate alone
+        if a >= 0xD800 and b <= 0xDBFF:
+            lo = 0x10000 + (a - 0xD800) * 0x400
+            hi = 0x10000 + (b - 0xD800) * 0x400 + 0x3FF
+            if not self.used_in(lo, hi):
+                return self.any_low(k)
+            if k == 0:
+                return self.low_after(a)
+            return self.hex_node(k, a, mode, high)
+        return self.hex_node(k, a, mode, high)
+
+    cdef int low_after(self, long high) noexcept:
+        """`\\u` and a low surrogate completing a character no name uses after high."""
+        cdef int p = self.new(), q = self.new()
+        self.edge(p, BACKSLASH, BACKSLASH, q)
+        self.edge(q, 0x75, 0x75, self.hex_node(4, 0, MODE_LOW, high))
+        return p
+
+
+def escape_positions(node, dict rule_index):
+    """The positions of the ir.KeyEscape rule `node`, packed as Builder.add_positions reads
+    them; rule_index maps the rule it calls to its number."""
+    cdef _Escapes t = _Escapes()
+    cdef int k, start, p, u
+    t.body = _rule(rule_index, node.body)
+    for a, b in node.used:
+        t.u_lo.push_back(a)
+        t.u_hi.push_back(b)
+    for k in range(N_TAILS):
+        t.tails[k] = -1
+    for k in range(4):
+        t.hex_tail[k] = -1
+        t.low_tail[k] = -1
+    t.low_any = -1
+    start = t.new()
+    t.end = t.new()
+    t.finals[t.end] = 1
+    p = t.new()
+    t.edge(start, BACKSLASH, BACKSLASH, p)
+    for k in range(8):
+        if not t.used_in(SHORT_CP[k], SHORT_CP[k]):
+            t.edge(p, SHORT_LETTER[k], SHORT_LETTER[k], t.tail(T_FREE))
+    u = t.hex_node(4, 0, MODE_FIRST, 0)
+    t.edge(p, 0x75, 0x75, u)
+    return _packed(t)

@@ -1,8 +1,9 @@
 """Grammar IR -> one byte-level pushdown automaton (flat numpy tables).
 
 Design: every rule becomes a DFA whose edges are byte ranges or *calls* of other rules (an
-ir.AnyOrder rule's DFA is made directly, cengine._anyorder, and so is an ir.FreeKey rule's,
-cengine._keytrie; every other rule's by Thompson and subset construction).
+ir.AnyOrder rule's DFA is made directly, cengine._anyorder, and so are an ir.FreeKey rule's
+and an ir.KeyEscape rule's, cengine._keytrie; every other rule's by Thompson and subset
+construction).
 All DFA states of all rules are numbered into one space of "positions". A matcher state is
 a set of stacks; a stack is a chain of frames, the top frame a position that consumes bytes,
 the frames below it return positions. Three things are precomputed per position so the
@@ -40,6 +41,7 @@ from ._build import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF  # noqa: F401  (def
 from ._build import DFA_GROWTH_SLACK  # noqa: F401  (re-exported beside MAX_DFA_GROWTH)
 from ._build import Builder, RuleNfa, inline_small_rules
 from ._anyorder import positions as any_order_positions
+from ._keytrie import escape_positions as key_escape_positions
 from ._keytrie import positions as free_key_positions
 from .errors import LimitError
 
@@ -214,12 +216,14 @@ def _inline_small_rules(grammar: ir.GrammarIR):
 
 # the rules whose positions are made directly (so never inlined, never determinized): their
 # nodes' types, and the function that makes them
-_MADE_ELSEWHERE = (ir.AnyOrder, ir.FreeKey)
+_MADE_ELSEWHERE = (ir.AnyOrder, ir.FreeKey, ir.KeyEscape)
 
 
 def _positions_made_elsewhere(e, rule_index: Dict[str, int]):
     if type(e) is ir.FreeKey:
         return free_key_positions(e, rule_index)
+    if type(e) is ir.KeyEscape:
+        return key_escape_positions(e, rule_index)
     return any_order_positions(e, rule_index)
 
 

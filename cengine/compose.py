@@ -314,6 +314,8 @@ def _renamed(e: ir.Expr, names: dict) -> ir.Expr:
                                    extra=None if e.extra is None else names[e.extra])
     if isinstance(e, ir.FreeKey):
         return dataclasses.replace(e, body=names[e.body], escape=names[e.escape])
+    if isinstance(e, ir.KeyEscape):
+        return dataclasses.replace(e, body=names[e.body])
     return e
 
 

@@ -174,7 +174,29 @@ class FreeKey:
         return False, [self.body]
 
 
-Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Dfa, Nothing, AnyOrder, FreeKey]
+@dataclass(frozen=True, slots=True)
+class KeyEscape:
+    """A whole rule: a backslash, an escape (short, `\\uXXXX` in either case, a surrogate
+    pair) of a character whose code point is not in `used` (sorted, disjoint ranges: the
+    characters of a names set), then a call of `body` (the rest of the string). What the
+    nodes of an ir.FreeKey trie call for every escape that leaves the trie; its positions
+    are made directly too (cengine._keytrie), not from an expression of hex-digit ranges."""
+    used: Ranges
+    body: str
+
+    def refs(self) -> Tuple[str, ...]:
+        return (self.body,)
+
+    def productive(self, done) -> Tuple[bool, list]:
+        """Every escape goes on into `body` (and some character is always free: the names
+        use finitely many)."""
+        if self.body in done:
+            return True, []
+        return False, [self.body]
+
+
+Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Dfa, Nothing, AnyOrder, FreeKey,
+             KeyEscape]
 
 EMPTY = Bytes(b"")
 NOTHING = Nothing()
@@ -463,7 +485,7 @@ def productive_rules(g: GrammarIR) -> set:
         elif t is Repeat:
             if e.lo != 0 and not prod(e.item, blockers):
                 return False
-        elif t is AnyOrder or t is FreeKey:
+        elif t is AnyOrder or t is FreeKey or t is KeyEscape:
             good, why = e.productive(done)
             if not good:
                 blockers.extend(why)

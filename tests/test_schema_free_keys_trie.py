@@ -230,3 +230,58 @@ def test_free_keys_rule_has_its_positions_made_directly():
     n = int((a.pos_rule == rule).sum())
     assert 0 < n <= 20, n
     assert cengine.compile_json_schema(SCHEMAS[0][1], **OPEN).automaton.n_positions > 0
+
+
+def _escape_grammars(names):
+    """(the escape rule of the names' characters as built now, the oracle's expression):
+    root is the escape rule alone (a backslash, an escape, the rest of the string)."""
+    used = jg._ranges_of(set("".join(names)))
+    out = []
+    for expr in (ir.KeyEscape(used, jg.STRING_BODY),
+                 ir.seq(jg._escaped_in(jg._minus(ir.negate_ranges(used),
+                                                 ((0xD800, 0xDFFF),))), ir.Ref(jg.STRING_BODY))):
+        g = ir.GrammarIR()
+        g.add("root", ir.Ref("esc"))
+        g.add("esc", expr)
+        jg.string_body(g)
+        out.append(Grammar.from_ir(g))
+    return out
+
+
+def _after(g, prefix: bytes):
+    m = g.matcher()
+    assert m.accept_bytes(prefix)
+    return m
+
+
+@pytest.mark.parametrize("names", [["abc"], ["a\n\"\\/b"], ["é€", "😀", "\U0010ffff"],
+                                   ["\U00010000", "\U0001f600x"], ["\ud83d", "\udc00"]],
+                         ids=["ascii", "short-escapes", "non-ascii", "astral", "surrogates"])
+def test_key_escape_rule_matches_the_escape_expression(names):
+    new, ref = _escape_grammars(names)
+    # every short escape letter and every \uXXXX (lower case; upper case for a sample), and
+    # the low halves after the high surrogates of the names' astral characters and others
+    for b in range(0x20, 0x7F):
+        doc = b"\\" + bytes([b]) + b'"'
+        assert _accepts(new, doc) == _accepts(ref, doc), doc
+    m_new, m_ref = _after(new, b"\\u"), _after(ref, b"\\u")
+    for v in range(0x10000):
+        for spelled in ([b"%04x" % v, b"%04X" % v] if v % 7 == 0 else [b"%04x" % v]):
+            a, b = m_new.copy(), m_ref.copy()
+            ok_a = a.accept_bytes(spelled)
+            assert ok_a == b.accept_bytes(spelled), spelled
+            if ok_a:
+                assert a.allowed_bytes() == b.allowed_bytes(), spelled
+                c, d = a.copy(), b.copy()
+                assert (c.accept_bytes(b'"') and c.is_accepting()) == \
+                    (d.accept_bytes(b'"') and d.is_accepting()), spelled
+    highs = {0xD800, 0xDBFF, 0xD83D} | {0xD800 + ((ord(c) - 0x10000) >> 10)
+                                        for n in names for c in n if ord(c) > 0xFFFF}
+    for h in sorted(highs):
+        a0, b0 = _after(new, b"\\u%04x\\u" % h), _after(ref, b"\\u%04x\\u" % h)
+        for low in range(0xDC00, 0xE000):
+            a, b = a0.copy(), b0.copy()
+            doc = b"%04x" % low + b'"'
+            assert (a.accept_bytes(doc) and a.is_accepting()) == \
+                (b.accept_bytes(doc) and b.is_accepting()), (hex(h), hex(low))
+    assert _lockstep(new, ref, len(names), b'\\u0123456789abcdefABCDEF"') is None

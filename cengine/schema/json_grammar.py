@@ -595,15 +595,11 @@ def value_literal(g: ir.GrammarIR, v, *, integer: bool = False) -> ir.Expr:
 
 
 # --- key names outside a set ----------------------------------------------------------------
-# The escape rule of a set of characters the names use, whatever the names: memoised across
-# compiles (bounded LRU keyed on that set, which is all it depends on; the expression is
-# immutable and the rule it names has the same expression in every grammar).
-@functools.lru_cache(maxsize=256)
 def _free_key_escape(used: ir.Ranges) -> Tuple[str, ir.Expr]:
+    """The escape rule of a set of characters the names use (all it depends on): a node
+    whose positions the builder makes directly (escapes of every other character)."""
     tag = hashlib.sha1(repr(used).encode()).hexdigest()[:12]
-    others = _minus(ir.negate_ranges(used), ((_SURR_LO, _SURR_HI),))
-    # any escape of a character no name contains, then the rest of the string
-    return f"json-key-escape-{tag}", ir.seq(_escaped_in(others), ir.Ref(STRING_BODY))
+    return f"json-key-escape-{tag}", ir.KeyEscape(used, STRING_BODY)
 
 
 def _ranges_of(chars) -> ir.Ranges:
