@@ -2122,6 +2122,24 @@ cdef class Builder:
             sig.push_back(self.c_rule[k])
             sig.push_back(cls[self.c_to[k] - base])
 
+    cdef bint _forward_only(self, int b, int e) noexcept:
+        """Whether every byte edge and call return of the positions [b, e) of one rule leads
+        to the same or a later position (the subset construction numbers a rule without
+        cycles that way unless two paths meet): then the rule needs no Tarjan (_sccs)."""
+        cdef const int* e_off = self.e_off.data()
+        cdef const int* e_to = self.e_to.data()
+        cdef const int* c_off = self.c_off.data()
+        cdef const int* c_to = self.c_to.data()
+        cdef int p, k
+        for p in range(b, e):
+            for k in range(e_off[p], e_off[p + 1]):
+                if e_to[k] < p:
+                    return False
+            for k in range(c_off[p], c_off[p + 1]):
+                if c_to[k] < p:
+                    return False
+        return True
+
     cdef void _sccs(self, int b, int e, vector[int]& members, vector[int]& comp_off,
                     vector[int]& index, vector[int]& low, vector[int]& stack,
                     vector[int]& dfs_p, vector[int]& dfs_k) noexcept:
@@ -2253,7 +2271,18 @@ cdef class Builder:
             for p in range(n):
                 cls[p] = p
             if n > 1:
-                self._sccs(b, e, members, comp_off, index, low, stack, dfs_p, dfs_k)
+                if self._forward_only(b, e):
+                    # no edge leads back: every position is its own component and the
+                    # positions from the last down are an order with targets first (the
+                    # merges, hence the classes, are those of any such order)
+                    members.clear()
+                    comp_off.clear()
+                    comp_off.push_back(0)
+                    for p in range(e - 1, b - 1, -1):
+                        members.push_back(p)
+                        comp_off.push_back(<int>members.size())
+                else:
+                    self._sccs(b, e, members, comp_off, index, low, stack, dfs_p, dfs_k)
                 table.reset(n)
                 for ci in range(<int>comp_off.size() - 1):
                     cb = comp_off[ci]
