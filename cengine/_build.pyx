@@ -2121,26 +2121,36 @@ cdef class Builder:
     cdef void _signature(self, int p, vector[int]& cls, int base, vector[int]& sig) noexcept:
         """sig = what p does, in classes of cls (indexed from base): its class, its byte edges
         (adjacent ranges into one class merged), its calls."""
-        cdef int k, t, n_e = 0, at
-        sig.clear()
-        sig.push_back(cls[p - base])
-        sig.push_back(0)                    # edge count, filled below
-        for k in range(self.e_off[p], self.e_off[p + 1]):
-            t = cls[self.e_to[k] - base]
-            at = <int>sig.size()
-            if n_e and sig[at - 3] == self.e_lo[k] - 1 and sig[at - 2] == self.e_ws[k] \
-                    and sig[at - 1] == t:
-                sig[at - 3] = self.e_hi[k]
+        cdef int k, t, at = 2
+        cdef int k0 = self.e_off[p], k1 = self.e_off[p + 1]
+        cdef int c0 = self.c_off[p], c1 = self.c_off[p + 1]
+        # sized for the most it can hold, written through a pointer, cut to what it holds
+        sig.resize(2 + 4 * (k1 - k0) + 2 * (c1 - c0))
+        cdef int* out = sig.data()
+        cdef const int* cl = cls.data()
+        cdef const int* lo = self.e_lo.data()
+        cdef const int* hi = self.e_hi.data()
+        cdef const int* ws = self.e_ws.data()
+        cdef const int* to = self.e_to.data()
+        cdef const int* c_rule = self.c_rule.data()
+        cdef const int* c_to = self.c_to.data()
+        out[0] = cl[p - base]
+        for k in range(k0, k1):
+            t = cl[to[k] - base]
+            if at > 2 and out[at - 3] == lo[k] - 1 and out[at - 2] == ws[k] and out[at - 1] == t:
+                out[at - 3] = hi[k]
                 continue
-            sig.push_back(self.e_lo[k])
-            sig.push_back(self.e_hi[k])
-            sig.push_back(self.e_ws[k])
-            sig.push_back(t)
-            n_e += 1
-        sig[1] = n_e
-        for k in range(self.c_off[p], self.c_off[p + 1]):
-            sig.push_back(self.c_rule[k])
-            sig.push_back(cls[self.c_to[k] - base])
+            out[at] = lo[k]
+            out[at + 1] = hi[k]
+            out[at + 2] = ws[k]
+            out[at + 3] = t
+            at += 4
+        out[1] = (at - 2) >> 2              # edge count
+        for k in range(c0, c1):
+            out[at] = c_rule[k]
+            out[at + 1] = cl[c_to[k] - base]
+            at += 2
+        sig.resize(at)
 
     cdef bint _forward_only(self, int b, int e) noexcept:
         """Whether every byte edge and call return of the positions [b, e) of one rule leads
