@@ -1613,6 +1613,13 @@ cdef inline void _no_op() noexcept nogil:
     pass
 
 
+cdef extern from *:
+    """
+    static inline int cengine_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
+    """
+    int _ctz64 "cengine_ctz64"(unsigned long long x) noexcept nogil     # x != 0
+
+
 @cython.final
 cdef class Builder:
     # positions of all rules, numbered rule after rule (CSR edges)
@@ -1645,7 +1652,7 @@ cdef class Builder:
     # _add_rule's scratch vectors between rules (their room kept)
     cdef vector[int] x_cur, x_targets, x_single, x_lo, x_hi, x_to, x_ws, x_bounds, x_covering
     cdef vector[pair[int, int]] x_cpairs
-    cdef vector[int64_t] x_by_lo
+    cdef vector[int] x_lo_next
     cdef vector[int] x_fill
 
     def __init__(self, int64_t limit, int max_positions, int64_t max_growth=0,
@@ -1812,7 +1819,7 @@ cdef class Builder:
     cdef void _swap_scratch(self, vector[int]& cur, vector[int]& targets, vector[int]& single,
                             vector[int]& r_lo, vector[int]& r_hi, vector[int]& r_to,
                             vector[int]& r_ws, vector[int]& bounds,
-                            vector[pair[int, int]]& cpairs, vector[int64_t]& by_lo,
+                            vector[pair[int, int]]& cpairs, vector[int]& lo_next,
                             vector[int]& covering) noexcept:
         # _add_rule's locals and the kept scratch vectors trade contents: at the start the
         # locals take the room of the rule before, at the end they give it back (a swap is
@@ -1826,7 +1833,7 @@ cdef class Builder:
         r_ws.swap(self.x_ws)
         bounds.swap(self.x_bounds)
         cpairs.swap(self.x_cpairs)
-        by_lo.swap(self.x_by_lo)
+        lo_next.swap(self.x_lo_next)
         covering.swap(self.x_covering)
 
     cdef int _add_rule(self, int rule, RuleNfa nfa, int start, int accept) except -1:
@@ -1866,15 +1873,18 @@ cdef class Builder:
         cdef vector[pair[int, int]] cpairs
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
-        cdef int out_start, fin, w, x, entering
+        cdef int out_start, fin, w, x
         cdef bint scan
         cdef vector[int]* key
-        cdef vector[int64_t] by_lo
+        cdef vector[int] lo_next
+        cdef int lo_head[256]
         cdef vector[int] covering
         cdef const int* boff = self.n_boff.data()     # not resized below
+        cdef uint64_t bound_bits[5]
+        cdef uint64_t word
         # the scratch vectors keep their room from the rule before (swapped back at the end):
         # grown afresh, they cost some sixty allocations per rule
-        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, by_lo,
+        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, lo_next,
                            covering)
         single.assign(n, -1)
         cur.clear()
@@ -1926,27 +1936,41 @@ cdef class Builder:
             self.spend(<int64_t>cur.size() + R)
             out_start = <int>self.e_lo.size()
             if R:
-                bounds.clear()
+                # the distinct bounds ascending: a bit per value 0..256, read off in order
+                # (sorting the 2R values cost more than the sweep below)
+                for w in range(5):
+                    bound_bits[w] = 0
                 for k in range(R):
-                    bounds.push_back(r_lo[k])
-                    bounds.push_back(r_hi[k] + 1)
-                cpp_sort(bounds.begin(), bounds.end())
-                bounds.erase(cpp_unique(bounds.begin(), bounds.end()), bounds.end())
+                    a = r_lo[k]
+                    bound_bits[a >> 6] |= (<uint64_t>1) << (a & 63)
+                    a = r_hi[k] + 1
+                    bound_bits[a >> 6] |= (<uint64_t>1) << (a & 63)
+                bounds.clear()
+                for w in range(5):
+                    word = bound_bits[w]
+                    while word:
+                        bounds.push_back((w << 6) + _ctz64(word))
+                        word &= word - 1
                 B = <int>bounds.size()
                 self.spend(<int64_t>B * R)     # (the units of the reference's B x R scan)
                 # sweep the pieces left to right with the ranges covering the current one
                 # (a range covers every piece from its lo up to its hi: no bound falls
-                # inside a piece), ranges entering in lo order: work in the pieces' targets,
-                # not pieces x ranges (a free-key trie node's state has dozens of ranges)
-                # (a few ranges: scanning them all per piece is cheaper than sorting)
+                # inside a piece), each range entering at the piece its lo starts (lists per
+                # lo value; the order within a piece is irrelevant, its targets are sorted):
+                # work in the pieces' targets, not pieces x ranges (a free-key trie node's
+                # state has dozens of ranges)
+                # (a few ranges: scanning them all per piece is cheaper than the lists)
                 scan = R <= 8
                 if not scan:
-                    by_lo.clear()
-                    for k in range(R):
-                        by_lo.push_back(((<int64_t>r_lo[k]) << 32) | k)
-                    cpp_sort(by_lo.begin(), by_lo.end())
+                    lo_next.resize(R)
+                    for k in range(R):          # the heads of every piece start: empty
+                        lo_head[r_lo[k]] = -1
+                        if r_hi[k] < 255:
+                            lo_head[r_hi[k] + 1] = -1
+                    for k in range(R - 1, -1, -1):
+                        lo_next[k] = lo_head[r_lo[k]]
+                        lo_head[r_lo[k]] = k
                 covering.clear()
-                entering = 0
                 for bi in range(B - 1):
                     a = bounds[bi]
                     b = bounds[bi + 1]
@@ -1963,10 +1987,10 @@ cdef class Builder:
                                 covering[w] = k
                                 w += 1
                         covering.resize(w)
-                        while entering < R and (by_lo[entering] >> 32) <= a:
-                            # (the low half by a C cast: `& 0xFFFFFFFF` is a Python int in Cython)
-                            covering.push_back(<int>(<uint32_t>by_lo[entering]))
-                            entering += 1
+                        k = lo_head[a]          # (a piece starts below 256)
+                        while k >= 0:
+                            covering.push_back(k)
+                            k = lo_next[k]
                     if covering.size() == 0:
                         continue
                     targets.clear()
@@ -2067,7 +2091,7 @@ cdef class Builder:
         if base + nsets > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
-        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, by_lo,
+        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, lo_next,
                            covering)
         return 0
 
