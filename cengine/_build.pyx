@@ -86,9 +86,12 @@ cdef object _u8(vector[int]& v):
     cdef void* d
     a = _new_array(v.size(), _DT_U8, &d)
     cdef uint8_t* m = <uint8_t*>d
-    cdef size_t i
-    for i in range(v.size()):
-        m[i] = <uint8_t>v[i]
+    # the source through a pointer and its length in a local: a byte store may alias the
+    # vector's own pointers (-fno-strict-aliasing), which kept the loop from vectorizing
+    cdef const int* src = v.data()
+    cdef size_t i, n = v.size()
+    for i in range(n):
+        m[i] = <uint8_t>src[i]
     return a
 
 
@@ -2715,8 +2718,16 @@ cdef class Builder:
                         if node_depth[below] + 1 > MAX_CHAIN_DEPTH:
                             raise LimitError("rule calls nest more than 256 deep without consuming a byte",
                                              rule=names[r])
-                        nb = self._intern(node_index, node_head, node_tail, node_depth,
-                                          node_chain, node_seen, t, below)
+                        if below == 0:
+                            # (t, empty stack): the node the walks' top frames cache
+                            nb = top_node[t]
+                            if nb < 0:
+                                nb = top_node[t] = self._intern(
+                                    node_index, node_head, node_tail, node_depth, node_chain,
+                                    node_seen, t, below)
+                        else:
+                            nb = self._intern(node_index, node_head, node_tail, node_depth,
+                                              node_chain, node_seen, t, below)
                     work.push_back(pair[int, int](self.starts[r], nb))
             clo_off.push_back(<int>clo_chain.size())
             clo_pop[p] = <int>pop
