@@ -86,9 +86,12 @@ cdef object _u8(vector[int]& v):
     cdef void* d
     a = _new_array(v.size(), _DT_U8, &d)
     cdef uint8_t* m = <uint8_t*>d
-    cdef size_t i
-    for i in range(v.size()):
-        m[i] = <uint8_t>v[i]
+    # the source through a pointer and its length in a local: a byte store may alias the
+    # vector's own pointers (-fno-strict-aliasing), which kept the loop from vectorizing
+    cdef const int* src = v.data()
+    cdef size_t i, n = v.size()
+    for i in range(n):
+        m[i] = <uint8_t>src[i]
     return a
 
 
@@ -1540,17 +1543,26 @@ cdef class _SetTable:
     each with an int value: the DFA's NFA-state sets, without Python objects per lookup."""
     cdef vector[int] data, off, vals, next_same
     cdef _I64Map heads
+    cdef int64_t last_hash      # of the sequence find looked up last (add takes it over)
 
     def __cinit__(self):
         self.off.push_back(0)
         self.heads = _I64Map()
 
     cdef inline int64_t _hash(self, vector[int]& v) noexcept:
-        cdef uint64_t h = 0xcbf29ce484222325ULL ^ v.size()
-        cdef size_t i
-        for i in range(v.size()):
-            h = (h ^ <uint32_t>v[i]) * 0x100000001b3ULL
-            h ^= h >> 29
+        # two ints per multiply: half the dependent steps of one per int (the hash only picks
+        # buckets; which index a sequence gets is insertion order)
+        cdef const int* d = v.data()
+        cdef size_t n = v.size(), i = 0
+        cdef uint64_t h = 0xcbf29ce484222325ULL ^ (<uint64_t>n * 0x9E3779B97F4A7C15ULL)
+        while i + 1 < n:
+            h = (h ^ ((<uint64_t><uint32_t>d[i]) | ((<uint64_t><uint32_t>d[i + 1]) << 32))) \
+                * 0xff51afd7ed558ccdULL
+            h ^= h >> 32
+            i += 2
+        if i < n:
+            h = (h ^ <uint64_t><uint32_t>d[i]) * 0xff51afd7ed558ccdULL
+            h ^= h >> 32
         return <int64_t>(h & 0x7FFFFFFFFFFFFFFFULL)
 
     cdef void reset(self, int n) noexcept:
@@ -1563,10 +1575,12 @@ cdef class _SetTable:
         self.heads.clear(n)
 
     cdef int find(self, vector[int]& v) noexcept:
-        """Index of v, or -1."""
-        cdef int i = self.heads.get(self._hash(v))
+        """Index of v, or -1 (then add(v, value) appends it without hashing it again)."""
+        cdef int64_t h = self._hash(v)
+        cdef int i = self.heads.get(h)
         cdef int a
         cdef size_t n = v.size()
+        self.last_hash = h
         while i >= 0:
             a = self.off[i]
             if <size_t>(self.off[i + 1] - a) == n and \
@@ -1577,12 +1591,21 @@ cdef class _SetTable:
 
     cdef int add(self, vector[int]& v, int value) noexcept:
         """Append v (not present) with value; returns its index."""
+        return self._append(v, value, self._hash(v))
+
+    cdef int add_found(self, vector[int]& v, int value) noexcept:
+        """add(v, value) right after find(v) missed it (the hash find made serves)."""
+        return self._append(v, value, self.last_hash)
+
+    cdef int _append(self, vector[int]& v, int value, int64_t h) noexcept:
         cdef int i = <int>self.vals.size()
-        cdef int64_t h = self._hash(v)
+        cdef size_t at = self.data.size(), n = v.size()
         self.next_same.push_back(self.heads.get(h))
         self.heads.put(h, i)
-        self.data.insert(self.data.end(), v.begin(), v.end())
-        self.off.push_back(<int>self.data.size())
+        if n:
+            self.data.resize(at + n)
+            memcpy(&self.data[at], v.data(), n * sizeof(int))
+        self.off.push_back(<int>(at + n))
         self.vals.push_back(value)
         return i
 
@@ -1599,6 +1622,13 @@ cdef inline int _one_state(vector[int]& targets) noexcept:
 
 cdef inline void _no_op() noexcept nogil:
     pass
+
+
+cdef extern from *:
+    """
+    static inline int cengine_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
+    """
+    int _ctz64 "cengine_ctz64"(unsigned long long x) noexcept nogil     # x != 0
 
 
 @cython.final
@@ -1633,7 +1663,7 @@ cdef class Builder:
     # _add_rule's scratch vectors between rules (their room kept)
     cdef vector[int] x_cur, x_targets, x_single, x_lo, x_hi, x_to, x_ws, x_bounds, x_covering
     cdef vector[pair[int, int]] x_cpairs
-    cdef vector[int64_t] x_by_lo
+    cdef vector[int] x_lo_next
     cdef vector[int] x_fill
 
     def __init__(self, int64_t limit, int max_positions, int64_t max_growth=0,
@@ -1800,7 +1830,7 @@ cdef class Builder:
     cdef void _swap_scratch(self, vector[int]& cur, vector[int]& targets, vector[int]& single,
                             vector[int]& r_lo, vector[int]& r_hi, vector[int]& r_to,
                             vector[int]& r_ws, vector[int]& bounds,
-                            vector[pair[int, int]]& cpairs, vector[int64_t]& by_lo,
+                            vector[pair[int, int]]& cpairs, vector[int]& lo_next,
                             vector[int]& covering) noexcept:
         # _add_rule's locals and the kept scratch vectors trade contents: at the start the
         # locals take the room of the rule before, at the end they give it back (a swap is
@@ -1814,7 +1844,7 @@ cdef class Builder:
         r_ws.swap(self.x_ws)
         bounds.swap(self.x_bounds)
         cpairs.swap(self.x_cpairs)
-        by_lo.swap(self.x_by_lo)
+        lo_next.swap(self.x_lo_next)
         covering.swap(self.x_covering)
 
     cdef int _add_rule(self, int rule, RuleNfa nfa, int start, int accept) except -1:
@@ -1854,15 +1884,18 @@ cdef class Builder:
         cdef vector[pair[int, int]] cpairs
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
-        cdef int out_start, fin, w, x, entering
+        cdef int out_start, fin, w, x
         cdef bint scan
         cdef vector[int]* key
-        cdef vector[int64_t] by_lo
+        cdef vector[int] lo_next
+        cdef int lo_head[256]
         cdef vector[int] covering
         cdef const int* boff = self.n_boff.data()     # not resized below
+        cdef uint64_t bound_bits[5]
+        cdef uint64_t word
         # the scratch vectors keep their room from the rule before (swapped back at the end):
         # grown afresh, they cost some sixty allocations per rule
-        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, by_lo,
+        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, lo_next,
                            covering)
         single.assign(n, -1)
         cur.clear()
@@ -1914,27 +1947,41 @@ cdef class Builder:
             self.spend(<int64_t>cur.size() + R)
             out_start = <int>self.e_lo.size()
             if R:
-                bounds.clear()
+                # the distinct bounds ascending: a bit per value 0..256, read off in order
+                # (sorting the 2R values cost more than the sweep below)
+                for w in range(5):
+                    bound_bits[w] = 0
                 for k in range(R):
-                    bounds.push_back(r_lo[k])
-                    bounds.push_back(r_hi[k] + 1)
-                cpp_sort(bounds.begin(), bounds.end())
-                bounds.erase(cpp_unique(bounds.begin(), bounds.end()), bounds.end())
+                    a = r_lo[k]
+                    bound_bits[a >> 6] |= (<uint64_t>1) << (a & 63)
+                    a = r_hi[k] + 1
+                    bound_bits[a >> 6] |= (<uint64_t>1) << (a & 63)
+                bounds.clear()
+                for w in range(5):
+                    word = bound_bits[w]
+                    while word:
+                        bounds.push_back((w << 6) + _ctz64(word))
+                        word &= word - 1
                 B = <int>bounds.size()
                 self.spend(<int64_t>B * R)     # (the units of the reference's B x R scan)
                 # sweep the pieces left to right with the ranges covering the current one
                 # (a range covers every piece from its lo up to its hi: no bound falls
-                # inside a piece), ranges entering in lo order: work in the pieces' targets,
-                # not pieces x ranges (a free-key trie node's state has dozens of ranges)
-                # (a few ranges: scanning them all per piece is cheaper than sorting)
+                # inside a piece), each range entering at the piece its lo starts (lists per
+                # lo value; the order within a piece is irrelevant, its targets are sorted):
+                # work in the pieces' targets, not pieces x ranges (a free-key trie node's
+                # state has dozens of ranges)
+                # (a few ranges: scanning them all per piece is cheaper than the lists)
                 scan = R <= 8
                 if not scan:
-                    by_lo.clear()
-                    for k in range(R):
-                        by_lo.push_back(((<int64_t>r_lo[k]) << 32) | k)
-                    cpp_sort(by_lo.begin(), by_lo.end())
+                    lo_next.resize(R)
+                    for k in range(R):          # the heads of every piece start: empty
+                        lo_head[r_lo[k]] = -1
+                        if r_hi[k] < 255:
+                            lo_head[r_hi[k] + 1] = -1
+                    for k in range(R - 1, -1, -1):
+                        lo_next[k] = lo_head[r_lo[k]]
+                        lo_head[r_lo[k]] = k
                 covering.clear()
-                entering = 0
                 for bi in range(B - 1):
                     a = bounds[bi]
                     b = bounds[bi + 1]
@@ -1951,10 +1998,10 @@ cdef class Builder:
                                 covering[w] = k
                                 w += 1
                         covering.resize(w)
-                        while entering < R and (by_lo[entering] >> 32) <= a:
-                            # (the low half by a C cast: `& 0xFFFFFFFF` is a Python int in Cython)
-                            covering.push_back(<int>(<uint32_t>by_lo[entering]))
-                            entering += 1
+                        k = lo_head[a]          # (a piece starts below 256)
+                        while k >= 0:
+                            covering.push_back(k)
+                            k = lo_next[k]
                     if covering.size() == 0:
                         continue
                     targets.clear()
@@ -1988,7 +2035,7 @@ cdef class Builder:
                         key = self.dfa_key()
                         j = sets.find(deref(key))
                         if j < 0:
-                            j = sets.add(deref(key), nsets)
+                            j = sets.add_found(deref(key), nsets)
                             nsets += 1
                             if nsets > self.max_positions:
                                 raise LimitError(f"grammar needs more than {self.max_positions} positions")
@@ -1996,7 +2043,7 @@ cdef class Builder:
                         if one >= 0:
                             single[one] = j
                         else:
-                            by_targets.add(targets, j)
+                            by_targets.add_found(targets, j)     # (its find just missed)
                     j += base
                     last = <int>self.e_lo.size() - 1
                     if last >= out_start and self.e_to[last] == j and self.e_hi[last] == a - 1 \
@@ -2042,20 +2089,20 @@ cdef class Builder:
                     key = self.dfa_key()
                     j = sets.find(deref(key))
                     if j < 0:
-                        j = sets.add(deref(key), nsets)
+                        j = sets.add_found(deref(key), nsets)
                         nsets += 1
                         self.check_growth(nsets)
                     if one >= 0:
                         single[one] = j
                     else:
-                        by_targets.add(targets, j)
+                        by_targets.add_found(targets, j)     # (its find just missed)
                 self.c_rule.push_back(rr)
                 self.c_to.push_back(j + base)
             self.c_off.push_back(<int>self.c_rule.size())
         if base + nsets > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
-        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, by_lo,
+        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, lo_next,
                            covering)
         return 0
 
@@ -2109,26 +2156,54 @@ cdef class Builder:
     cdef void _signature(self, int p, vector[int]& cls, int base, vector[int]& sig) noexcept:
         """sig = what p does, in classes of cls (indexed from base): its class, its byte edges
         (adjacent ranges into one class merged), its calls."""
-        cdef int k, t, n_e = 0, at
-        sig.clear()
-        sig.push_back(cls[p - base])
-        sig.push_back(0)                    # edge count, filled below
-        for k in range(self.e_off[p], self.e_off[p + 1]):
-            t = cls[self.e_to[k] - base]
-            at = <int>sig.size()
-            if n_e and sig[at - 3] == self.e_lo[k] - 1 and sig[at - 2] == self.e_ws[k] \
-                    and sig[at - 1] == t:
-                sig[at - 3] = self.e_hi[k]
+        cdef int k, t, at = 2
+        cdef int k0 = self.e_off[p], k1 = self.e_off[p + 1]
+        cdef int c0 = self.c_off[p], c1 = self.c_off[p + 1]
+        # sized for the most it can hold, written through a pointer, cut to what it holds
+        sig.resize(2 + 4 * (k1 - k0) + 2 * (c1 - c0))
+        cdef int* out = sig.data()
+        cdef const int* cl = cls.data()
+        cdef const int* lo = self.e_lo.data()
+        cdef const int* hi = self.e_hi.data()
+        cdef const int* ws = self.e_ws.data()
+        cdef const int* to = self.e_to.data()
+        cdef const int* c_rule = self.c_rule.data()
+        cdef const int* c_to = self.c_to.data()
+        out[0] = cl[p - base]
+        for k in range(k0, k1):
+            t = cl[to[k] - base]
+            if at > 2 and out[at - 3] == lo[k] - 1 and out[at - 2] == ws[k] and out[at - 1] == t:
+                out[at - 3] = hi[k]
                 continue
-            sig.push_back(self.e_lo[k])
-            sig.push_back(self.e_hi[k])
-            sig.push_back(self.e_ws[k])
-            sig.push_back(t)
-            n_e += 1
-        sig[1] = n_e
-        for k in range(self.c_off[p], self.c_off[p + 1]):
-            sig.push_back(self.c_rule[k])
-            sig.push_back(cls[self.c_to[k] - base])
+            out[at] = lo[k]
+            out[at + 1] = hi[k]
+            out[at + 2] = ws[k]
+            out[at + 3] = t
+            at += 4
+        out[1] = (at - 2) >> 2              # edge count
+        for k in range(c0, c1):
+            out[at] = c_rule[k]
+            out[at + 1] = cl[c_to[k] - base]
+            at += 2
+        sig.resize(at)
+
+    cdef bint _forward_only(self, int b, int e) noexcept:
+        """Whether every byte edge and call return of the positions [b, e) of one rule leads
+        to the same or a later position (the subset construction numbers a rule without
+        cycles that way unless two paths meet): then the rule needs no Tarjan (_sccs)."""
+        cdef const int* e_off = self.e_off.data()
+        cdef const int* e_to = self.e_to.data()
+        cdef const int* c_off = self.c_off.data()
+        cdef const int* c_to = self.c_to.data()
+        cdef int p, k
+        for p in range(b, e):
+            for k in range(e_off[p], e_off[p + 1]):
+                if e_to[k] < p:
+                    return False
+            for k in range(c_off[p], c_off[p + 1]):
+                if c_to[k] < p:
+                    return False
+        return True
 
     cdef void _sccs(self, int b, int e, vector[int]& members, vector[int]& comp_off,
                     vector[int]& index, vector[int]& low, vector[int]& stack,
@@ -2261,7 +2336,18 @@ cdef class Builder:
             for p in range(n):
                 cls[p] = p
             if n > 1:
-                self._sccs(b, e, members, comp_off, index, low, stack, dfs_p, dfs_k)
+                if self._forward_only(b, e):
+                    # no edge leads back: every position is its own component and the
+                    # positions from the last down are an order with targets first (the
+                    # merges, hence the classes, are those of any such order)
+                    members.clear()
+                    comp_off.clear()
+                    comp_off.push_back(0)
+                    for p in range(e - 1, b - 1, -1):
+                        members.push_back(p)
+                        comp_off.push_back(<int>members.size())
+                else:
+                    self._sccs(b, e, members, comp_off, index, low, stack, dfs_p, dfs_k)
                 table.reset(n)
                 for ci in range(<int>comp_off.size() - 1):
                     cb = comp_off[ci]
@@ -2281,7 +2367,7 @@ cdef class Builder:
                                 sig[0] = self.finals[p]     # the flag, not the class
                                 j = local.find(sig)
                                 if j < 0:
-                                    local.add(sig, cls[p - b])
+                                    local.add_found(sig, cls[p - b])
                                 elif local.vals[j] != cls[p - b]:
                                     cls[p - b] = local.vals[j]
                                     merged = True
@@ -2294,7 +2380,7 @@ cdef class Builder:
                         sig[0] = self.finals[p]
                         j = table.find(sig)
                         if j < 0:
-                            table.add(sig, cls[p - b])
+                            table.add_found(sig, cls[p - b])
                         elif table.vals[j] != cls[p - b]:
                             cls[p - b] = table.vals[j]
                         work += <int64_t>sig.size()
@@ -2640,8 +2726,16 @@ cdef class Builder:
                         if node_depth[below] + 1 > MAX_CHAIN_DEPTH:
                             raise LimitError("rule calls nest more than 256 deep without consuming a byte",
                                              rule=names[r])
-                        nb = self._intern(node_index, node_head, node_tail, node_depth,
-                                          node_chain, node_seen, t, below)
+                        if below == 0:
+                            # (t, empty stack): the node the walks' top frames cache
+                            nb = top_node[t]
+                            if nb < 0:
+                                nb = top_node[t] = self._intern(
+                                    node_index, node_head, node_tail, node_depth, node_chain,
+                                    node_seen, t, below)
+                        else:
+                            nb = self._intern(node_index, node_head, node_tail, node_depth,
+                                              node_chain, node_seen, t, below)
                     work.push_back(pair[int, int](self.starts[r], nb))
             clo_off.push_back(<int>clo_chain.size())
             clo_pop[p] = <int>pop
