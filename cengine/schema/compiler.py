@@ -1436,21 +1436,23 @@ class _Compiler:
 
         # (name, value schema, required) in document order
         decl: List[Tuple[str, Any, bool]] = []
+        required_set = set(required)        # (objects with many properties require many)
         for name, sub in props.items():
-            if name in absent:
+            if absent and name in absent:
                 continue
-            decl.append((name, sub, name in required))
+            decl.append((name, sub, name in required_set))
         for name in required:
             if name not in props:
                 decl.append((name, None, True))      # its value meets additionalProperties
         entries: List[Tuple[str, ir.Expr, bool]] = []
-        pp_ptr = _ptr(ptr, "patternProperties")
+        patterned = isinstance(pats, dict) and bool(pats)
+        pp_ptr = _ptr(ptr, "patternProperties") if patterned else None
         for name, sub, req in decl:
             prop_ptr = _ptr(ptr, "properties", name)
             where = prop_ptr if sub is not None else addl_ptr
             matching = [s for p, s in pats.items()
                         if _universal_pattern(p) or _name_matches(p, name, pp_ptr)] \
-                if isinstance(pats, dict) and pats else []
+                if patterned else []
             conj = [sub] + matching if sub is not None else (matching or [addl])
             if names_schema is not True and self._valid_parts(name, names_schema) is not True:
                 if self._valid_parts(name, names_schema) is None:
@@ -1458,7 +1460,13 @@ class _Compiler:
                                        "name", keyword="propertyNames",
                                        pointer=_ptr(ptr, "propertyNames"))
                 conj = [False]
-            both = _all_of(conj, ("properties", prop_ptr))
+            if len(conj) == 1:
+                # what _all_of makes of one schema, without its loop and its origin pair
+                both = conj[0]
+                if isinstance(both, dict) and not both:
+                    both = True
+            else:
+                both = _all_of(conj, ("properties", prop_ptr))
             entries.append((name, self.compile(both, where) if both is not True else jg.value(g),
                             req))
         present = []
