@@ -161,6 +161,12 @@ _SLUG_RUN = re.compile(r"[^A-Za-z0-9]+")
 def _slug(ptr: str) -> str:
     """The pointer as a rule-name part (several rules are named from one pointer, and the same
     pointers recur across schemas: /properties/name)."""
+    # most pointers are ASCII letters and digits between single slashes: each run of other
+    # characters is one '/' or '-' there, which the substitution below leaves one '-'
+    dashed = ptr.replace("/", "-")
+    core = dashed.replace("-", "")
+    if core.isascii() and core.isalnum() and "--" not in dashed:
+        return dashed.strip("-")[:80] or "root"
     return _SLUG_RUN.sub("-", ptr).strip("-")[:80] or "root"
 
 
