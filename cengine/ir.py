@@ -45,27 +45,35 @@ class _HashOnce:
     unset until then)."""
     __slots__ = ("_hash",)
 
-    def __hash__(self):
-        try:
-            return self._hash
-        except AttributeError:
-            h = hash((type(self).__name__,) + tuple(getattr(self, f) for f in self._fields))
-            object.__setattr__(self, "_hash", h)
-            return h
+
+# each class spells its own structural hash (no generic walk over its fields), and reads the
+# slot with getattr's default: about half of the hashes asked are first ones, and a Python
+# try/except pays for raising AttributeError there
+_set_hash = object.__setattr__
 
 
 @dataclass(frozen=True, eq=True, slots=True)
 class Seq(_HashOnce):
     items: Tuple["Expr", ...]
-    _fields = ("items",)
-    __hash__ = _HashOnce.__hash__
+
+    def __hash__(self):
+        h = getattr(self, "_hash", None)
+        if h is None:
+            h = hash(("Seq", self.items))
+            _set_hash(self, "_hash", h)
+        return h
 
 
 @dataclass(frozen=True, eq=True, slots=True)
 class Alt(_HashOnce):
     items: Tuple["Expr", ...]
-    _fields = ("items",)
-    __hash__ = _HashOnce.__hash__
+
+    def __hash__(self):
+        h = getattr(self, "_hash", None)
+        if h is None:
+            h = hash(("Alt", self.items))
+            _set_hash(self, "_hash", h)
+        return h
 
 
 @dataclass(frozen=True, eq=True, slots=True)
@@ -74,8 +82,13 @@ class Repeat(_HashOnce):
     item: "Expr"
     lo: int
     hi: Optional[int]
-    _fields = ("item", "lo", "hi")
-    __hash__ = _HashOnce.__hash__
+
+    def __hash__(self):
+        h = getattr(self, "_hash", None)
+        if h is None:
+            h = hash(("Repeat", self.item, self.lo, self.hi))
+            _set_hash(self, "_hash", h)
+        return h
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +141,11 @@ class AnyOrder:
         """Whether it derives a finite string when the rules in `done` do (and the others
         not), and the rules that block it. Exact: any subset of the members that derive
         one, with every required member, in declared order, is a document of the object."""
-        ok = [m in done for m in self.members]
+        members = self.members
+        if done.issuperset(members) and (self.extra in done if self.extra is not None
+                                         else self.lo <= len(members)):
+            return True, []         # the usual case, without the per-member lists below
+        ok = [m in done for m in members]
         blockers = [m for m, k in zip(self.members, ok) if not k]
         extra = self.extra is not None and self.extra in done
         if self.extra is not None and not extra:

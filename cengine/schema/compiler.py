@@ -111,6 +111,19 @@ TYPE_SPECIFIC = {
 # keywords that only act together with a partner; alone they have no effect (spec)
 NEEDS_PARTNER = {"then": "if", "else": "if", "minContains": "contains", "maxContains": "contains"}
 
+# compile() reads a node's other keywords only when one of these is present
+_DISPATCHED = frozenset({"$id", "enum", "const", "allOf", "$ref", "not", "if", "oneOf", "anyOf"})
+
+
+_ENFORCED_OR_ANNOTATION = ENFORCED | ANNOTATIONS
+_ENFORCED_VALIDATING = ENFORCED - {"$id"}
+
+# _types of a node without `type` or with one type name
+_NO_TYPE = object()
+_TYPES_OF = {name: (name,) for name in TYPES}
+_TYPES_OF[_NO_TYPE] = ("object", "array", "string", "number", "boolean", "null")
+
+
 def _is_annotation(key: str) -> bool:
     # vendor extensions (OpenAPI `x-...`) are annotations by convention
     return key in ANNOTATIONS or key.startswith("x-")
@@ -148,6 +161,12 @@ _SLUG_RUN = re.compile(r"[^A-Za-z0-9]+")
 def _slug(ptr: str) -> str:
     """The pointer as a rule-name part (several rules are named from one pointer, and the same
     pointers recur across schemas: /properties/name)."""
+    # most pointers are ASCII letters and digits between single slashes: each run of other
+    # characters is one '/' or '-' there, which the substitution below leaves one '-'
+    dashed = ptr.replace("/", "-")
+    core = dashed.replace("-", "")
+    if core.isascii() and core.isalnum() and "--" not in dashed:
+        return dashed.strip("-")[:80] or "root"
     return _SLUG_RUN.sub("-", ptr).strip("-")[:80] or "root"
 
 
@@ -383,10 +402,13 @@ class _Compiler:
             raise LimitError(f"'{key}' of {n} exceeds the documented limit of "
                              f"{jg.MAX_STRING_LENGTH}", keyword=key, pointer=_ptr(ptr, key))
 
-    def _types(self, schema: dict, ptr: str) -> List[str]:
-        if "type" not in schema:
-            return ["object", "array", "string", "number", "boolean", "null"]
-        t = schema["type"]
+    def _types(self, schema: dict, ptr: str) -> Tuple[str, ...]:
+        """The types a node's documents may have, in TYPES order (number covers integer)."""
+        t = schema.get("type", _NO_TYPE)
+        # one type name (most nodes) or none: the answer is a constant
+        out = _TYPES_OF.get(t) if type(t) is str or t is _NO_TYPE else None
+        if out is not None:
+            return out
         ts = [t] if isinstance(t, str) else t
         if not isinstance(ts, list) or not ts or any(x not in TYPES for x in ts):
             raise CompileError(f"'type' must be one of {', '.join(TYPES)} or a list of them",
@@ -394,21 +416,25 @@ class _Compiler:
         out = [x for x in TYPES if x in ts]
         if "number" in out and "integer" in out:
             out.remove("integer")
-        return out
+        return tuple(out)
 
     def _validating_keys(self, schema: dict) -> List[str]:
         return [k for k in schema if _is_validating(k)]
 
     def _has_validating_key(self, schema: dict) -> bool:
-        # _validating_keys is not empty: stops at the first one (usually `type`)
+        # _validating_keys is not empty: an enforced keyword (usually `type`) answers at once
+        if not _ENFORCED_VALIDATING.isdisjoint(schema):
+            return True
         return any(map(_is_validating, schema))
 
     def _kw(self, schema: dict, key: str) -> str:
         """The keyword as written in the schema (a draft rewrite may have renamed it)."""
         return schema.src.get(key, key) if isinstance(schema, Node) else key
 
-    def _check_keywords(self, schema: dict, ptr: str, types: List[str]) -> None:
+    def _check_keywords(self, schema: dict, ptr: str, types: Tuple[str, ...]) -> None:
         """Refuse every keyword that would change validity and is not enforced here."""
+        if _ENFORCED_OR_ANNOTATION.issuperset(schema):
+            return              # most nodes: no keyword to look at one by one
         for k, v in schema.items():
             if k in ENFORCED or _is_annotation(k):
                 continue
@@ -485,27 +511,29 @@ class _Compiler:
         if not isinstance(schema, dict):
             raise CompileError("a schema must be an object or a boolean", pointer=ptr)
         schema = self._norm(schema, ptr)
-        if "$id" in schema and ptr != "" and isinstance(schema["$id"], str) and \
-                not schema["$id"].startswith("#") and self._uses_ref(schema):
-            # an embedded resource changes what '#...' means below it: not followed here
-            raise CompileError("'$id' of a schema that uses '$ref' below the root is not "
-                               "supported", keyword=self._kw(schema, "$id"),
-                               pointer=_ptr(ptr, self._kw(schema, "$id")))
-        if "enum" in schema or "const" in schema:
-            return self._enum(schema, ptr)
-        if "allOf" in schema or ("$ref" in schema and
-                                 [k for k in self._validating_keys(schema) if k != "$ref"]):
-            return self._conj_rule(schema, ptr, "allOf" if "allOf" in schema else "$ref")
-        if "$ref" in schema:
-            return self._ref(schema["$ref"], ptr)
-        if "not" in schema:
-            return self.compile(self._apply_not(schema, ptr), ptr)
-        if "if" in schema and ("then" in schema or "else" in schema):
-            return self.compile(self._apply_if(schema, ptr), ptr)
-        if "oneOf" in schema:
-            return self.compile(self._one_of(schema, ptr), ptr)
-        if "anyOf" in schema:
-            return self._any_of(schema, ptr)
+        if not _DISPATCHED.isdisjoint(schema):
+            # the keywords that make a node something other than its types' alternatives
+            if "$id" in schema and ptr != "" and isinstance(schema["$id"], str) and \
+                    not schema["$id"].startswith("#") and self._uses_ref(schema):
+                # an embedded resource changes what '#...' means below it: not followed here
+                raise CompileError("'$id' of a schema that uses '$ref' below the root is not "
+                                   "supported", keyword=self._kw(schema, "$id"),
+                                   pointer=_ptr(ptr, self._kw(schema, "$id")))
+            if "enum" in schema or "const" in schema:
+                return self._enum(schema, ptr)
+            if "allOf" in schema or ("$ref" in schema and
+                                     [k for k in self._validating_keys(schema) if k != "$ref"]):
+                return self._conj_rule(schema, ptr, "allOf" if "allOf" in schema else "$ref")
+            if "$ref" in schema:
+                return self._ref(schema["$ref"], ptr)
+            if "not" in schema:
+                return self.compile(self._apply_not(schema, ptr), ptr)
+            if "if" in schema and ("then" in schema or "else" in schema):
+                return self.compile(self._apply_if(schema, ptr), ptr)
+            if "oneOf" in schema:
+                return self.compile(self._one_of(schema, ptr), ptr)
+            if "anyOf" in schema:
+                return self._any_of(schema, ptr)
         types = self._types(schema, ptr)
         self._check_keywords(schema, ptr, types)
         if "object" in types and (
@@ -1436,21 +1464,23 @@ class _Compiler:
 
         # (name, value schema, required) in document order
         decl: List[Tuple[str, Any, bool]] = []
+        required_set = set(required)        # (objects with many properties require many)
         for name, sub in props.items():
-            if name in absent:
+            if absent and name in absent:
                 continue
-            decl.append((name, sub, name in required))
+            decl.append((name, sub, name in required_set))
         for name in required:
             if name not in props:
                 decl.append((name, None, True))      # its value meets additionalProperties
         entries: List[Tuple[str, ir.Expr, bool]] = []
-        pp_ptr = _ptr(ptr, "patternProperties")
+        patterned = isinstance(pats, dict) and bool(pats)
+        pp_ptr = _ptr(ptr, "patternProperties") if patterned else None
         for name, sub, req in decl:
             prop_ptr = _ptr(ptr, "properties", name)
             where = prop_ptr if sub is not None else addl_ptr
             matching = [s for p, s in pats.items()
                         if _universal_pattern(p) or _name_matches(p, name, pp_ptr)] \
-                if isinstance(pats, dict) and pats else []
+                if patterned else []
             conj = [sub] + matching if sub is not None else (matching or [addl])
             if names_schema is not True and self._valid_parts(name, names_schema) is not True:
                 if self._valid_parts(name, names_schema) is None:
@@ -1458,7 +1488,13 @@ class _Compiler:
                                        "name", keyword="propertyNames",
                                        pointer=_ptr(ptr, "propertyNames"))
                 conj = [False]
-            both = _all_of(conj, ("properties", prop_ptr))
+            if len(conj) == 1:
+                # what _all_of makes of one schema, without its loop and its origin pair
+                both = conj[0]
+                if isinstance(both, dict) and not both:
+                    both = True
+            else:
+                both = _all_of(conj, ("properties", prop_ptr))
             entries.append((name, self.compile(both, where) if both is not True else jg.value(g),
                             req))
         present = []
