@@ -180,7 +180,18 @@ def _is_count(v: Any) -> bool:
 
 def _same(a: Any, b: Any) -> bool:
     """Equal as JSON documents (1 and true differ; key order does not matter)."""
+    # the merges compare the same objects and short strings (`type`) over and over: those
+    # answers need no serializing (json.dumps writes a str, int or bool differently from any
+    # other value of another type, and equal ones alike)
+    if a is b:
+        return True
+    ta, tb = type(a), type(b)
+    if ta in _SCALARS and tb in _SCALARS:
+        return ta is tb and a == b
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+_SCALARS = (str, int, bool)
 
 
 def _json_in(v: Any, values: List[Any]) -> bool:
@@ -226,12 +237,32 @@ def _parts_of(*schemas) -> Optional[list]:
     return out
 
 
+_EVERY_TYPE = frozenset(TYPES) - {"integer"}
+
+
+def _accepts_everything(schema: dict) -> bool:
+    """Every document satisfies schema: nothing but annotations and, at most, a `type` list
+    of every type (generated schemas write TypeScript's `any` so). As a conjunct it adds
+    nothing, and without it a `$ref` beside it stays a call of the referenced rule instead of
+    a merged copy compiled again. (Annotations only: an unknown keyword is recorded as
+    ignored when the schema is read, so such a schema is kept.)"""
+    for k in schema:
+        if k == "type":
+            t = schema[k]
+            if not (isinstance(t, list) and _EVERY_TYPE.issubset(t) and
+                    all(isinstance(x, str) and x in TYPES for x in t)):
+                return False
+        elif k not in ANNOTATIONS:
+            return False
+    return True
+
+
 def _all_of(schemas: list, origin: Optional[Tuple[str, str]] = None):
     """The conjunction of schemas as one schema (True / False / the schema / an allOf node;
     origin: the (keyword, pointer) that errors about the made node name)."""
     items = []
     for s in schemas:
-        if s is True or (isinstance(s, dict) and not s):
+        if s is True or (isinstance(s, dict) and _accepts_everything(s)):
             continue
         if s is False:
             return False
@@ -340,6 +371,9 @@ class _Compiler:
         self.ignored: List[IgnoredKeyword] = []
         self.ref_rules: Dict[str, str] = {}
         self.conj_rules: Dict[str, str] = {}
+        # _flatten_ref: $ref target pointer -> (its conjuncts, depth of the chain below it)
+        self._flat_refs: Dict[str, Tuple[list, Optional[int]]] = {}
+        self._flat_depth = -1
         self._validator = None
         self.number_rules: Dict = {}
         self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
@@ -699,8 +733,27 @@ class _Compiler:
                 raise CompileError("a reference that reaches itself through allOf / $ref "
                                    "siblings alone is not enforced", keyword=origin[0],
                                    pointer=origin[1])
-            out.extend(self._flatten(target, tptr, seen + (tptr,), origin))
+            self._flat_depth = max(self._flat_depth, len(seen))
+            out.extend(self._flatten_ref(target, tptr, seen + (tptr,), origin))
         return out
+
+    def _flatten_ref(self, target: Any, tptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
+        """_flatten of a $ref target: its conjuncts are the same wherever it is used (a
+        protocol's messages all extend one base, each the one before), so they are read once
+        per compile. The checks of the path still hold for a reuse: a target whose flattening
+        succeeded reaches no schema on the path to it (else it reaches itself), and the depth
+        bound is checked against the deepest chain below it."""
+        got = self._flat_refs.get(tptr)
+        if got is not None and (got[1] is None or len(seen) + got[1] <= 32):
+            if got[1] is not None:
+                self._flat_depth = max(self._flat_depth, len(seen) + got[1])
+            return got[0]
+        outer, self._flat_depth = self._flat_depth, -1
+        parts = self._flatten(target, tptr, seen, origin)
+        deepest = self._flat_depth
+        self._flat_depth = max(outer, deepest)
+        self._flat_refs[tptr] = (parts, None if deepest < 0 else deepest - len(seen))
+        return parts
 
     def _refuse_merge(self, what: str, ptr: str, origin: Tuple[str, str]):
         raise CompileError(f"'{origin[0]}': {what} cannot be merged into one schema exactly",
