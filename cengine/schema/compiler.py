@@ -374,6 +374,8 @@ class _Compiler:
         # _flatten_ref: $ref target pointer -> (its conjuncts, depth of the chain below it)
         self._flat_refs: Dict[str, Tuple[list, Optional[int]]] = {}
         self._flat_depth = -1
+        # _property_value: id of a document's schema object -> (it, its expression)
+        self._property_values: Dict[int, Tuple[dict, ir.Expr]] = {}
         self._validator = None
         self.number_rules: Dict = {}
         self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
@@ -855,6 +857,15 @@ class _Compiler:
             res.append(side["additionalProperties"])
         return res
 
+    def _key_lookup(self, side: dict, props: dict, ptr: str):
+        """_key_schemas of side as a function of the name; without patterns (the common
+        case) a dictionary lookup, read once per merge instead of per name."""
+        pats = side.get("patternProperties", {})
+        if isinstance(pats, dict) and pats:
+            return lambda name: self._key_schemas(side, name, ptr)
+        rest = [side["additionalProperties"]] if "additionalProperties" in side else []
+        return lambda name: [props[name]] if name in props else rest
+
     def _merge_objects(self, a: Node, b: Node, out: Node, ptr: str, kw: Tuple[str, str]):
         for k in _OBJECT_KEYS:
             out.pop(k, None)
@@ -863,8 +874,8 @@ class _Compiler:
             self._refuse_merge("a malformed 'properties'", ptr, kw)
         names = list(pa) + [n for n in pb if n not in pa]
         if names:
-            out["properties"] = {n: _all_of(self._key_schemas(a, n, ptr) +
-                                            self._key_schemas(b, n, ptr), kw) for n in names}
+            of_a, of_b = self._key_lookup(a, pa, ptr), self._key_lookup(b, pb, ptr)
+            out["properties"] = {n: _all_of(of_a(n) + of_b(n), kw) for n in names}
         ppa, ppb = a.get("patternProperties"), b.get("patternProperties")
         aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
         if ppa and ppb:
@@ -1459,6 +1470,22 @@ class _Compiler:
         free = jg.string_not_in(g, declared)
         return [(k if k is not None else free, v) for k, v in out]
 
+    def _property_value(self, schema: Any, ptr: str) -> ir.Expr:
+        """compile(schema, ptr) for a property's value. An allOf merge puts the base's own
+        property schemas into every object that extends it (a protocol's hundreds of
+        messages, a linter's rules), where each was compiled again for the same expression:
+        a document's schema object whose compile added no rule and no ignored keyword gives
+        that expression wherever it stands (its pointer only names new rules and errors), so
+        from the second such compile on it is kept, by identity."""
+        got = self._property_values.get(id(schema))
+        if got is not None and got[0] is schema:
+            return got[1]
+        rules, ignored = len(self.g.rules), len(self.ignored)
+        e = self.compile(schema, ptr)
+        if type(schema) is dict and len(self.g.rules) == rules and len(self.ignored) == ignored:
+            self._property_values[id(schema)] = (schema, e)
+        return e
+
     def _object(self, schema: dict, ptr: str) -> ir.Expr:
         g = self.g
         if EXCLUDE in schema and any(isinstance(v, dict) for v in schema[EXCLUDE]):
@@ -1512,8 +1539,8 @@ class _Compiler:
                                        pointer=_ptr(ptr, "propertyNames"))
                 conj = [False]
             both = _all_of(conj, ("properties", prop_ptr))
-            entries.append((name, self.compile(both, where) if both is not True else jg.value(g),
-                            req))
+            entries.append((name, self._property_value(both, where) if both is not True
+                            else jg.value(g), req))
         present = []
         for name, e, req in entries:
             if isinstance(e, ir.Nothing):
