@@ -376,6 +376,7 @@ class _Compiler:
         self._flat_depth = -1
         # _property_value: id of a document's schema object -> (it, its expression)
         self._property_values: Dict[int, Tuple[dict, ir.Expr]] = {}
+        self._pattern_languages: Dict[str, ir.Expr] = {}    # _pattern_language
         self._validator = None
         self.number_rules: Dict = {}
         self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
@@ -1403,6 +1404,18 @@ class _Compiler:
     def _value_expr(self, schema: Any, ptr: str) -> ir.Expr:
         return jg.value(self.g) if schema is True else self.compile(schema, ptr)
 
+    def _pattern_language(self, pattern: Any, pp_ptr: str) -> ir.Expr:
+        """strings.pattern_expr of a patternProperties pattern, parsed once per compile:
+        schemas repeat one pattern in many objects (a translated-field pattern of a few
+        hundred characters in every object of a release schema), and the same IR object
+        also makes the key languages' memo hit by identity."""
+        if not isinstance(pattern, str):
+            return js.pattern_expr(pattern, pp_ptr)     # (refused, naming pp_ptr)
+        e = self._pattern_languages.get(pattern)
+        if e is None:
+            e = self._pattern_languages[pattern] = js.pattern_expr(pattern, pp_ptr)
+        return e
+
     def _extra_keys(self, schema: dict, ptr: str, declared: List[str], addl: Any,
                     addl_ptr: str) -> List[Tuple[ir.Expr, ir.Expr]]:
         """(key, value) expressions of the members that are not declared properties.
@@ -1437,7 +1450,7 @@ class _Compiler:
                 raise CompileError("several 'patternProperties' patterns with different schemas "
                                    "(a name may match more than one)", keyword="patternProperties",
                                    pointer=pp_ptr)
-            language = ir.alt(*(js.pattern_expr(p, pp_ptr) for p in narrow))
+            language = ir.alt(*(self._pattern_language(p, pp_ptr) for p in narrow))
             matched = _all_of([pats[narrow[0]]] + every, ("patternProperties", pp_ptr))
             for value_schema, negate, where in ((matched, False, _ptr(pp_ptr, narrow[0])),
                                                 (rest_value, True, addl_ptr)):
