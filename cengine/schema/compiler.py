@@ -199,7 +199,18 @@ def _is_count(v: Any) -> bool:
 
 def _same(a: Any, b: Any) -> bool:
     """Equal as JSON documents (1 and true differ; key order does not matter)."""
+    # the merges compare the same objects and short strings (`type`) over and over: those
+    # answers need no serializing (json.dumps writes a str, int or bool differently from any
+    # other value of another type, and equal ones alike)
+    if a is b:
+        return True
+    ta, tb = type(a), type(b)
+    if ta in _SCALARS and tb in _SCALARS:
+        return ta is tb and a == b
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+_SCALARS = (str, int, bool)
 
 
 def _json_in(v: Any, values: List[Any]) -> bool:
@@ -245,12 +256,32 @@ def _parts_of(*schemas) -> Optional[list]:
     return out
 
 
+_EVERY_TYPE = frozenset(TYPES) - {"integer"}
+
+
+def _accepts_everything(schema: dict) -> bool:
+    """Every document satisfies schema: nothing but annotations and, at most, a `type` list
+    of every type (generated schemas write TypeScript's `any` so). As a conjunct it adds
+    nothing, and without it a `$ref` beside it stays a call of the referenced rule instead of
+    a merged copy compiled again. (Annotations only: an unknown keyword is recorded as
+    ignored when the schema is read, so such a schema is kept.)"""
+    for k in schema:
+        if k == "type":
+            t = schema[k]
+            if not (isinstance(t, list) and _EVERY_TYPE.issubset(t) and
+                    all(isinstance(x, str) and x in TYPES for x in t)):
+                return False
+        elif k not in ANNOTATIONS:
+            return False
+    return True
+
+
 def _all_of(schemas: list, origin: Optional[Tuple[str, str]] = None):
     """The conjunction of schemas as one schema (True / False / the schema / an allOf node;
     origin: the (keyword, pointer) that errors about the made node name)."""
     items = []
     for s in schemas:
-        if s is True or (isinstance(s, dict) and not s):
+        if s is True or (isinstance(s, dict) and _accepts_everything(s)):
             continue
         if s is False:
             return False
@@ -359,6 +390,12 @@ class _Compiler:
         self.ignored: List[IgnoredKeyword] = []
         self.ref_rules: Dict[str, str] = {}
         self.conj_rules: Dict[str, str] = {}
+        # _flatten_ref: $ref target pointer -> (its conjuncts, depth of the chain below it)
+        self._flat_refs: Dict[str, Tuple[list, Optional[int]]] = {}
+        self._flat_depth = -1
+        # _property_value: id of a document's schema object -> (it, its expression)
+        self._property_values: Dict[int, Tuple[dict, ir.Expr]] = {}
+        self._pattern_languages: Dict[str, ir.Expr] = {}    # _pattern_language
         self._validator = None
         self.number_rules: Dict = {}
         self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
@@ -727,8 +764,27 @@ class _Compiler:
                 raise CompileError("a reference that reaches itself through allOf / $ref "
                                    "siblings alone is not enforced", keyword=origin[0],
                                    pointer=origin[1])
-            out.extend(self._flatten(target, tptr, seen + (tptr,), origin))
+            self._flat_depth = max(self._flat_depth, len(seen))
+            out.extend(self._flatten_ref(target, tptr, seen + (tptr,), origin))
         return out
+
+    def _flatten_ref(self, target: Any, tptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
+        """_flatten of a $ref target: its conjuncts are the same wherever it is used (a
+        protocol's messages all extend one base, each the one before), so they are read once
+        per compile. The checks of the path still hold for a reuse: a target whose flattening
+        succeeded reaches no schema on the path to it (else it reaches itself), and the depth
+        bound is checked against the deepest chain below it."""
+        got = self._flat_refs.get(tptr)
+        if got is not None and (got[1] is None or len(seen) + got[1] <= 32):
+            if got[1] is not None:
+                self._flat_depth = max(self._flat_depth, len(seen) + got[1])
+            return got[0]
+        outer, self._flat_depth = self._flat_depth, -1
+        parts = self._flatten(target, tptr, seen, origin)
+        deepest = self._flat_depth
+        self._flat_depth = max(outer, deepest)
+        self._flat_refs[tptr] = (parts, None if deepest < 0 else deepest - len(seen))
+        return parts
 
     def _refuse_merge(self, what: str, ptr: str, origin: Tuple[str, str]):
         raise CompileError(f"'{origin[0]}': {what} cannot be merged into one schema exactly",
@@ -830,6 +886,15 @@ class _Compiler:
             res.append(side["additionalProperties"])
         return res
 
+    def _key_lookup(self, side: dict, props: dict, ptr: str):
+        """_key_schemas of side as a function of the name; without patterns (the common
+        case) a dictionary lookup, read once per merge instead of per name."""
+        pats = side.get("patternProperties", {})
+        if isinstance(pats, dict) and pats:
+            return lambda name: self._key_schemas(side, name, ptr)
+        rest = [side["additionalProperties"]] if "additionalProperties" in side else []
+        return lambda name: [props[name]] if name in props else rest
+
     def _merge_objects(self, a: Node, b: Node, out: Node, ptr: str, kw: Tuple[str, str]):
         for k in _OBJECT_KEYS:
             out.pop(k, None)
@@ -838,8 +903,8 @@ class _Compiler:
             self._refuse_merge("a malformed 'properties'", ptr, kw)
         names = list(pa) + [n for n in pb if n not in pa]
         if names:
-            out["properties"] = {n: _all_of(self._key_schemas(a, n, ptr) +
-                                            self._key_schemas(b, n, ptr), kw) for n in names}
+            of_a, of_b = self._key_lookup(a, pa, ptr), self._key_lookup(b, pb, ptr)
+            out["properties"] = {n: _all_of(of_a(n) + of_b(n), kw) for n in names}
         ppa, ppb = a.get("patternProperties"), b.get("patternProperties")
         aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
         if ppa and ppb:
@@ -1367,6 +1432,18 @@ class _Compiler:
     def _value_expr(self, schema: Any, ptr: str) -> ir.Expr:
         return jg.value(self.g) if schema is True else self.compile(schema, ptr)
 
+    def _pattern_language(self, pattern: Any, pp_ptr: str) -> ir.Expr:
+        """strings.pattern_expr of a patternProperties pattern, parsed once per compile:
+        schemas repeat one pattern in many objects (a translated-field pattern of a few
+        hundred characters in every object of a release schema), and the same IR object
+        also makes the key languages' memo hit by identity."""
+        if not isinstance(pattern, str):
+            return js.pattern_expr(pattern, pp_ptr)     # (refused, naming pp_ptr)
+        e = self._pattern_languages.get(pattern)
+        if e is None:
+            e = self._pattern_languages[pattern] = js.pattern_expr(pattern, pp_ptr)
+        return e
+
     def _extra_keys(self, schema: dict, ptr: str, declared: List[str], addl: Any,
                     addl_ptr: str) -> List[Tuple[ir.Expr, ir.Expr]]:
         """(key, value) expressions of the members that are not declared properties.
@@ -1401,7 +1478,7 @@ class _Compiler:
                 raise CompileError("several 'patternProperties' patterns with different schemas "
                                    "(a name may match more than one)", keyword="patternProperties",
                                    pointer=pp_ptr)
-            language = ir.alt(*(js.pattern_expr(p, pp_ptr) for p in narrow))
+            language = ir.alt(*(self._pattern_language(p, pp_ptr) for p in narrow))
             matched = _all_of([pats[narrow[0]]] + every, ("patternProperties", pp_ptr))
             for value_schema, negate, where in ((matched, False, _ptr(pp_ptr, narrow[0])),
                                                 (rest_value, True, addl_ptr)):
@@ -1433,6 +1510,22 @@ class _Compiler:
             return [(key, v) for _, v in out]
         free = jg.string_not_in(g, declared)
         return [(k if k is not None else free, v) for k, v in out]
+
+    def _property_value(self, schema: Any, ptr: str) -> ir.Expr:
+        """compile(schema, ptr) for a property's value. An allOf merge puts the base's own
+        property schemas into every object that extends it (a protocol's hundreds of
+        messages, a linter's rules), where each was compiled again for the same expression:
+        a document's schema object whose compile added no rule and no ignored keyword gives
+        that expression wherever it stands (its pointer only names new rules and errors), so
+        from the second such compile on it is kept, by identity."""
+        got = self._property_values.get(id(schema))
+        if got is not None and got[0] is schema:
+            return got[1]
+        rules, ignored = len(self.g.rules), len(self.ignored)
+        e = self.compile(schema, ptr)
+        if type(schema) is dict and len(self.g.rules) == rules and len(self.ignored) == ignored:
+            self._property_values[id(schema)] = (schema, e)
+        return e
 
     def _object(self, schema: dict, ptr: str) -> ir.Expr:
         g = self.g
@@ -1491,12 +1584,12 @@ class _Compiler:
             if len(conj) == 1:
                 # what _all_of makes of one schema, without its loop and its origin pair
                 both = conj[0]
-                if isinstance(both, dict) and not both:
+                if isinstance(both, dict) and _accepts_everything(both):
                     both = True
             else:
                 both = _all_of(conj, ("properties", prop_ptr))
-            entries.append((name, self.compile(both, where) if both is not True else jg.value(g),
-                            req))
+            entries.append((name, self._property_value(both, where) if both is not True
+                            else jg.value(g), req))
         present = []
         for name, e, req in entries:
             if isinstance(e, ir.Nothing):
