@@ -19,7 +19,7 @@ Positions:
            JSON makes escape (a control, the quote, the backslash): a child's -> the child,
            the others' -> free; a call of the escape rule (returning to end)
   free     a call of the string body rule (returning to end)
-  end      final
+  end      final; with a `rest` rule, a call of it (returning to a final position)
 
 which is the language of the trie expression the schema compiler built before
 (tests/oracles/free_key_reference.py): while a key is still a prefix of a name, its
@@ -374,7 +374,15 @@ def positions(node, dict rule_index):
         t.tails[k] = -1
     start = t.new()
     t.end = t.new()
-    t.finals[t.end] = 1
+    if node.rest is None:
+        t.finals[t.end] = 1
+    else:
+        # the closed key calls the rest of the member (one call per position: end has none)
+        p = t.new()
+        t.finals[p] = 1
+        t.c_from.push_back(t.end)
+        t.c_rule.push_back(_rule(rule_index, node.rest))
+        t.c_to.push_back(p)
     p = t.new()
     t.edge(start, QUOTE, QUOTE, p)
     t.w_lo.push_back(0)

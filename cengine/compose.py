@@ -313,7 +313,8 @@ def _renamed(e: ir.Expr, names: dict) -> ir.Expr:
         return dataclasses.replace(e, members=tuple(names[m] for m in e.members),
                                    extra=None if e.extra is None else names[e.extra])
     if isinstance(e, ir.FreeKey):
-        return dataclasses.replace(e, body=names[e.body], escape=names[e.escape])
+        return dataclasses.replace(e, body=names[e.body], escape=names[e.escape],
+                                   rest=None if e.rest is None else names[e.rest])
     if isinstance(e, ir.KeyEscape):
         return dataclasses.replace(e, body=names[e.body])
     return e

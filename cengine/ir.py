@@ -9,7 +9,7 @@ Expressions are immutable tuples so compilers can share and hash them freely.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, Optional, Tuple, Union
 
 Ranges = Tuple[Tuple[int, int], ...]
@@ -174,15 +174,25 @@ class FreeKey:
     names: Tuple[str, ...]
     body: str
     escape: str
+    # a rule called once the key is closed (an open object's `: value`), or None: the key
+    # rule then holds the whole extra member, so a token such as `":` or `": {"` after a key
+    # still inside the trie enters a rule instead of leaving one (leaving needs the stack at
+    # mask time, entering does not)
+    rest: Optional[str] = None
 
     def refs(self) -> Tuple[str, ...]:
         """The rules it calls."""
+        if self.rest is not None:
+            return (self.body, self.escape, self.rest)
         return (self.body, self.escape)
 
     def productive(self, done) -> Tuple[bool, list]:
         """Whether it derives a finite string when the rules in `done` do: always when `body`
         does (every key that leaves the trie ends through it), else only when a trie node is
-        no name (the quote closes there)."""
+        no name (the quote closes there); and with a `rest`, only when that rule does."""
+        if self.rest is not None and self.rest not in done:
+            good, why = replace(self, rest=None).productive(done)
+            return False, why + [self.rest]
         if self.body in done:
             return True, []
         names = set(self.names)

@@ -1737,14 +1737,28 @@ class _Compiler:
                                          for k, v in extras))
             extra = self.shared_parts.get(key)
             if extra is None:
-                extra = self._object_part(ptr, "extra-member",
-                                          jg.alt(*(ir.seq(k, col, v) for k, v in extras)),
-                                          key=key)
+                options = [self._extra_option(ptr, k, col, v) for k, v in extras]
+                if len(options) == 1 and jg.is_free_member(g, options[0]):
+                    # the free-key rule is the whole extra member already
+                    extra = self.shared_parts[key] = options[0].name
+                else:
+                    extra = self._object_part(ptr, "extra-member", jg.alt(*options), key=key)
                 self.shared_keys.extend(k for k, _ in extras)   # (their ids stay theirs)
         jg.ws(g)        # (the root's whitespace rule: its bytes are the node's whitespace)
         node = ir.AnyOrder(members, tuple(r for _, _, r in present), extra, lo, hi,
                            not subsets, jg.ws_bytes())
         return ir.Ref(self._object_part(ptr, "object", node, container=True))
+
+    def _extra_option(self, ptr: str, k: ir.Expr, col: ir.Expr, v: ir.Expr) -> ir.Expr:
+        """Extra members with keys k: `k col v`. A free key (string_not_in's rule) calls
+        `col v` as a rule of its own once the key is closed, so that a token such as `":`
+        after a key still inside the names' trie enters a rule instead of leaving the key's
+        (the mask tables decide entering ahead of time; leaving needs the stack)."""
+        if jg.is_free_key(self.g, k):
+            rest = self._object_part(ptr, "extra-value", ir.seq(col, v),
+                                     keyword="additionalProperties")
+            return jg.free_key_then(self.g, k, rest)
+        return ir.seq(k, col, v)
 
     def _object_part(self, ptr: str, kind: str, expr: ir.Expr, container: bool = False,
                      keyword: Optional[str] = None, key: Optional[tuple] = None) -> str:

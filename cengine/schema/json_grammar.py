@@ -12,6 +12,7 @@ the schema compiler count code points and exclude key names exactly.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -639,4 +640,33 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
             g.add(esc_name, esc_expr)
         out = memo[key] = g.add(g.fresh_name("json-free-key"),
                                 ir.FreeKey(tuple(sorted(key)), body.name, esc_name))
+    return out
+
+
+def is_free_key(g: ir.GrammarIR, e: ir.Expr) -> bool:
+    """e is a rule string_not_in made (an ir.FreeKey without a rest)."""
+    if type(e) is not ir.Ref:
+        return False
+    r = g.rules.get(e.name)
+    return r is not None and type(r.expr) is ir.FreeKey and r.expr.rest is None
+
+
+def is_free_member(g: ir.GrammarIR, e: ir.Expr) -> bool:
+    """e is a rule free_key_then made (an ir.FreeKey with a rest)."""
+    if type(e) is not ir.Ref:
+        return False
+    r = g.rules.get(e.name)
+    return r is not None and type(r.expr) is ir.FreeKey and r.expr.rest is not None
+
+
+def free_key_then(g: ir.GrammarIR, key: ir.Ref, rest: str) -> ir.Ref:
+    """A rule of the free key `key` (a string_not_in rule) followed by a call of rule
+    `rest`: the same trie, whose closed key calls `rest` instead of ending the rule. One
+    per (key, rest) pair."""
+    memo = g.memo("free_key_then")
+    out = memo.get((key.name, rest))
+    if out is None:
+        fk = g.rules[key.name].expr
+        out = memo[(key.name, rest)] = g.add(g.fresh_name("json-free-member"),
+                                             dataclasses.replace(fk, rest=rest))
     return out
