@@ -23,6 +23,7 @@ import cengine
 from cengine import ir
 from cengine.schema import schema_to_ir
 from oracles.any_order_reference import reference_objects
+from walks import lockstep
 
 OPTIONS = {"closed_objects": False, "whitespace_budget": None, "property_order": "any"}
 
@@ -103,33 +104,13 @@ def _accepts(g, doc: str) -> bool:
     return m.accept_bytes(doc.encode()) and m.is_accepting()
 
 
-def _state(m):
-    """What the two forms must agree on at a matcher state: the allowed next bytes, acceptance,
-    the completion's length, and that the completion completes the document."""
-    closing = m.completion()
-    done = m.copy()
-    return m.allowed_bytes(), m.is_accepting(), len(closing), \
-        done.accept_bytes(closing) and done.is_accepting()
-
-
 def _lockstep(new, ref, seed: int, walks: int = 40, steps: int = 60):
-    """Walk both matchers on the same random allowed bytes; the first disagreement (prefix,
-    what differs), or None."""
-    rng = random.Random(seed)
-    for _ in range(walks):
-        a, b = new.matcher(), ref.matcher()
-        prefix = b""
-        for _ in range(steps):
-            got, want = _state(a), _state(b)
-            if got != want or not got[3]:
-                return prefix, got, want
-            if not got[0]:
-                break
-            ascii_ = [x for x in got[0] if x < 0x80]
-            x = rng.choice(ascii_ if ascii_ and rng.random() < 0.9 else got[0])
-            assert a.accept_bytes(bytes([x])) and b.accept_bytes(bytes([x]))
-            prefix += bytes([x])
-    return None
+    """Walk both matchers on the same random allowed bytes (nine in ten ASCII); the first
+    disagreement (prefix, what differs), or None."""
+    def pick(allowed, rng):
+        ascii_ = [x for x in allowed if x < 0x80]
+        return rng.choice(ascii_ if ascii_ and rng.random() < 0.9 else allowed)
+    return lockstep(new, ref, random.Random(seed), pick, walks, steps)
 
 
 def _check(name, schema, names, values):

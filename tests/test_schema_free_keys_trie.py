@@ -22,6 +22,7 @@ from cengine.schema import json_grammar as jg
 from cengine.schema import schema_to_ir
 from oracles import free_key_reference
 from oracles.free_key_reference import reference_free_keys
+from walks import lockstep
 
 
 def _key_grammars(names):
@@ -87,31 +88,13 @@ def _probes(names):
     return sorted(keys)
 
 
-def _state(m):
-    closing = m.completion()
-    done = m.copy()
-    return m.allowed_bytes(), m.is_accepting(), len(closing), \
-        done.accept_bytes(closing) and done.is_accepting()
-
-
 def _lockstep(new, ref, seed: int, prefer: bytes, walks: int = 30, steps: int = 40):
     """Walk both matchers on the same random allowed bytes (mostly the names' bytes, the
     quote and the backslash); the first disagreement, or None."""
-    rng = random.Random(seed)
-    for _ in range(walks):
-        a, b = new.matcher(), ref.matcher()
-        prefix = b""
-        for _ in range(steps):
-            got, want = _state(a), _state(b)
-            if got != want or not got[3]:
-                return prefix, got, want
-            if not got[0]:
-                break
-            liked = [x for x in got[0] if x in prefer]
-            x = rng.choice(liked if liked and rng.random() < 0.8 else list(got[0]))
-            assert a.accept_bytes(bytes([x])) and b.accept_bytes(bytes([x]))
-            prefix += bytes([x])
-    return None
+    def pick(allowed, rng):
+        liked = [x for x in allowed if x in prefer]
+        return rng.choice(liked if liked and rng.random() < 0.8 else list(allowed))
+    return lockstep(new, ref, random.Random(seed), pick, walks, steps)
 
 
 def assert_same_keys(names, seed: int = 0):
