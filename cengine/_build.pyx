@@ -2696,15 +2696,8 @@ cdef class Builder:
                         continue
                     visited.put(key, p)
                 if e_off[q] != e_off[q + 1]:
-                    if below == 0:
-                        node = top_node[q]
-                        if node < 0:
-                            node = top_node[q] = self._intern(
-                                node_index, node_head, node_tail, node_depth, node_chain,
-                                node_seen, q, below)
-                    else:
-                        node = self._intern(node_index, node_head, node_tail, node_depth,
-                                            node_chain, node_seen, q, below)
+                    node = self._intern(node_index, top_node, node_head, node_tail, node_depth,
+                                        node_chain, node_seen, q, below)
                     if node_seen[node] != p:
                         node_seen[node] = p
                         j = node_chain[node]
@@ -2726,16 +2719,8 @@ cdef class Builder:
                         if node_depth[below] + 1 > MAX_CHAIN_DEPTH:
                             raise LimitError("rule calls nest more than 256 deep without consuming a byte",
                                              rule=names[r])
-                        if below == 0:
-                            # (t, empty stack): the node the walks' top frames cache
-                            nb = top_node[t]
-                            if nb < 0:
-                                nb = top_node[t] = self._intern(
-                                    node_index, node_head, node_tail, node_depth, node_chain,
-                                    node_seen, t, below)
-                        else:
-                            nb = self._intern(node_index, node_head, node_tail, node_depth,
-                                              node_chain, node_seen, t, below)
+                        nb = self._intern(node_index, top_node, node_head, node_tail,
+                                          node_depth, node_chain, node_seen, t, below)
                     work.push_back(pair[int, int](self.starts[r], nb))
             clo_off.push_back(<int>clo_chain.size())
             clo_pop[p] = <int>pop
@@ -2758,15 +2743,23 @@ cdef class Builder:
             short_kind=_u8(self.short_kind), short_byte=_u8(self.short_byte),
             short_rule=_i32(self.short_rule), short_to=_i32(self.short_to))
 
-    cdef int _intern(self, _I64Map index, vector[int]& head,
+    cdef int _intern(self, _I64Map index, vector[int]& top, vector[int]& head,
                      vector[int]& tail, vector[int]& depth, vector[int]& chain,
                      vector[int]& seen, int q, int below) noexcept:
-        cdef int64_t key = ((<int64_t>q) << 32) | below
-        cdef int node = index.get(key)
+        # (q, empty stack), the walks' top frames, are cached by position in `top`: no hash
+        # lookup for them
+        cdef int64_t key
+        cdef int node
+        if below == 0 and top[q] >= 0:
+            return top[q]
+        key = ((<int64_t>q) << 32) | below
+        node = index.get(key)
         if node >= 0:
             return node
         node = <int>head.size()
         index.put(key, node)
+        if below == 0:
+            top[q] = node
         head.push_back(q)
         tail.push_back(below)
         depth.push_back(depth[below] + 1)
