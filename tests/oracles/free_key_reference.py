@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 from typing import Dict, Sequence, Tuple
 
 from cengine import ir
@@ -67,10 +66,10 @@ def _leaving_head(kids: Tuple[int, ...], is_end: bool) -> tuple:
 @functools.lru_cache(maxsize=256)
 def _free_key_parts(used: ir.Ranges) -> tuple:
     body = ir.Ref(STRING_BODY)
-    tag = hashlib.sha1(repr(used).encode()).hexdigest()[:12]
     others = _minus(ir.negate_ranges(used), ((_SURR_LO, _SURR_HI),))
-    # any escape of a character no name contains, then the rest of the string: a rule
-    esc_rule = (f"json-key-escape-{tag}", ir.seq(_escaped_in(others), body))
+    # any escape of a character no name contains, then the rest of the string: a rule (named
+    # as the compiler names its ir.KeyEscape of the same characters)
+    esc_rule = (jg._free_key_escape(used)[0], ir.seq(_escaped_in(others), body))
     # non-ASCII characters no name contains stay in each node (a few positions): plain
     # characters must be the node's own, or the mask could not prove a slice of plain runs
     wide_out = ir.seq(_literal_in(_intersect(others, 0x80, ir.MAX_UNICODE)), body)
@@ -79,17 +78,6 @@ def _free_key_parts(used: ir.Ranges) -> tuple:
     must_escape = tuple(k for a, b in used if a < 0x20 or a <= 0x22 <= b or a <= 0x5C <= b
                         for k in range(a, min(b, 0x5C) + 1) if k < 0x20 or k in (0x22, 0x5C))
     return esc_rule, wide_out, used_wide, must_escape
-
-
-def _ranges_of(chars) -> ir.Ranges:
-    """The code points of a set of characters as normalized ranges (runs merged)."""
-    out = []
-    for c in sorted(map(ord, chars)):
-        if out and out[-1][1] == c - 1:
-            out[-1] = (out[-1][0], c)
-        else:
-            out.append((c, c))
-    return tuple(out)
 
 
 def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
@@ -135,7 +123,7 @@ def _free_key_trie(names: Tuple[str, ...]) -> tuple:
             node = node.setdefault(ord(ch), {})
         ends.add(id(node))
     body = _STRING_BODY_REF
-    used = _ranges_of(set("".join(names)))
+    used = jg._ranges_of(set("".join(names)))
     (esc_name, esc_expr), wide_out, used_wide, must_escape = _free_key_parts(used)
     esc_out = ir.Ref(esc_name)
     quote = ir.lit('"')
