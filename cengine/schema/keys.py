@@ -14,7 +14,10 @@ rules, one per state, each code-point range written in every JSON spelling
 The NFA of every language of one alphabet is one hash-consed NFA (_KeySpace), so the DFA
 states off the names' trie, which are NFA state sets alone, are shared: by the objects that
 repeat a pattern with other names, by patterns that share a tail ("^title_X$",
-"^description_X$"), and their rules are made once per grammar.
+"^description_X$"), and their rules are made once per grammar. A state on the trie is its
+NFA states and the names' suffixes below its trie node (the space numbers equal sub-tries
+alike), so objects whose names end alike ("title", "description" in every object of a
+standard) share those states' rules too.
 
 The compiler passes printable ASCII (U+0020..U+007E) as the alphabet: on those characters
 ECMA-262 (the specification's regex dialect) and Python's `re` (which `jsonschema` uses)
@@ -73,8 +76,8 @@ def _reach_back(preds: List[List[int]], live: set) -> set:
 
 def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, ...],
               negate: bool, alphabet: Tuple[int, int], keyword: str, pointer: str) -> ir.Expr:
-    lang, on_groups, on_accept, off_reach = _key_dfa(language, names, alphabet, keyword,
-                                                     pointer)
+    lang, on_groups, on_accept, off_reach, on_keys = _key_dfa(language, names, alphabet,
+                                                              keyword, pointer)
     off_live = lang.live(negate)
     on_accepting = [acc != negate and not nm for acc, nm in on_accept]
 
@@ -95,7 +98,9 @@ def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, .
     if 0 not in live:
         return ir.NOTHING
 
-    # the shared off-trie rules of this grammar, space and polarity: made on first use
+    # the shared rules of this grammar, space and polarity (off the trie by NFA states, on
+    # it by NFA states and sub-trie): made on first use. A state's future is its key's, so
+    # a rule already made stands for it and all it leads to.
     shared = g.memo("key_rules").setdefault((lang, negate), {})
     off_rule: Dict[int, str] = {}
     new_off = []
@@ -107,11 +112,17 @@ def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, .
                 g.add(r, ir.NOTHING)
                 new_off.append(i)
             off_rule[i] = r
-    rule = {k: (name if k == 0 else g.fresh_name(f"{name}-{k}")) for k in sorted(live)}
+    rule: Dict[int, str] = {}
+    new_on = []
     for k in sorted(live):
-        g.add(rule[k], ir.NOTHING)
+        r = shared.get(on_keys[k])
+        if r is None or r not in g.rules:
+            r = shared[on_keys[k]] = name if k == 0 else g.fresh_name(f"{name}-{k}")
+            g.add(r, ir.NOTHING)
+            new_on.append(k)
+        rule[k] = r
     quote = ir.lit('"')
-    for k in sorted(live):
+    for k in new_on:
         alts = [quote] if on_accepting[k] else []
         for t, ranges in on_groups[k]:
             if t >= 0:
@@ -169,12 +180,14 @@ class _KeySpace:
         self.in_language: List[bool] = []
         self.groups: List[Optional[tuple]] = []
         self._live: Dict[bool, Tuple[int, FrozenSet[int]]] = {}
+        # sub-tries of excluded names: (is a name, ((code point, sub-trie id), ...)) -> id
+        self.tries: Dict[tuple, int] = {}
         # compiles in other threads grow the same space: growing it and reading the
         # liveness hold this
         self.lock = threading.Lock()
 
     def size(self) -> int:
-        return len(self.eps) + len(self.nsets)
+        return len(self.eps) + len(self.nsets) + len(self.tries)
 
     def _new(self) -> int:
         self.eps.append([])
@@ -376,13 +389,15 @@ def _key_dfa(language, names, alphabet, keyword: str, pointer: str):
 
 def _build_key_dfa(language: ir.Expr, names: Tuple[str, ...], alphabet: Tuple[int, int],
                    keyword: str, pointer: str):
-    """(space, on_groups, on_accept, off_reach): the subset construction over code points,
+    """(space, on_groups, on_accept, off_reach, on_keys): the subset construction over code points,
     each state a (set of NFA states, trie node or -1 once off the trie) pair. The states on
     the trie are this DFA's own: on_groups[j] holds (target, code-point ranges) pairs by
     target, a target t >= 0 an on-trie state, ~t the off-trie state t of the space (the
     shared _KeySpace of the alphabet); on_accept[j]: (the NFA accepts, the key read so far is
-    one of names). off_reach: the off-trie states reachable, in order of discovery. The
-    states of both kinds count toward MAX_KEY_DFA_STATES."""
+    one of names). off_reach: the off-trie states reachable, in order of discovery.
+    on_keys[j]: (NFA states, the space's id of the sub-trie below the state's trie node),
+    what the state's future depends on. The states of both kinds count toward
+    MAX_KEY_DFA_STATES."""
     if _thompson_states(language, {}) > MAX_KEY_NFA_STATES:
         raise LimitError(f"the key language needs more than {MAX_KEY_NFA_STATES} NFA states",
                          keyword=keyword, pointer=pointer)
@@ -464,4 +479,14 @@ def _grow_key_dfa(lang: _KeySpace, start: FrozenSet[int], names: Tuple[str, ...]
                 off_reach.append(t)
         k += 1
     on_accept = tuple((lang.FINAL in nset, node in ends) for nset, node in order)
-    return tuple(on_groups), on_accept, tuple(off_reach)
+    # sub-trie ids, children first (a node's children are made after it)
+    tries = lang.tries
+    tid = [0] * len(trie)
+    for node in range(len(trie) - 1, -1, -1):
+        sub = (node in ends, tuple(sorted((cp, tid[kid]) for cp, kid in trie[node].items())))
+        t = tries.get(sub)
+        if t is None:
+            t = tries[sub] = len(tries)
+        tid[node] = t
+    on_keys = tuple((nset, tid[node]) for nset, node in order)
+    return tuple(on_groups), on_accept, tuple(off_reach), on_keys
