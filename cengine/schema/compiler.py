@@ -401,6 +401,8 @@ class _Compiler:
         self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
         self.shared_parts: Dict[tuple, str] = {}        # (kind, expression) -> object part rule
         self.shared_keys: List[ir.Expr] = []            # extra keys shared_parts keys by id
+        # _object_expr_any_order: (name, id of the value expression) -> (it, member rule)
+        self._member_rules: Dict[Tuple[str, int], Tuple[ir.Expr, str]] = {}
         self._embedded: Optional[bool] = None
         self._places: Optional[Dict[int, str]] = None
 
@@ -1725,10 +1727,7 @@ class _Compiler:
                                           "maxProperties" if hi is not None else "minProperties"))
         # every state calls the members: one rule each, so their positions (and mask tables)
         # are shared by all of them
-        members = tuple(
-            self._object_part(_ptr(ptr, "properties", name), "member",
-                              ir.seq(ir.Bytes(jg.canonical_string(name)), col, e))
-            for name, e, _ in present)
+        members = tuple(self._member_rule(ptr, name, e, col) for name, e, _ in present)
         extra = None
         if extras:
             # composite keys by identity: equal key languages are one object already
@@ -1748,6 +1747,19 @@ class _Compiler:
         node = ir.AnyOrder(members, tuple(r for _, _, r in present), extra, lo, hi,
                            not subsets, jg.ws_bytes())
         return ir.Ref(self._object_part(ptr, "object", node, container=True))
+
+    def _member_rule(self, ptr: str, name: str, e: ir.Expr, col: ir.Expr) -> str:
+        """The rule of the member `name col e`: _object_part's, looked up first by the value
+        expression's identity (objects that extend one base through allOf hold the base's
+        members by the same expression objects, which _object_part would spell and hash
+        again per object)."""
+        got = self._member_rules.get((name, id(e)))
+        if got is not None and got[0] is e:
+            return got[1]
+        rule = self._object_part(_ptr(ptr, "properties", name), "member",
+                                 ir.seq(ir.Bytes(jg.canonical_string(name)), col, e))
+        self._member_rules[(name, id(e))] = (e, rule)
+        return rule
 
     def _extra_option(self, ptr: str, k: ir.Expr, col: ir.Expr, v: ir.Expr) -> ir.Expr:
         """Extra members with keys k: `k col v`. A free key (string_not_in's rule) calls
