@@ -1,7 +1,9 @@
 # distutils: language = c++
 # Design: the states of an any-order object (ir.AnyOrder) are enumerated with C ints and made
 # into positions directly, two per state; Builder.add_positions appends them as the object
-# rule's positions. No IR rule, inlining walk or subset construction per state.
+# rule's positions. No IR rule, inlining walk or subset construction per state. States are
+# numbered through a flat table (a hash map only past FLAT_STATES keys), and the edges and
+# calls are counted before they are written, straight into the packed array.
 """Positions of an ir.AnyOrder object rule (cengine.automaton.build).
 
 A state (s, c) is what has been written: s the declared members (a bit set; in the chain
@@ -24,7 +26,6 @@ tests/oracles/any_order_reference.py): the same rule is called for a member in e
 and a state is made only when the object can still close from it.
 """
 from libc.stdint cimport int64_t
-from libc.string cimport memcpy
 from libcpp.vector cimport vector
 from libcpp.unordered_map cimport unordered_map
 from libcpp.pair cimport pair
@@ -151,8 +152,11 @@ def positions(node, dict rule_index):
         member_rule.push_back(<int>_rule(rule_index, name))
     if node.extra is not None:
         extra_rule = <int>_rule(rule_index, node.extra)
-    # whitespace ranges, checked apart from the structural bytes (else the DFA is not one)
+    # whitespace ranges, checked apart from the structural bytes (else the DFA is not one),
+    # split once into those below `,`, between `,` and `}`, and above `}` (each position
+    # writes its loop in three runs around its `,` and `}` edges)
     cdef vector[int] ws_lo, ws_hi
+    cdef int lo_, hi_
     for lo, hi in node.ws:
         if lo <= COMMA <= hi or lo <= CLOSE <= hi or lo <= OPEN <= hi or \
                 (ws_hi.size() and lo <= ws_hi.back()):
@@ -160,18 +164,30 @@ def positions(node, dict rule_index):
                              "and apart from '{', ',' and '}'")
         ws_lo.push_back(lo)
         ws_hi.push_back(hi)
+    cdef vector[int] run_lo[3]
+    cdef vector[int] run_hi[3]
+    cdef int bounds[4]
+    bounds[0] = -1
+    bounds[1] = COMMA
+    bounds[2] = CLOSE
+    bounds[3] = 256
+    cdef int g, k
+    for g in range(3):
+        for k in range(<int>ws_lo.size()):
+            if ws_lo[k] > bounds[g] and ws_hi[k] < bounds[g + 1]:
+                run_lo[g].push_back(ws_lo[k])
+                run_hi[g].push_back(ws_hi[k])
+    cdef int nws = <int>(run_lo[0].size() + run_lo[1].size() + run_lo[2].size())
 
     # states in discovery order (breadth first from the start; completions then settle in
-    # few sweeps, the builder's sweeps running from the last position down)
-    cdef unordered_map[int64_t, int] index
-    cdef vector[int64_t] st_s
-    cdef vector[int] st_c
+    # few sweeps, the builder's sweeps running from the last position down), numbered by a
+    # flat table over (s, c) where it is small (a hash map past that)
+    cdef _States states = _States(n, m.chain, (node.hi if node.hi is not None else node.lo) + 2)
     # per state: its calls (rule, target state) after a comma, or of the start for state -1
     cdef vector[int] calls_off, call_rule, call_state
     cdef vector[int] js
     cdef vector[int64_t] ts
-    cdef int64_t width = (node.hi if node.hi is not None else node.lo) + 2
-    cdef int i, k, c, c1, t, q
+    cdef int i, c, c1, t, q
     cdef int64_t s
     cdef bint empty_ok = node.lo == 0 and m.missing_from[0] == 0     # (no member required)
 
@@ -183,92 +199,153 @@ def positions(node, dict rule_index):
         if i < 0:
             s, c = 0, 0
         else:
-            s, c = st_s[i], st_c[i]
+            s, c = states.st_s[i], states.st_c[i]
         c1 = m.cap(c + 1)
         m.moves(s, js, ts)
         for k in range(<int>js.size()):
             if m.bounded and not m.viable(ts[k], c1):
                 continue
-            t = _state(index, st_s, st_c, ts[k], c1, width)
+            t = states.number(ts[k], c1)
             call_rule.push_back(member_rule[js[k]])
             call_state.push_back(t)
         if extra_rule >= 0 and (not m.bounded or m.viable(s, c1)):
-            t = _state(index, st_s, st_c, s, c1, width)
+            t = states.number(s, c1)
             call_rule.push_back(extra_rule)
             call_state.push_back(t)
         calls_off.push_back(<int>call_rule.size())
         i += 1
-        if i >= <int>st_s.size():
+        if i >= <int>states.st_s.size():
             break
 
     # positions: 0 start, 1 after `{`, then per state its A and (when a member may follow)
-    # its C, the end last
-    cdef int S = <int>st_s.size()
+    # its C, the end last; their edges counted first, so the tables are written in place
+    cdef int S = <int>states.st_s.size()
     cdef vector[int] pos_a, pos_c
+    cdef vector[char] closes
+    cdef char cl
+    cdef int64_t E = 1 + nws + (1 if empty_ok else 0)
+    pos_a.reserve(S)
+    pos_c.reserve(S)
+    closes.reserve(S)
     q = 2
     for i in range(S):
         pos_a.push_back(q)
         q += 1
+        cl = 1 if m.can_close(states.st_s[i], states.st_c[i]) else 0
+        closes.push_back(cl)
+        E += nws + cl
         if calls_off[i + 2] > calls_off[i + 1]:
             pos_c.push_back(q)
             q += 1
+            E += nws + 1        # (its A's comma, and its own loop)
         else:
             pos_c.push_back(-1)
     cdef int END = q
     cdef int P = q + 1
-    cdef vector[int] finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to
+    cdef int64_t C = <int64_t>call_rule.size()
+    cdef int64_t total = 3 + P + (P + 1) + 4 * E + (P + 1) + 2 * C
+    a = np.empty(total, np.int32)
+    cdef int[::1] mv = a
+    cdef _Out o
+    o.finals = &mv[3]
+    o.e_off = o.finals + P
+    o.e_lo = o.e_off + P + 1
+    o.e_hi = o.e_lo + E
+    o.e_to = o.e_hi + E
+    o.e_ws = o.e_to + E
+    o.c_off = o.e_ws + E
+    o.c_rule = o.c_off + P + 1
+    o.c_to = o.c_rule + C
+    o.p = 0
+    o.e = 0
+    o.c = 0
+    mv[0] = P
+    mv[1] = <int>E
+    mv[2] = <int>C
     cdef vector[pair[int, int]] cp
-    finals.assign(P, 0)
-    finals[END] = 1
-    e_off.push_back(0)
-    c_off.push_back(0)
     # the start
-    _edge(e_lo, e_hi, e_to, e_ws, OPEN, OPEN, 1, 0)
-    e_off.push_back(<int>e_lo.size())
-    c_off.push_back(0)
+    o.e_off[0] = 0
+    o.c_off[0] = 0
+    _put_edge(o, OPEN, OPEN, 1, 0)
+    _end_position(o, 0)
     # after `{` (like a C, with the empty object's close), then each state's A and C
-    _position(1, -1, -1, END if empty_ok else -1, ws_lo, ws_hi, calls_off, call_rule,
-              call_state, pos_a, e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off, cp)
+    _position(o, 1, -1, -1, END if empty_ok else -1, run_lo, run_hi, calls_off, call_rule,
+              call_state, pos_a, cp)
     for i in range(S):
-        _position(pos_a[i], -2, pos_c[i], END if m.can_close(st_s[i], st_c[i]) else -1,
-                  ws_lo, ws_hi, calls_off, call_rule, call_state, pos_a,
-                  e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off, cp)
+        _position(o, pos_a[i], -2, pos_c[i], END if closes[i] else -1, run_lo, run_hi,
+                  calls_off, call_rule, call_state, pos_a, cp)
         if pos_c[i] >= 0:
-            _position(pos_c[i], i, -1, -1, ws_lo, ws_hi, calls_off, call_rule, call_state,
-                      pos_a, e_lo, e_hi, e_to, e_ws, e_off, c_rule, c_to, c_off, cp)
+            _position(o, pos_c[i], i, -1, -1, run_lo, run_hi, calls_off, call_rule,
+                      call_state, pos_a, cp)
     # the end
-    e_off.push_back(<int>e_lo.size())
-    c_off.push_back(<int>c_rule.size())
-    return _packed(finals, e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to)
+    _end_position(o, 1)
+    if o.p != P or o.e != E or o.c != C:
+        raise AssertionError("ir.AnyOrder positions: tables not filled as counted")
+    return a
 
 
-cdef void _position(int q, int calls_of, int comma_to, int close_to, vector[int]& ws_lo,
-                    vector[int]& ws_hi, vector[int]& calls_off, vector[int]& call_rule,
-                    vector[int]& call_state, vector[int]& pos_a, vector[int]& e_lo,
-                    vector[int]& e_hi, vector[int]& e_to, vector[int]& e_ws, vector[int]& e_off,
-                    vector[int]& c_rule, vector[int]& c_to, vector[int]& c_off,
+cdef struct _Out:
+    # the packed tables being written (pointers into the array) and how far each is filled
+    int* finals
+    int* e_off
+    int* e_lo
+    int* e_hi
+    int* e_to
+    int* e_ws
+    int* c_off
+    int* c_rule
+    int* c_to
+    int p
+    int e
+    int c
+
+
+cdef inline void _put_edge(_Out& o, int a, int b, int t, int w) noexcept:
+    o.e_lo[o.e] = a
+    o.e_hi[o.e] = b
+    o.e_to[o.e] = t
+    o.e_ws[o.e] = w
+    o.e += 1
+
+
+cdef inline void _end_position(_Out& o, int final) noexcept:
+    o.finals[o.p] = final
+    o.p += 1
+    o.e_off[o.p] = o.e
+    o.c_off[o.p] = o.c
+
+
+cdef inline void _ws_run(_Out& o, vector[int]& lo, vector[int]& hi, int q) noexcept:
+    cdef size_t k
+    for k in range(lo.size()):
+        _put_edge(o, lo[k], hi[k], q, 1)
+
+
+cdef void _position(_Out& o, int q, int calls_of, int comma_to, int close_to,
+                    vector[int]* run_lo, vector[int]* run_hi, vector[int]& calls_off,
+                    vector[int]& call_rule, vector[int]& call_state, vector[int]& pos_a,
                     vector[pair[int, int]]& cp) noexcept:
-    """Position q: its whitespace loop, `,` to comma_to and `}` to close_to (when >= 0;
-    edges ascending), and the calls of state calls_of's moves (-1: the start's, -2: none)
-    into the A of the state each leads to, ascending by rule. cp: scratch room."""
+    """Position q (the next one): its whitespace loop, `,` to comma_to and `}` to close_to
+    (when >= 0; edges ascending), and the calls of state calls_of's moves (-1: the start's,
+    -2: none) into the A of the state each leads to, ascending by rule. cp: scratch room."""
     cdef int k
-    cp.clear()
-    _ws_edges(ws_lo, ws_hi, -1, COMMA, q, e_lo, e_hi, e_to, e_ws)
+    _ws_run(o, run_lo[0], run_hi[0], q)
     if comma_to >= 0:
-        _edge(e_lo, e_hi, e_to, e_ws, COMMA, COMMA, comma_to, 0)
-    _ws_edges(ws_lo, ws_hi, COMMA, CLOSE, q, e_lo, e_hi, e_to, e_ws)
+        _put_edge(o, COMMA, COMMA, comma_to, 0)
+    _ws_run(o, run_lo[1], run_hi[1], q)
     if close_to >= 0:
-        _edge(e_lo, e_hi, e_to, e_ws, CLOSE, CLOSE, close_to, 0)
-    _ws_edges(ws_lo, ws_hi, CLOSE, 256, q, e_lo, e_hi, e_to, e_ws)
-    e_off.push_back(<int>e_lo.size())
+        _put_edge(o, CLOSE, CLOSE, close_to, 0)
+    _ws_run(o, run_lo[2], run_hi[2], q)
     if calls_of >= -1:
+        cp.clear()
         for k in range(calls_off[calls_of + 1], calls_off[calls_of + 2]):
             cp.push_back(pair[int, int](call_rule[k], pos_a[call_state[k]]))
         cpp_sort(cp.begin(), cp.end())
         for k in range(<int>cp.size()):
-            c_rule.push_back(cp[k].first)
-            c_to.push_back(cp[k].second)
-    c_off.push_back(<int>c_rule.size())
+            o.c_rule[o.c] = cp[k].first
+            o.c_to[o.c] = cp[k].second
+            o.c += 1
+    _end_position(o, 0)
 
 
 cdef object _rule(dict rule_index, name):
@@ -278,61 +355,44 @@ cdef object _rule(dict rule_index, name):
     return idx
 
 
-cdef int _state(unordered_map[int64_t, int]& index, vector[int64_t]& st_s, vector[int]& st_c,
-                int64_t s, int c, int64_t width) except -1:
-    """The number of state (s, c), made now if new."""
-    cdef int64_t key = s * width + c
-    if index.count(key):
-        return index[key]
-    cdef int i = <int>st_s.size()
-    index[key] = i
-    st_s.push_back(s)
-    st_c.push_back(c)
-    return i
+# flat numbering tables up to this many (s, c) keys; a hash map past it
+cdef int64_t FLAT_STATES = 1 << 16
 
 
-cdef void _ws_edges(vector[int]& ws_lo, vector[int]& ws_hi, int above, int below, int q,
-                    vector[int]& lo, vector[int]& hi, vector[int]& to, vector[int]& ws) noexcept:
-    """The whitespace self-loop of position q, its ranges strictly between above and below."""
-    cdef size_t k
-    for k in range(ws_lo.size()):
-        if ws_lo[k] > above and ws_hi[k] < below:
-            _edge(lo, hi, to, ws, ws_lo[k], ws_hi[k], q, 1)
+cdef class _States:
+    """The states (s, c) in discovery order and their numbers."""
+    cdef int64_t width
+    cdef bint flat
+    cdef vector[int] slot                   # flat: key -> number, -1 not yet made
+    cdef unordered_map[int64_t, int] index  # otherwise
+    cdef vector[int64_t] st_s
+    cdef vector[int] st_c
 
+    def __init__(self, int n, bint chain, int64_t width):
+        cdef int64_t keys = -1
+        self.width = width
+        if chain:
+            keys = (n + 1) * width
+        elif n <= 40:
+            keys = ((<int64_t>1) << n) * width
+        self.flat = 0 <= keys <= FLAT_STATES
+        if self.flat:
+            self.slot.assign(keys, -1)
 
-cdef inline void _edge(vector[int]& lo, vector[int]& hi, vector[int]& to, vector[int]& ws,
-                       int a, int b, int t, int w) noexcept:
-    lo.push_back(a)
-    hi.push_back(b)
-    to.push_back(t)
-    ws.push_back(w)
-
-
-cdef object _packed(vector[int]& finals, vector[int]& e_off, vector[int]& e_lo,
-                    vector[int]& e_hi, vector[int]& e_to, vector[int]& e_ws, vector[int]& c_off,
-                    vector[int]& c_rule, vector[int]& c_to):
-    """The tables in the one int32 array Builder.add_positions reads: P, E, C, then the
-    tables one after the other."""
-    cdef vector[int]* parts[9]
-    parts[0] = &finals
-    parts[1] = &e_off
-    parts[2] = &e_lo
-    parts[3] = &e_hi
-    parts[4] = &e_to
-    parts[5] = &e_ws
-    parts[6] = &c_off
-    parts[7] = &c_rule
-    parts[8] = &c_to
-    cdef size_t n = 3, at = 3, k
-    for k in range(9):
-        n += parts[k].size()
-    a = np.empty(n, np.int32)
-    cdef int[::1] mv = a
-    mv[0] = <int>finals.size()
-    mv[1] = <int>e_lo.size()
-    mv[2] = <int>c_rule.size()
-    for k in range(9):
-        if parts[k].size():
-            memcpy(&mv[at], parts[k].data(), parts[k].size() * sizeof(int))
-            at += parts[k].size()
-    return a
+    cdef int number(self, int64_t s, int c) except -1:
+        """The number of state (s, c), made now if new."""
+        cdef int64_t key = s * self.width + c
+        cdef int i
+        if self.flat:
+            i = self.slot[key]
+            if i >= 0:
+                return i
+            i = self.slot[key] = <int>self.st_s.size()
+        else:
+            if self.index.count(key):
+                return self.index[key]
+            i = <int>self.st_s.size()
+            self.index[key] = i
+        self.st_s.push_back(s)
+        self.st_c.push_back(c)
+        return i
