@@ -37,6 +37,11 @@ def _schema(objects):
             "additionalProperties": False}
 
 
+# the same names beside patterns none of them starts like: below the first character every
+# key DFA state on the names' trie is (no pattern state, the same sub-trie) in every object
+NAMES_ALIKE = ["tatatax", "xatatax", "ta_"]
+PATTERNS_APART = ["^a$", "^b$", "^a_$"]
+
 # (case, objects as (declared names, pattern)); the patterns of a case share tails or repeat
 CASES = [
     ("same pattern, other names",
@@ -48,6 +53,7 @@ CASES = [
      [(["t"], "^t(_a|x)*$"), (["a_", "t_a"], "^a(_a|x)*$"), (["tx"], "^t(_a|x)*$")]),
     ("repeated objects",
      [(["ab"], "^a"), (["ab"], "^a"), (["b"], "^a")]),
+    ("names alike, patterns apart", [(NAMES_ALIKE, p) for p in PATTERNS_APART]),
 ]
 
 ALPHABET = "ta_x"
@@ -92,3 +98,12 @@ def test_schema_key_sharing_fewer_rules(case, objects):
     alone = sum(_key_rules(_schema([_object(n, p)])) for n, p in objects)
     # one rule per live DFA state of each object's two key languages, when nothing is shared
     assert together < alone, (together, alone)
+
+
+def test_schema_key_sharing_names_trie():
+    """States on the names' trie are shared by objects whose names (below a node) are the
+    same: the objects after the first add less than half of the rules they make alone."""
+    objects = [(NAMES_ALIKE, p) for p in PATTERNS_APART]
+    together = _key_rules(_schema([_object(n, p) for n, p in objects]))
+    alone = [_key_rules(_schema([_object(n, p)])) for n, p in objects]
+    assert together - alone[0] < sum(alone[1:]) / 2, (together, alone)
