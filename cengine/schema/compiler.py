@@ -1682,14 +1682,22 @@ class _Compiler:
                 e = take if present[i][2] else jg.alt(take, after(i + 1, c))
             if not inline and i < n and not isinstance(e, ir.Nothing):
                 e = g.add(self._rule_name(ptr, f"after{i}" + (f"-{c}" if counted else "")), e)
+                made.append(e.name)
             cache[(i, c)] = e
             return e
 
+        made: List[str] = []
         firsts = [_seq_onto(kvs[j], after(j + 1, 1)) for j in starts]
         if first_req is None and extra is not None:
             firsts.append(_seq_onto(extra, after(n, 1)))
         members = jg.alt(*firsts)
         after = None    # unbound: it calls itself through its cell (a cycle)
+        # the chain's rules were made callee first; each caller before its callees instead
+        # (reverse post-order), so the builder's shortest-completion sweeps, which run from
+        # the last position down, see a callee's length before its callers (made as they
+        # came, a chain of 175 rules took 175 sweeps)
+        for name in reversed(made):
+            g.rules[name] = g.rules.pop(name)
         if tail is not None:
             members = ir.seq(members, tail)
         empty_ok = first_req is None and lo == 0
