@@ -2552,44 +2552,142 @@ cdef class Builder:
 
     def shortest(self):
         """Shortest completion per position: Bellman-Ford sweeps from the last position down
-        with strict improvement (the reference's tie-breaking). Returns short_len[] of the starts."""
+        with strict improvement (the reference's tie-breaking). Returns short_len[] of the starts.
+
+        A sweep looks again only at the rules (runs of positions) whose evaluation could change
+        something: a position changes only when a value it reads went down, and a rule's
+        positions read their own values and the starts of their callees. So a rule is skipped
+        when no callee's start went down since its last look, and that look changed nothing or
+        the rule leads forward only (each edge and call return to the same or a later position:
+        one descending look is its fixpoint for the same callee starts). The skipped looks
+        would have changed nothing: the same updates in the same order as whole sweeps."""
         cdef int P = <int>self.finals.size()
-        cdef int p, k, t, r
+        cdef int R = <int>self.starts.size()
+        cdef int p, k, t, r, b, e, nb, bi, j, clock = 0, st
         cdef int64_t best, v
-        cdef bint changed = True
+        cdef bint changed = True, fwd, any_changed
         self.short_len.assign(P, _a.INF)
         self.short_kind.assign(P, 0)
         self.short_byte.assign(P, 0)
         self.short_rule.assign(P, 0)
         self.short_to.assign(P, 0)
+        cdef int64_t* L = self.short_len.data()
+        cdef int* s_kind = self.short_kind.data()
+        cdef int* s_byte = self.short_byte.data()
+        cdef int* s_rule = self.short_rule.data()
+        cdef int* s_to = self.short_to.data()
+        cdef const int* fin = self.finals.data()
+        cdef const int* e_off = self.e_off.data()
+        cdef const int* e_to = self.e_to.data()
+        cdef const int* e_lo = self.e_lo.data()
+        cdef const int* c_off = self.c_off.data()
+        cdef const int* c_rule = self.c_rule.data()
+        cdef const int* c_to = self.c_to.data()
+        cdef const int* starts = self.starts.data()
+        cdef const int* prule = self.pos_rule.data()
         for p in range(P):
-            if self.finals[p]:
-                self.short_len[p] = 0
+            if fin[p]:
+                L[p] = 0
+        # the runs of positions of one rule (blocks, descending as the sweeps go), each with
+        # its distinct callees (CSR), whether it leads forward only, and whether its targets
+        # stay inside it (else: whole sweeps)
+        cdef vector[int] blk_b, blk_e, blk_fwd, cal_off, cal, mark, start_of, start_time
+        cdef vector[int] eval_time, blk_changed
+        cdef bint local = True
+        mark.assign(R, -1)
+        start_of.assign(P, -1)
+        for r in range(R):
+            if starts[r] < 0 or starts[r] >= P or start_of[starts[r]] >= 0:
+                local = False
+                break
+            start_of[starts[r]] = r
+        cal_off.push_back(0)
+        e = P
+        while e > 0 and local:
+            b = e - 1
+            while b > 0 and prule[b - 1] == prule[e - 1]:
+                b -= 1
+            nb = <int>blk_b.size()
+            fwd = True
+            for p in range(b, e):
+                for k in range(e_off[p], e_off[p + 1]):
+                    t = e_to[k]
+                    if t < p:
+                        fwd = False
+                        if t < b:
+                            local = False
+                    elif t >= e:
+                        local = False
+                for k in range(c_off[p], c_off[p + 1]):
+                    t = c_to[k]
+                    if t < p:
+                        fwd = False
+                        if t < b:
+                            local = False
+                    elif t >= e:
+                        local = False
+                    r = c_rule[k]
+                    if mark[r] != nb:
+                        mark[r] = nb
+                        cal.push_back(r)
+            blk_b.push_back(b)
+            blk_e.push_back(e)
+            blk_fwd.push_back(<int>fwd)
+            cal_off.push_back(<int>cal.size())
+            e = b
+        nb = <int>blk_b.size()
+        start_time.assign(R, 0)         # clock of the look that last lowered the rule's start
+        eval_time.assign(nb, 0)         # clock of the block's last look (0: none yet)
+        blk_changed.assign(nb, 0)
         while changed:
             changed = False
-            for p in range(P - 1, -1, -1):
-                best = self.short_len[p]
-                for k in range(self.e_off[p], self.e_off[p + 1]):
-                    t = self.e_to[k]
-                    v = 1 + self.short_len[t]
-                    if v < best:
-                        best = v
-                        self.short_kind[p] = 1
-                        self.short_byte[p] = self.e_lo[k]
-                        self.short_to[p] = t
-                for k in range(self.c_off[p], self.c_off[p + 1]):
-                    r = self.c_rule[k]
-                    t = self.c_to[k]
-                    v = self.short_len[self.starts[r]] + self.short_len[t]
-                    if v < best:
-                        best = v
-                        self.short_kind[p] = 2
-                        self.short_rule[p] = r
-                        self.short_to[p] = t
-                if best < self.short_len[p]:
-                    self.short_len[p] = best
+            for bi in range(nb if local else 1):
+                if local:
+                    if eval_time[bi]:
+                        any_changed = blk_changed[bi] and not blk_fwd[bi]
+                        j = cal_off[bi]
+                        while not any_changed and j < cal_off[bi + 1]:
+                            any_changed = start_time[cal[j]] >= eval_time[bi]
+                            j += 1
+                        if not any_changed:
+                            continue
+                    clock += 1
+                    eval_time[bi] = clock
+                    b = blk_b[bi]
+                    e = blk_e[bi]
+                else:
+                    b = 0
+                    e = P
+                any_changed = False
+                for p in range(e - 1, b - 1, -1):
+                    best = L[p]
+                    for k in range(e_off[p], e_off[p + 1]):
+                        t = e_to[k]
+                        v = 1 + L[t]
+                        if v < best:
+                            best = v
+                            s_kind[p] = 1
+                            s_byte[p] = e_lo[k]
+                            s_to[p] = t
+                    for k in range(c_off[p], c_off[p + 1]):
+                        r = c_rule[k]
+                        t = c_to[k]
+                        v = L[starts[r]] + L[t]
+                        if v < best:
+                            best = v
+                            s_kind[p] = 2
+                            s_rule[p] = r
+                            s_to[p] = t
+                    if best < L[p]:
+                        L[p] = best
+                        any_changed = True
+                        if local and start_of[p] >= 0:
+                            start_time[start_of[p]] = clock
+                if local:
+                    blk_changed[bi] = <int>any_changed
+                if any_changed:
                     changed = True
-        return [self.short_len[self.starts[r]] for r in range(<int>self.starts.size())]
+        return [L[starts[r]] for r in range(R)]
 
     def finish(self, list rule_ws, list rule_container, list names):
         """Prune dead edges, compute flags and closure chains, pack the tables (a dict)."""
