@@ -2692,10 +2692,10 @@ cdef class Builder:
     def finish(self, list rule_ws, list rule_container, list names):
         """Prune dead edges, compute flags and closure chains, pack the tables (a dict)."""
         cdef int P = <int>self.finals.size()
-        cdef int p, k, q, t, r, below, nb, node, j
+        cdef int p, k, q, t, r, below, nb, node, j, n_live_e = 0, n_live_c = 0
         cdef int64_t key
-        cdef vector[int] e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to, trivial, flags
-        cdef vector[int] rws, rcont
+        cdef vector[int] e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to
+        cdef vector[uint8_t] rws, rcont, trivial
         cdef int flag
         for x in rule_ws:
             flag = 1 if x else 0      # (a typed local: Cython binds a conditional to a dangling ref)
@@ -2703,50 +2703,85 @@ cdef class Builder:
         for x in rule_container:
             flag = 1 if x else 0
             rcont.push_back(flag)
-        # drop what leads nowhere (room for all: most edges lead somewhere)
-        e_off.reserve(P + 1)
-        c_off.reserve(P + 1)
-        e_lo.reserve(self.e_lo.size())
-        e_hi.reserve(self.e_lo.size())
-        e_to.reserve(self.e_lo.size())
-        e_ws.reserve(self.e_lo.size())
-        c_rule.reserve(self.c_rule.size())
-        c_to.reserve(self.c_rule.size())
-        e_off.push_back(0)
-        c_off.push_back(0)
+        cdef const int64_t* L = self.short_len.data()
+        cdef const int* starts = self.starts.data()
+        cdef const int* fin = self.finals.data()
+        cdef const int* prule = self.pos_rule.data()
+        # drop what leads nowhere; most builds have nothing to drop, and then the tables are
+        # the builder's own (no copy)
+        cdef int NE = <int>self.e_to.size(), NC = <int>self.c_rule.size()
+        for k in range(NE):
+            if L[self.e_to[k]] < _a.INF:
+                n_live_e += 1
+        for k in range(NC):
+            if L[starts[self.c_rule[k]]] < _a.INF and L[self.c_to[k]] < _a.INF:
+                n_live_c += 1
+        cdef vector[int]* pe_off = &self.e_off
+        cdef vector[int]* pe_lo = &self.e_lo
+        cdef vector[int]* pe_hi = &self.e_hi
+        cdef vector[int]* pe_to = &self.e_to
+        cdef vector[int]* pe_ws = &self.e_ws
+        cdef vector[int]* pc_off = &self.c_off
+        cdef vector[int]* pc_rule = &self.c_rule
+        cdef vector[int]* pc_to = &self.c_to
+        if n_live_e < NE or n_live_c < NC:
+            e_off.reserve(P + 1)
+            c_off.reserve(P + 1)
+            e_lo.reserve(n_live_e)
+            e_hi.reserve(n_live_e)
+            e_to.reserve(n_live_e)
+            e_ws.reserve(n_live_e)
+            c_rule.reserve(n_live_c)
+            c_to.reserve(n_live_c)
+            e_off.push_back(0)
+            c_off.push_back(0)
+            for p in range(P):
+                for k in range(self.e_off[p], self.e_off[p + 1]):
+                    if L[self.e_to[k]] < _a.INF:
+                        e_lo.push_back(self.e_lo[k])
+                        e_hi.push_back(self.e_hi[k])
+                        e_to.push_back(self.e_to[k])
+                        e_ws.push_back(self.e_ws[k])
+                e_off.push_back(<int>e_lo.size())
+                for k in range(self.c_off[p], self.c_off[p + 1]):
+                    if L[starts[self.c_rule[k]]] < _a.INF and L[self.c_to[k]] < _a.INF:
+                        c_rule.push_back(self.c_rule[k])
+                        c_to.push_back(self.c_to[k])
+                c_off.push_back(<int>c_rule.size())
+            pe_off = &e_off
+            pe_lo = &e_lo
+            pe_hi = &e_hi
+            pe_to = &e_to
+            pe_ws = &e_ws
+            pc_off = &c_off
+            pc_rule = &c_rule
+            pc_to = &c_to
+        cdef const int* eoff = deref(pe_off).data()
+        cdef const int* coff = deref(pc_off).data()
+        cdef const int* crule = deref(pc_rule).data()
+        cdef const int* cto = deref(pc_to).data()
+        # flags and clo_pop straight into their arrays
+        cdef void* d
+        pos_flags = _new_array(P, _DT_U8, &d)
+        cdef uint8_t* flags = <uint8_t*>d
+        clo_pop_a = _new_array(P, _DT_U8, &d)
+        cdef uint8_t* clo_pop = <uint8_t*>d
+        trivial.resize(P)
         for p in range(P):
-            for k in range(self.e_off[p], self.e_off[p + 1]):
-                if self.short_len[self.e_to[k]] < _a.INF:
-                    e_lo.push_back(self.e_lo[k])
-                    e_hi.push_back(self.e_hi[k])
-                    e_to.push_back(self.e_to[k])
-                    e_ws.push_back(self.e_ws[k])
-            e_off.push_back(<int>e_lo.size())
-            for k in range(self.c_off[p], self.c_off[p + 1]):
-                if self.short_len[self.starts[self.c_rule[k]]] < _a.INF and self.short_len[self.c_to[k]] < _a.INF:
-                    c_rule.push_back(self.c_rule[k])
-                    c_to.push_back(self.c_to[k])
-            c_off.push_back(<int>c_rule.size())
-        trivial.assign(P, 0)
-        flags.assign(P, 0)
-        for p in range(P):
-            # (no conditional expressions into vector elements: Cython's C++ mode binds them
-            # to a dangling reference)
-            trivial[p] = <int>(self.finals[p] != 0 and e_off[p] == e_off[p + 1]
-                               and c_off[p] == c_off[p + 1])
-            r = self.pos_rule[p]
-            flags[p] = (_a.FLAG_FINAL * (self.finals[p] != 0)) | (_a.FLAG_WS * (rws[r] != 0)) \
+            flag = fin[p] != 0 and eoff[p] == eoff[p + 1] and coff[p] == coff[p + 1]
+            trivial[p] = <uint8_t>flag    # (through a local: see above)
+            r = prule[p]
+            flags[p] = (_a.FLAG_FINAL * (fin[p] != 0)) | (_a.FLAG_WS * (rws[r] != 0)) \
                 | (_a.FLAG_CONTAINER * (rcont[r] != 0))
 
         # closure chains. A stack below the top frame is an interned node (head, tail);
         # node 0 is the empty stack. A chain is the node (q, below).
         cdef vector[int] node_head, node_tail, node_depth, node_chain, node_seen
         cdef _I64Map node_index = _I64Map()
-        cdef _I64Map visited = _I64Map()
+        cdef _I64Map visited = None     # made for the first walk that outgrows walk_keys
         node_index.reserve(2 * P)
-        visited.reserve(4 * P)
-        cdef vector[pair[int, int]] work
-        cdef vector[int] clo_off, clo_chain, chain_nodes, clo_pop
+        cdef vector[int64_t] work, walk_keys
+        cdef vector[int] clo_off, clo_chain, chain_nodes
         node_head.reserve(P + 1)
         node_tail.reserve(P + 1)
         node_depth.reserve(P + 1)
@@ -2761,41 +2796,50 @@ cdef class Builder:
         node_chain.push_back(-1)
         node_seen.push_back(-1)
         clo_off.push_back(0)
-        clo_pop.assign(P, 0)
-        cdef bint pop, first, first_put
-        cdef int64_t first_key = 0
-        cdef pair[int, int] w
+        cdef bint pop, big
+        cdef size_t i
         # the node of (q, empty stack), once interned: most walks are that one frame
         cdef vector[int] top_node
         top_node.assign(P, -1)
         for p in range(P):
             pop = False
             work.clear()
-            work.push_back(pair[int, int](p, 0))
-            first = True
-            first_put = False
+            work.push_back((<int64_t>p) << 32)
+            # the frames this walk has met: a short list (most walks stop at their first
+            # frame), in a hash set stamped with p once the list is long
+            walk_keys.clear()
+            big = False
             while work.size():
-                w = work.back()
+                key = work.back()
                 work.pop_back()
-                q = w.first
-                below = w.second
-                key = ((<int64_t>q) << 32) | below
-                # visited in this position's walk: stamped with p (clearing a hash set per
-                # position costs its whole bucket array). The walk's first frame is new, and
-                # is stamped only if the walk goes on (most stop there)
-                if first:
-                    first = False
-                    first_key = key
-                else:
-                    if not first_put:
-                        visited.put(first_key, p)
-                        first_put = True
+                q = <int>(key >> 32)
+                below = <int>(<uint32_t>key)
+                if big:
                     if visited.get(key) == p:
                         continue
                     visited.put(key, p)
-                if e_off[q] != e_off[q + 1]:
-                    node = self._intern(node_index, top_node, node_head, node_tail, node_depth,
-                                        node_chain, node_seen, q, below)
+                else:
+                    for i in range(walk_keys.size()):
+                        if walk_keys[i] == key:
+                            break
+                    else:
+                        i = walk_keys.size()
+                    if i < walk_keys.size():
+                        continue
+                    walk_keys.push_back(key)
+                    if walk_keys.size() > 16:
+                        big = True
+                        if visited is None:
+                            visited = _I64Map()
+                            visited.reserve(4 * P)
+                        for i in range(walk_keys.size()):
+                            visited.put(walk_keys[i], p)
+                if eoff[q] != eoff[q + 1]:
+                    if below == 0 and top_node[q] >= 0:
+                        node = top_node[q]
+                    else:
+                        node = self._intern(node_index, top_node, node_head, node_tail,
+                                            node_depth, node_chain, node_seen, q, below)
                     if node_seen[node] != p:
                         node_seen[node] = p
                         j = node_chain[node]
@@ -2803,26 +2847,30 @@ cdef class Builder:
                             j = node_chain[node] = <int>chain_nodes.size()
                             chain_nodes.push_back(node)
                         clo_chain.push_back(j)
-                if self.finals[q]:
+                if fin[q]:
                     if below:
-                        work.push_back(pair[int, int](node_head[below], node_tail[below]))
+                        work.push_back(((<int64_t>node_head[below]) << 32) | node_tail[below])
                     else:
                         pop = True
-                for k in range(c_off[q], c_off[q + 1]):
-                    r = c_rule[k]
-                    t = c_to[k]
+                for k in range(coff[q], coff[q + 1]):
+                    r = crule[k]
+                    t = cto[k]
                     if trivial[t]:
                         nb = below
                     else:
                         if node_depth[below] + 1 > MAX_CHAIN_DEPTH:
                             raise LimitError("rule calls nest more than 256 deep without consuming a byte",
                                              rule=names[r])
-                        nb = self._intern(node_index, top_node, node_head, node_tail,
-                                          node_depth, node_chain, node_seen, t, below)
-                    work.push_back(pair[int, int](self.starts[r], nb))
+                        if below == 0 and top_node[t] >= 0:
+                            nb = top_node[t]
+                        else:
+                            nb = self._intern(node_index, top_node, node_head, node_tail,
+                                              node_depth, node_chain, node_seen, t, below)
+                    work.push_back(((<int64_t>starts[r]) << 32) | nb)
             clo_off.push_back(<int>clo_chain.size())
-            clo_pop[p] = <int>pop
+            clo_pop[p] = pop
         cdef vector[int] chain_off, chain_pos
+        chain_off.reserve(chain_nodes.size() + 1)
         chain_off.push_back(0)
         for j in range(<int>chain_nodes.size()):
             node = chain_nodes[j]
@@ -2833,11 +2881,12 @@ cdef class Builder:
 
         short_len = _i64(self.short_len)
         return dict(
-            rule_start=_i32(self.starts), pos_rule=_i32(self.pos_rule), pos_flags=_u8(flags),
-            edge_off=_i32(e_off), edge_lo=_u8(e_lo), edge_hi=_u8(e_hi), edge_to=_i32(e_to),
-            edge_ws=_u8(e_ws), call_off=_i32(c_off), call_rule=_i32(c_rule), call_to=_i32(c_to),
+            rule_start=_i32(self.starts), pos_rule=_i32(self.pos_rule), pos_flags=pos_flags,
+            edge_off=_i32(deref(pe_off)), edge_lo=_u8(deref(pe_lo)), edge_hi=_u8(deref(pe_hi)),
+            edge_to=_i32(deref(pe_to)), edge_ws=_u8(deref(pe_ws)), call_off=_i32(deref(pc_off)),
+            call_rule=_i32(deref(pc_rule)), call_to=_i32(deref(pc_to)),
             clo_off=_i32(clo_off), clo_chain=_i32(clo_chain), chain_off=_i32(chain_off),
-            chain_pos=_i32(chain_pos), clo_pop=_u8(clo_pop), short_len=short_len,
+            chain_pos=_i32(chain_pos), clo_pop=clo_pop_a, short_len=short_len,
             short_kind=_u8(self.short_kind), short_byte=_u8(self.short_byte),
             short_rule=_i32(self.short_rule), short_to=_i32(self.short_to))
 
