@@ -1620,6 +1620,113 @@ cdef inline int _one_state(vector[int]& targets) noexcept:
     return t0
 
 
+cdef inline int _signature(int p, const int* cl, int base, const int* fin,
+                           const int* e_off, const int* lo, const int* hi, const int* ws,
+                           const int* to, const int* c_off, const int* c_rule,
+                           const int* c_to, int* out) noexcept nogil:
+    """What position p does, in classes cl (indexed from base), written to out (room for
+    2 + 4 edges + 2 calls): its final flag, its byte edges (adjacent ranges into one class
+    merged), its calls. Returns its length."""
+    cdef int k, t, at = 2
+    out[0] = fin[p]
+    for k in range(e_off[p], e_off[p + 1]):
+        t = cl[to[k] - base]
+        if at > 2 and out[at - 3] == lo[k] - 1 and out[at - 2] == ws[k] and out[at - 1] == t:
+            out[at - 3] = hi[k]
+            continue
+        out[at] = lo[k]
+        out[at + 1] = hi[k]
+        out[at + 2] = ws[k]
+        out[at + 3] = t
+        at += 4
+    out[1] = (at - 2) >> 2              # edge count
+    for k in range(c_off[p], c_off[p + 1]):
+        out[at] = c_rule[k]
+        out[at + 1] = cl[c_to[k] - base]
+        at += 2
+    return at
+
+
+@cython.final
+cdef class _SigTable:
+    """minimize's signatures -> classes: int sequences found by content, each with an int
+    value. One probe finds or inserts (open addressing over the sequences' 64-bit hashes,
+    kept in the slots: sequences are compared only on equal hashes)."""
+    cdef vector[uint64_t] slot_hash
+    cdef vector[int] slot_entry         # -1: empty
+    cdef vector[int] data, off, vals
+    cdef uint64_t mask
+    cdef int count
+
+    cdef void reset(self, int n) noexcept:
+        """Empty again, with room for n sequences without growing."""
+        cdef size_t cap = 16
+        while cap < <size_t>(2 * n):
+            cap *= 2
+        self.slot_hash.resize(cap)
+        self.slot_entry.assign(cap, -1)
+        self.mask = cap - 1
+        self.count = 0
+        self.data.clear()
+        self.off.clear()
+        self.off.push_back(0)
+        self.vals.clear()
+
+    cdef int find_or_add(self, const int* s, int n, int value) noexcept:
+        """Index of the sequence s[:n] when present, else -1 after adding it with value."""
+        cdef uint64_t h = 0xcbf29ce484222325ULL ^ (<uint64_t>n * 0x9E3779B97F4A7C15ULL)
+        cdef int i = 0, j, a
+        cdef size_t at
+        while i + 1 < n:
+            h = (h ^ ((<uint64_t><uint32_t>s[i]) | ((<uint64_t><uint32_t>s[i + 1]) << 32))) \
+                * 0xff51afd7ed558ccdULL
+            h ^= h >> 32
+            i += 2
+        if i < n:
+            h = (h ^ <uint64_t><uint32_t>s[i]) * 0xff51afd7ed558ccdULL
+            h ^= h >> 32
+        cdef uint64_t slot = h & self.mask
+        cdef int* entry = self.slot_entry.data()
+        cdef uint64_t* hs = self.slot_hash.data()
+        while True:
+            j = entry[slot]
+            if j < 0:
+                break
+            if hs[slot] == h:
+                a = self.off[j]
+                if self.off[j + 1] - a == n and memcmp(&self.data[a], s, n * sizeof(int)) == 0:
+                    return j
+            slot = (slot + 1) & self.mask
+        j = <int>self.vals.size()
+        entry[slot] = j
+        hs[slot] = h
+        at = self.data.size()
+        self.data.resize(at + n)
+        memcpy(&self.data[at], s, n * sizeof(int))
+        self.off.push_back(<int>(at + n))
+        self.vals.push_back(value)
+        self.count += 1
+        if 2 * self.count > <int>self.slot_entry.size():
+            self._grow()
+        return -1
+
+    cdef void _grow(self) noexcept:
+        cdef vector[uint64_t] oh = self.slot_hash
+        cdef vector[int] oe = self.slot_entry
+        cdef size_t cap = oe.size() * 2, i
+        cdef uint64_t slot
+        self.slot_hash.resize(cap)
+        self.slot_entry.assign(cap, -1)
+        self.mask = cap - 1
+        for i in range(oe.size()):
+            if oe[i] >= 0:
+                slot = oh[i] & self.mask
+                while self.slot_entry[slot] >= 0:
+                    slot = (slot + 1) & self.mask
+                self.slot_entry[slot] = oe[i]
+                self.slot_hash[slot] = oh[i]
+
+
 cdef inline void _no_op() noexcept nogil:
     pass
 
@@ -2153,40 +2260,6 @@ cdef class Builder:
             self.c_to[p] += base
         self.starts.push_back(base)
 
-    cdef void _signature(self, int p, vector[int]& cls, int base, vector[int]& sig) noexcept:
-        """sig = what p does, in classes of cls (indexed from base): its class, its byte edges
-        (adjacent ranges into one class merged), its calls."""
-        cdef int k, t, at = 2
-        cdef int k0 = self.e_off[p], k1 = self.e_off[p + 1]
-        cdef int c0 = self.c_off[p], c1 = self.c_off[p + 1]
-        # sized for the most it can hold, written through a pointer, cut to what it holds
-        sig.resize(2 + 4 * (k1 - k0) + 2 * (c1 - c0))
-        cdef int* out = sig.data()
-        cdef const int* cl = cls.data()
-        cdef const int* lo = self.e_lo.data()
-        cdef const int* hi = self.e_hi.data()
-        cdef const int* ws = self.e_ws.data()
-        cdef const int* to = self.e_to.data()
-        cdef const int* c_rule = self.c_rule.data()
-        cdef const int* c_to = self.c_to.data()
-        out[0] = cl[p - base]
-        for k in range(k0, k1):
-            t = cl[to[k] - base]
-            if at > 2 and out[at - 3] == lo[k] - 1 and out[at - 2] == ws[k] and out[at - 1] == t:
-                out[at - 3] = hi[k]
-                continue
-            out[at] = lo[k]
-            out[at + 1] = hi[k]
-            out[at + 2] = ws[k]
-            out[at + 3] = t
-            at += 4
-        out[1] = (at - 2) >> 2              # edge count
-        for k in range(c0, c1):
-            out[at] = c_rule[k]
-            out[at + 1] = cl[c_to[k] - base]
-            at += 2
-        sig.resize(at)
-
     cdef bint _forward_only(self, int b, int e) noexcept:
         """Whether every byte edge and call return of the positions [b, e) of one rule leads
         to the same or a later position (the subset construction numbers a rule without
@@ -2213,74 +2286,89 @@ cdef class Builder:
         members[comp_off[c]:comp_off[c + 1]] (in depth-first post-order), and every component
         comes after the components it reaches (its targets are final when it is visited)."""
         cdef int n = e - b, p, k, ne, nc, t, top, root, count = 0, q, at, m, finished = 0
+        cdef int sp = 0, nm = 0
         cdef vector[int] fin
         cdef vector[int64_t] by_fin
-        fin.assign(n, 0)
-        members.clear()
+        fin.resize(n)
+        members.resize(n)
         comp_off.clear()
         comp_off.push_back(0)
         index.assign(n, -1)             # discovery number; -2 once in a component
-        low.assign(n, 0)
-        stack.clear()
+        low.resize(n)
+        stack.resize(n)                 # (each position is pushed once: room for all)
+        dfs_p.resize(n)
+        dfs_k.resize(n)
+        cdef int* fn = fin.data()
+        cdef int* mem = members.data()
+        cdef int* idx = index.data()
+        cdef int* lw = low.data()
+        cdef int* stk = stack.data()
+        cdef int* dp = dfs_p.data()
+        cdef int* dk = dfs_k.data()
+        cdef const int* e_off = self.e_off.data()
+        cdef const int* e_to = self.e_to.data()
+        cdef const int* c_off = self.c_off.data()
+        cdef const int* c_to = self.c_to.data()
         for root in range(b, e):
-            if index[root - b] != -1:
+            if idx[root - b] != -1:
                 continue
-            dfs_p.clear()
-            dfs_k.clear()
-            dfs_p.push_back(root)
-            dfs_k.push_back(0)
-            index[root - b] = count
-            low[root - b] = count
+            dp[0] = root
+            dk[0] = 0
+            top = 0
+            idx[root - b] = count
+            lw[root - b] = count
             count += 1
-            stack.push_back(root)
-            while dfs_p.size():
-                top = <int>dfs_p.size() - 1
-                p = dfs_p[top]
-                k = dfs_k[top]
-                ne = self.e_off[p + 1] - self.e_off[p]
-                nc = self.c_off[p + 1] - self.c_off[p]
+            stk[sp] = root
+            sp += 1
+            while top >= 0:
+                p = dp[top]
+                k = dk[top]
+                ne = e_off[p + 1] - e_off[p]
+                nc = c_off[p + 1] - c_off[p]
                 if k < ne + nc:
-                    dfs_k[top] = k + 1
+                    dk[top] = k + 1
                     if k < ne:
-                        t = self.e_to[self.e_off[p] + k]
+                        t = e_to[e_off[p] + k]
                     else:
-                        t = self.c_to[self.c_off[p] + k - ne]
-                    if index[t - b] == -1:
-                        index[t - b] = count
-                        low[t - b] = count
+                        t = c_to[c_off[p] + k - ne]
+                    if idx[t - b] == -1:
+                        idx[t - b] = count
+                        lw[t - b] = count
                         count += 1
-                        stack.push_back(t)
-                        dfs_p.push_back(t)
-                        dfs_k.push_back(0)
-                    elif index[t - b] >= 0 and index[t - b] < low[p - b]:
-                        low[p - b] = index[t - b]      # t is on the stack (not yet placed)
+                        stk[sp] = t
+                        sp += 1
+                        top += 1
+                        dp[top] = t
+                        dk[top] = 0
+                    elif idx[t - b] >= 0 and idx[t - b] < lw[p - b]:
+                        lw[p - b] = idx[t - b]      # t is on the stack (not yet placed)
                     continue
-                dfs_p.pop_back()
-                dfs_k.pop_back()
-                fin[p - b] = finished
+                top -= 1
+                fn[p - b] = finished
                 finished += 1
-                if top > 0 and low[p - b] < low[dfs_p[top - 1] - b]:
-                    low[dfs_p[top - 1] - b] = low[p - b]
-                if low[p - b] == index[p - b]:
-                    at = <int>members.size()
+                if top >= 0 and lw[p - b] < lw[dp[top] - b]:
+                    lw[dp[top] - b] = lw[p - b]
+                if lw[p - b] == idx[p - b]:
+                    at = nm
                     while True:
-                        q = stack.back()
-                        stack.pop_back()
-                        index[q - b] = -2
-                        members.push_back(q)
+                        sp -= 1
+                        q = stk[sp]
+                        idx[q - b] = -2
+                        mem[nm] = q
+                        nm += 1
                         if q == p:
                             break
-                    if <int>members.size() - at > 1:
+                    if nm - at > 1:
                         # in post-order (finish order): targets before sources but along
                         # the cycle, cross edges included, so one pass merges what it can
                         by_fin.clear()
-                        for m in range(at, <int>members.size()):
-                            q = members[m]
-                            by_fin.push_back(((<int64_t>fin[q - b]) << 32) | q)
+                        for m in range(at, nm):
+                            q = mem[m]
+                            by_fin.push_back(((<int64_t>fn[q - b]) << 32) | q)
                         cpp_sort(by_fin.begin(), by_fin.end())
                         for m in range(<int>by_fin.size()):
-                            members[at + m] = <int>(<uint32_t>by_fin[m])     # (a C cast: see above)
-                    comp_off.push_back(<int>members.size())
+                            mem[at + m] = <int>(<uint32_t>by_fin[m])     # (a C cast: see above)
+                    comp_off.push_back(nm)
 
     def minimize(self, int max_rounds):
         """Merge the positions of each rule that behave alike: the subset construction keeps
@@ -2304,48 +2392,71 @@ cdef class Builder:
         Returns (positions before, positions after)."""
         cdef int R = <int>self.starts.size()
         cdef int P = <int>self.finals.size()
-        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base, m, ci, cb, ce
+        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base, m, ci, cb, ce, ns
+        cdef int ne_out = 0, nc_out = 0, widest = 2
         cdef int64_t work = 0
         cdef bint merged
         cdef vector[int] cls, ren, sig, newpos, rep, members, comp_off, index, low, stack
         cdef vector[int] dfs_p, dfs_k
-        cdef _SetTable table = _SetTable()      # signature -> class, final positions
-        cdef _SetTable local = _SetTable()      # the same within one pass over a cycle
+        cdef _SigTable table = _SigTable()      # signature -> class, final positions
+        cdef _SigTable local = _SigTable()      # the same within one pass over a cycle
         cdef vector[int] finals, pos_rule, starts, e_off, e_lo, e_hi, e_to, e_ws
         cdef vector[int] c_off, c_rule, c_to
-        newpos.assign(P, 0)
-        # room for the tables as they are (merging only shrinks them)
-        finals.reserve(P)
-        pos_rule.reserve(P)
+        cdef const int* s_fin = self.finals.data()
+        cdef const int* s_rule = self.pos_rule.data()
+        cdef const int* s_eoff = self.e_off.data()
+        cdef const int* s_lo = self.e_lo.data()
+        cdef const int* s_hi = self.e_hi.data()
+        cdef const int* s_to = self.e_to.data()
+        cdef const int* s_ws = self.e_ws.data()
+        cdef const int* s_coff = self.c_off.data()
+        cdef const int* s_crule = self.c_rule.data()
+        cdef const int* s_cto = self.c_to.data()
+        cdef int* cl
+        cdef int* sg
+        cdef int* np_ = NULL
+        newpos.resize(P)
+        np_ = newpos.data()
+        # the longest signature: room for it once
+        for p in range(P):
+            k = 2 + 4 * (s_eoff[p + 1] - s_eoff[p]) + 2 * (s_coff[p + 1] - s_coff[p])
+            if k > widest:
+                widest = k
+        sig.resize(widest)
+        sg = sig.data()
+        # room for the tables as they are (merging only shrinks them), written through
+        # pointers and cut to what they hold at the end
+        finals.resize(P)
+        pos_rule.resize(P)
         starts.reserve(R)
-        e_off.reserve(P + 1)
-        c_off.reserve(P + 1)
-        e_lo.reserve(self.e_lo.size())
-        e_hi.reserve(self.e_lo.size())
-        e_to.reserve(self.e_lo.size())
-        e_ws.reserve(self.e_lo.size())
-        c_rule.reserve(self.c_rule.size())
-        c_to.reserve(self.c_rule.size())
-        e_off.push_back(0)
-        c_off.push_back(0)
+        e_off.resize(P + 1)
+        c_off.resize(P + 1)
+        e_lo.resize(self.e_lo.size())
+        e_hi.resize(self.e_lo.size())
+        e_to.resize(self.e_lo.size())
+        e_ws.resize(self.e_lo.size())
+        c_rule.resize(self.c_rule.size())
+        c_to.resize(self.c_rule.size())
+        cdef int npos = 0
         for r in range(R):
             b = self.starts[r]
             e = self.starts[r + 1] if r + 1 < R else P
             n = e - b
-            cls.assign(n, 0)
+            cls.resize(n)
+            cl = cls.data()
             for p in range(n):
-                cls[p] = p
+                cl[p] = p
             if n > 1:
                 if self._forward_only(b, e):
                     # no edge leads back: every position is its own component and the
                     # positions from the last down are an order with targets first (the
                     # merges, hence the classes, are those of any such order)
-                    members.clear()
-                    comp_off.clear()
-                    comp_off.push_back(0)
-                    for p in range(e - 1, b - 1, -1):
-                        members.push_back(p)
-                        comp_off.push_back(<int>members.size())
+                    members.resize(n)
+                    comp_off.resize(n + 1)
+                    for p in range(n):
+                        members[p] = e - 1 - p
+                        comp_off[p] = p
+                    comp_off[n] = n
                 else:
                     self._sccs(b, e, members, comp_off, index, low, stack, dfs_p, dfs_k)
                 table.reset(n)
@@ -2363,27 +2474,23 @@ cdef class Builder:
                             local.reset(ce - cb)
                             for m in range(cb, ce):
                                 p = members[m]
-                                self._signature(p, cls, b, sig)
-                                sig[0] = self.finals[p]     # the flag, not the class
-                                j = local.find(sig)
-                                if j < 0:
-                                    local.add_found(sig, cls[p - b])
-                                elif local.vals[j] != cls[p - b]:
-                                    cls[p - b] = local.vals[j]
+                                ns = _signature(p, cl, b, s_fin, s_eoff, s_lo, s_hi, s_ws, s_to,
+                                                s_coff, s_crule, s_cto, sg)
+                                j = local.find_or_add(sg, ns, cl[p - b])
+                                if j >= 0 and local.vals[j] != cl[p - b]:
+                                    cl[p - b] = local.vals[j]
                                     merged = True
-                                work += <int64_t>sig.size()
+                                work += ns
                     # final now: merge with what came before (a cycle's members find only
                     # their own entries), then serve the positions that reach it
                     for m in range(cb, ce):
                         p = members[m]
-                        self._signature(p, cls, b, sig)
-                        sig[0] = self.finals[p]
-                        j = table.find(sig)
-                        if j < 0:
-                            table.add_found(sig, cls[p - b])
-                        elif table.vals[j] != cls[p - b]:
-                            cls[p - b] = table.vals[j]
-                        work += <int64_t>sig.size()
+                        ns = _signature(p, cl, b, s_fin, s_eoff, s_lo, s_hi, s_ws, s_to,
+                                        s_coff, s_crule, s_cto, sg)
+                        j = table.find_or_add(sg, ns, cl[p - b])
+                        if j >= 0 and table.vals[j] != cl[p - b]:
+                            cl[p - b] = table.vals[j]
+                        work += ns
                     if work >= GIL_YIELD_UNITS:
                         work = 0
                         with nogil:     # a thread waiting for the GIL takes it here
@@ -2392,51 +2499,71 @@ cdef class Builder:
             ren.assign(n, -1)
             count = 0
             for p in range(n):
-                if ren[cls[p]] < 0:
-                    ren[cls[p]] = count
+                if ren[cl[p]] < 0:
+                    ren[cl[p]] = count
                     count += 1
-            for p in range(n):
-                cls[p] = ren[cls[p]]
             # the new positions of rule r: one per class, the first member its representative
-            base = <int>finals.size()
-            count = 0
+            base = npos
             rep.clear()
+            count = 0
             for p in range(b, e):
-                c = cls[p - b]
-                newpos[p] = base + c
+                c = ren[cl[p - b]]
+                np_[p] = base + c
                 if c == count:
                     rep.push_back(p)
                     count += 1
             starts.push_back(base)
             for c in range(count):
                 p = rep[c]
-                finals.push_back(self.finals[p])
-                pos_rule.push_back(self.pos_rule[p])
+                finals[npos] = s_fin[p]
+                pos_rule[npos] = s_rule[p]
+                npos += 1
         # edges and calls of the representatives, targets renumbered (second pass: a target's
         # new number is known only once its rule is done, and edges stay within their rule)
-        for r in range(R):
-            b = self.starts[r]
-            e = self.starts[r + 1] if r + 1 < R else P
-            for p in range(b, e):
-                if <int>e_off.size() - 1 != newpos[p]:
-                    continue            # not its class's first member, the representative
-                last = -1
-                for k in range(self.e_off[p], self.e_off[p + 1]):
-                    t = newpos[self.e_to[k]]
-                    if last >= 0 and e_to[last] == t and e_ws[last] == self.e_ws[k] \
-                            and e_hi[last] == self.e_lo[k] - 1:
-                        e_hi[last] = self.e_hi[k]
-                        continue
-                    e_lo.push_back(self.e_lo[k])
-                    e_hi.push_back(self.e_hi[k])
-                    e_to.push_back(t)
-                    e_ws.push_back(self.e_ws[k])
-                    last = <int>e_lo.size() - 1
-                e_off.push_back(<int>e_lo.size())
-                for k in range(self.c_off[p], self.c_off[p + 1]):
-                    c_rule.push_back(self.c_rule[k])
-                    c_to.push_back(newpos[self.c_to[k]])
-                c_off.push_back(<int>c_rule.size())
+        cdef int* o_eoff = e_off.data()
+        cdef int* o_lo = e_lo.data()
+        cdef int* o_hi = e_hi.data()
+        cdef int* o_to = e_to.data()
+        cdef int* o_ws = e_ws.data()
+        cdef int* o_coff = c_off.data()
+        cdef int* o_crule = c_rule.data()
+        cdef int* o_cto = c_to.data()
+        cdef int q = 0          # positions written
+        o_eoff[0] = 0
+        o_coff[0] = 0
+        for p in range(P):
+            if q != np_[p]:
+                continue            # not its class's first member, the representative
+            last = -1
+            for k in range(s_eoff[p], s_eoff[p + 1]):
+                t = np_[s_to[k]]
+                if last >= 0 and o_to[last] == t and o_ws[last] == s_ws[k] \
+                        and o_hi[last] == s_lo[k] - 1:
+                    o_hi[last] = s_hi[k]
+                    continue
+                o_lo[ne_out] = s_lo[k]
+                o_hi[ne_out] = s_hi[k]
+                o_to[ne_out] = t
+                o_ws[ne_out] = s_ws[k]
+                last = ne_out
+                ne_out += 1
+            for k in range(s_coff[p], s_coff[p + 1]):
+                o_crule[nc_out] = s_crule[k]
+                o_cto[nc_out] = np_[s_cto[k]]
+                nc_out += 1
+            q += 1
+            o_eoff[q] = ne_out
+            o_coff[q] = nc_out
+        finals.resize(npos)
+        pos_rule.resize(npos)
+        e_off.resize(npos + 1)
+        c_off.resize(npos + 1)
+        e_lo.resize(ne_out)
+        e_hi.resize(ne_out)
+        e_to.resize(ne_out)
+        e_ws.resize(ne_out)
+        c_rule.resize(nc_out)
+        c_to.resize(nc_out)
         self.finals.swap(finals)
         self.pos_rule.swap(pos_rule)
         self.starts.swap(starts)
