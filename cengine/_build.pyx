@@ -1663,13 +1663,12 @@ cdef class _SigTable:
         cdef size_t cap = 16
         while cap < <size_t>(2 * n):
             cap *= 2
-        self.slot_hash.resize(cap)
+        self.slot_hash.assign(cap, 0)
         self.slot_entry.assign(cap, -1)
         self.mask = cap - 1
         self.count = 0
         self.data.clear()
-        self.off.clear()
-        self.off.push_back(0)
+        self.off.assign(1, 0)
         self.vals.clear()
 
     cdef int find_or_add(self, const int* s, int n, int value) noexcept:
@@ -1700,10 +1699,9 @@ cdef class _SigTable:
         j = <int>self.vals.size()
         entry[slot] = j
         hs[slot] = h
-        at = self.data.size()
-        self.data.resize(at + n)
-        memcpy(&self.data[at], s, n * sizeof(int))
-        self.off.push_back(<int>(at + n))
+        self.data.insert(self.data.end(), s, s + n)
+        a = <int>self.data.size()
+        self.off.push_back(a)           # (an lvalue: see _sccs)
         self.vals.push_back(value)
         self.count += 1
         if 2 * self.count > <int>self.slot_entry.size():
@@ -1715,7 +1713,7 @@ cdef class _SigTable:
         cdef vector[int] oe = self.slot_entry
         cdef size_t cap = oe.size() * 2, i
         cdef uint64_t slot
-        self.slot_hash.resize(cap)
+        self.slot_hash.assign(cap, 0)
         self.slot_entry.assign(cap, -1)
         self.mask = cap - 1
         for i in range(oe.size()):
@@ -2289,15 +2287,17 @@ cdef class Builder:
         cdef int sp = 0, nm = 0
         cdef vector[int] fin
         cdef vector[int64_t] by_fin
-        fin.resize(n)
-        members.resize(n)
-        comp_off.clear()
-        comp_off.push_back(0)
+        fin.assign(n, 0)
+        members.assign(n, 0)
+        # (comp_off filled from lvalues: a push_back of a temporary goes through
+        # emplace_back, and the more of those this module has, the fewer GCC inlines,
+        # _add_rule's among them)
+        comp_off.assign(1, 0)
         index.assign(n, -1)             # discovery number; -2 once in a component
-        low.resize(n)
-        stack.resize(n)                 # (each position is pushed once: room for all)
-        dfs_p.resize(n)
-        dfs_k.resize(n)
+        low.assign(n, 0)
+        stack.assign(n, 0)              # (each position is pushed once: room for all)
+        dfs_p.assign(n, 0)
+        dfs_k.assign(n, 0)
         cdef int* fn = fin.data()
         cdef int* mem = members.data()
         cdef int* idx = index.data()
@@ -2415,34 +2415,34 @@ cdef class Builder:
         cdef int* cl
         cdef int* sg
         cdef int* np_ = NULL
-        newpos.resize(P)
+        newpos.assign(P, 0)
         np_ = newpos.data()
         # the longest signature: room for it once
         for p in range(P):
             k = 2 + 4 * (s_eoff[p + 1] - s_eoff[p]) + 2 * (s_coff[p + 1] - s_coff[p])
             if k > widest:
                 widest = k
-        sig.resize(widest)
+        sig.assign(widest, 0)
         sg = sig.data()
         # room for the tables as they are (merging only shrinks them), written through
         # pointers and cut to what they hold at the end
-        finals.resize(P)
-        pos_rule.resize(P)
+        finals.assign(P, 0)
+        pos_rule.assign(P, 0)
         starts.reserve(R)
-        e_off.resize(P + 1)
-        c_off.resize(P + 1)
-        e_lo.resize(self.e_lo.size())
-        e_hi.resize(self.e_lo.size())
-        e_to.resize(self.e_lo.size())
-        e_ws.resize(self.e_lo.size())
-        c_rule.resize(self.c_rule.size())
-        c_to.resize(self.c_rule.size())
+        e_off.assign(P + 1, 0)
+        c_off.assign(P + 1, 0)
+        e_lo.assign(self.e_lo.size(), 0)
+        e_hi.assign(self.e_lo.size(), 0)
+        e_to.assign(self.e_lo.size(), 0)
+        e_ws.assign(self.e_lo.size(), 0)
+        c_rule.assign(self.c_rule.size(), 0)
+        c_to.assign(self.c_rule.size(), 0)
         cdef int npos = 0
         for r in range(R):
             b = self.starts[r]
             e = self.starts[r + 1] if r + 1 < R else P
             n = e - b
-            cls.resize(n)
+            cls.assign(n, 0)
             cl = cls.data()
             for p in range(n):
                 cl[p] = p
@@ -2451,8 +2451,8 @@ cdef class Builder:
                     # no edge leads back: every position is its own component and the
                     # positions from the last down are an order with targets first (the
                     # merges, hence the classes, are those of any such order)
-                    members.resize(n)
-                    comp_off.resize(n + 1)
+                    members.assign(n, 0)
+                    comp_off.assign(n + 1, 0)
                     for p in range(n):
                         members[p] = e - 1 - p
                         comp_off[p] = p
@@ -2554,16 +2554,16 @@ cdef class Builder:
             q += 1
             o_eoff[q] = ne_out
             o_coff[q] = nc_out
-        finals.resize(npos)
-        pos_rule.resize(npos)
-        e_off.resize(npos + 1)
-        c_off.resize(npos + 1)
-        e_lo.resize(ne_out)
-        e_hi.resize(ne_out)
-        e_to.resize(ne_out)
-        e_ws.resize(ne_out)
-        c_rule.resize(nc_out)
-        c_to.resize(nc_out)
+        finals.erase(finals.begin() + (npos), finals.end())
+        pos_rule.erase(pos_rule.begin() + (npos), pos_rule.end())
+        e_off.erase(e_off.begin() + (npos + 1), e_off.end())
+        c_off.erase(c_off.begin() + (npos + 1), c_off.end())
+        e_lo.erase(e_lo.begin() + (ne_out), e_lo.end())
+        e_hi.erase(e_hi.begin() + (ne_out), e_hi.end())
+        e_to.erase(e_to.begin() + (ne_out), e_to.end())
+        e_ws.erase(e_ws.begin() + (ne_out), e_ws.end())
+        c_rule.erase(c_rule.begin() + (nc_out), c_rule.end())
+        c_to.erase(c_to.begin() + (nc_out), c_to.end())
         self.finals.swap(finals)
         self.pos_rule.swap(pos_rule)
         self.starts.swap(starts)
