@@ -1620,6 +1620,111 @@ cdef inline int _one_state(vector[int]& targets) noexcept:
     return t0
 
 
+cdef inline int _signature(int p, const int* cl, int base, const int* fin,
+                           const int* e_off, const int* lo, const int* hi, const int* ws,
+                           const int* to, const int* c_off, const int* c_rule,
+                           const int* c_to, int* out) noexcept nogil:
+    """What position p does, in classes cl (indexed from base), written to out (room for
+    2 + 4 edges + 2 calls): its final flag, its byte edges (adjacent ranges into one class
+    merged), its calls. Returns its length."""
+    cdef int k, t, at = 2
+    out[0] = fin[p]
+    for k in range(e_off[p], e_off[p + 1]):
+        t = cl[to[k] - base]
+        if at > 2 and out[at - 3] == lo[k] - 1 and out[at - 2] == ws[k] and out[at - 1] == t:
+            out[at - 3] = hi[k]
+            continue
+        out[at] = lo[k]
+        out[at + 1] = hi[k]
+        out[at + 2] = ws[k]
+        out[at + 3] = t
+        at += 4
+    out[1] = (at - 2) >> 2              # edge count
+    for k in range(c_off[p], c_off[p + 1]):
+        out[at] = c_rule[k]
+        out[at + 1] = cl[c_to[k] - base]
+        at += 2
+    return at
+
+
+@cython.final
+cdef class _SigTable:
+    """minimize's signatures -> classes: int sequences found by content, each with an int
+    value. One probe finds or inserts (open addressing over the sequences' 64-bit hashes,
+    kept in the slots: sequences are compared only on equal hashes)."""
+    cdef vector[uint64_t] slot_hash
+    cdef vector[int] slot_entry         # -1: empty
+    cdef vector[int] data, off, vals
+    cdef uint64_t mask
+    cdef int count
+
+    cdef void reset(self, int n) noexcept:
+        """Empty again, with room for n sequences without growing."""
+        cdef size_t cap = 16
+        while cap < <size_t>(2 * n):
+            cap *= 2
+        self.slot_hash.assign(cap, 0)
+        self.slot_entry.assign(cap, -1)
+        self.mask = cap - 1
+        self.count = 0
+        self.data.clear()
+        self.off.assign(1, 0)
+        self.vals.clear()
+
+    cdef int find_or_add(self, const int* s, int n, int value) noexcept:
+        """Index of the sequence s[:n] when present, else -1 after adding it with value."""
+        cdef uint64_t h = 0xcbf29ce484222325ULL ^ (<uint64_t>n * 0x9E3779B97F4A7C15ULL)
+        cdef int i = 0, j, a
+        cdef size_t at
+        while i + 1 < n:
+            h = (h ^ ((<uint64_t><uint32_t>s[i]) | ((<uint64_t><uint32_t>s[i + 1]) << 32))) \
+                * 0xff51afd7ed558ccdULL
+            h ^= h >> 32
+            i += 2
+        if i < n:
+            h = (h ^ <uint64_t><uint32_t>s[i]) * 0xff51afd7ed558ccdULL
+            h ^= h >> 32
+        cdef uint64_t slot = h & self.mask
+        cdef int* entry = self.slot_entry.data()
+        cdef uint64_t* hs = self.slot_hash.data()
+        while True:
+            j = entry[slot]
+            if j < 0:
+                break
+            if hs[slot] == h:
+                a = self.off[j]
+                if self.off[j + 1] - a == n and memcmp(&self.data[a], s, n * sizeof(int)) == 0:
+                    return j
+            slot = (slot + 1) & self.mask
+        j = <int>self.vals.size()
+        entry[slot] = j
+        hs[slot] = h
+        self.data.insert(self.data.end(), s, s + n)
+        a = <int>self.data.size()
+        self.off.push_back(a)           # (an lvalue: see _sccs)
+        self.vals.push_back(value)
+        self.count += 1
+        if 2 * self.count > <int>self.slot_entry.size():
+            self._grow()
+        return -1
+
+    cdef void _grow(self) noexcept:
+        cdef vector[uint64_t] oh = self.slot_hash
+        cdef vector[int] oe = self.slot_entry
+        cdef size_t cap = oe.size() * 2, i
+        cdef uint64_t slot
+        self.slot_hash.assign(cap, 0)
+        self.slot_entry.assign(cap, -1)
+        self.mask = cap - 1
+        for i in range(oe.size()):
+            if oe[i] >= 0:
+                slot = oh[i] & self.mask
+                while self.slot_entry[slot] >= 0:
+                    slot = (slot + 1) & self.mask
+                self.slot_entry[slot] = oe[i]
+                self.slot_hash[slot] = oh[i]
+
+
 cdef inline void _no_op() noexcept nogil:
     pass
 
@@ -2153,40 +2258,6 @@ cdef class Builder:
             self.c_to[p] += base
         self.starts.push_back(base)
 
-    cdef void _signature(self, int p, vector[int]& cls, int base, vector[int]& sig) noexcept:
-        """sig = what p does, in classes of cls (indexed from base): its class, its byte edges
-        (adjacent ranges into one class merged), its calls."""
-        cdef int k, t, at = 2
-        cdef int k0 = self.e_off[p], k1 = self.e_off[p + 1]
-        cdef int c0 = self.c_off[p], c1 = self.c_off[p + 1]
-        # sized for the most it can hold, written through a pointer, cut to what it holds
-        sig.resize(2 + 4 * (k1 - k0) + 2 * (c1 - c0))
-        cdef int* out = sig.data()
-        cdef const int* cl = cls.data()
-        cdef const int* lo = self.e_lo.data()
-        cdef const int* hi = self.e_hi.data()
-        cdef const int* ws = self.e_ws.data()
-        cdef const int* to = self.e_to.data()
-        cdef const int* c_rule = self.c_rule.data()
-        cdef const int* c_to = self.c_to.data()
-        out[0] = cl[p - base]
-        for k in range(k0, k1):
-            t = cl[to[k] - base]
-            if at > 2 and out[at - 3] == lo[k] - 1 and out[at - 2] == ws[k] and out[at - 1] == t:
-                out[at - 3] = hi[k]
-                continue
-            out[at] = lo[k]
-            out[at + 1] = hi[k]
-            out[at + 2] = ws[k]
-            out[at + 3] = t
-            at += 4
-        out[1] = (at - 2) >> 2              # edge count
-        for k in range(c0, c1):
-            out[at] = c_rule[k]
-            out[at + 1] = cl[c_to[k] - base]
-            at += 2
-        sig.resize(at)
-
     cdef bint _forward_only(self, int b, int e) noexcept:
         """Whether every byte edge and call return of the positions [b, e) of one rule leads
         to the same or a later position (the subset construction numbers a rule without
@@ -2213,74 +2284,91 @@ cdef class Builder:
         members[comp_off[c]:comp_off[c + 1]] (in depth-first post-order), and every component
         comes after the components it reaches (its targets are final when it is visited)."""
         cdef int n = e - b, p, k, ne, nc, t, top, root, count = 0, q, at, m, finished = 0
+        cdef int sp = 0, nm = 0
         cdef vector[int] fin
         cdef vector[int64_t] by_fin
         fin.assign(n, 0)
-        members.clear()
-        comp_off.clear()
-        comp_off.push_back(0)
+        members.assign(n, 0)
+        # (comp_off filled from lvalues: a push_back of a temporary goes through
+        # emplace_back, and the more of those this module has, the fewer GCC inlines,
+        # _add_rule's among them)
+        comp_off.assign(1, 0)
         index.assign(n, -1)             # discovery number; -2 once in a component
         low.assign(n, 0)
-        stack.clear()
+        stack.assign(n, 0)              # (each position is pushed once: room for all)
+        dfs_p.assign(n, 0)
+        dfs_k.assign(n, 0)
+        cdef int* fn = fin.data()
+        cdef int* mem = members.data()
+        cdef int* idx = index.data()
+        cdef int* lw = low.data()
+        cdef int* stk = stack.data()
+        cdef int* dp = dfs_p.data()
+        cdef int* dk = dfs_k.data()
+        cdef const int* e_off = self.e_off.data()
+        cdef const int* e_to = self.e_to.data()
+        cdef const int* c_off = self.c_off.data()
+        cdef const int* c_to = self.c_to.data()
         for root in range(b, e):
-            if index[root - b] != -1:
+            if idx[root - b] != -1:
                 continue
-            dfs_p.clear()
-            dfs_k.clear()
-            dfs_p.push_back(root)
-            dfs_k.push_back(0)
-            index[root - b] = count
-            low[root - b] = count
+            dp[0] = root
+            dk[0] = 0
+            top = 0
+            idx[root - b] = count
+            lw[root - b] = count
             count += 1
-            stack.push_back(root)
-            while dfs_p.size():
-                top = <int>dfs_p.size() - 1
-                p = dfs_p[top]
-                k = dfs_k[top]
-                ne = self.e_off[p + 1] - self.e_off[p]
-                nc = self.c_off[p + 1] - self.c_off[p]
+            stk[sp] = root
+            sp += 1
+            while top >= 0:
+                p = dp[top]
+                k = dk[top]
+                ne = e_off[p + 1] - e_off[p]
+                nc = c_off[p + 1] - c_off[p]
                 if k < ne + nc:
-                    dfs_k[top] = k + 1
+                    dk[top] = k + 1
                     if k < ne:
-                        t = self.e_to[self.e_off[p] + k]
+                        t = e_to[e_off[p] + k]
                     else:
-                        t = self.c_to[self.c_off[p] + k - ne]
-                    if index[t - b] == -1:
-                        index[t - b] = count
-                        low[t - b] = count
+                        t = c_to[c_off[p] + k - ne]
+                    if idx[t - b] == -1:
+                        idx[t - b] = count
+                        lw[t - b] = count
                         count += 1
-                        stack.push_back(t)
-                        dfs_p.push_back(t)
-                        dfs_k.push_back(0)
-                    elif index[t - b] >= 0 and index[t - b] < low[p - b]:
-                        low[p - b] = index[t - b]      # t is on the stack (not yet placed)
+                        stk[sp] = t
+                        sp += 1
+                        top += 1
+                        dp[top] = t
+                        dk[top] = 0
+                    elif idx[t - b] >= 0 and idx[t - b] < lw[p - b]:
+                        lw[p - b] = idx[t - b]      # t is on the stack (not yet placed)
                     continue
-                dfs_p.pop_back()
-                dfs_k.pop_back()
-                fin[p - b] = finished
+                top -= 1
+                fn[p - b] = finished
                 finished += 1
-                if top > 0 and low[p - b] < low[dfs_p[top - 1] - b]:
-                    low[dfs_p[top - 1] - b] = low[p - b]
-                if low[p - b] == index[p - b]:
-                    at = <int>members.size()
+                if top >= 0 and lw[p - b] < lw[dp[top] - b]:
+                    lw[dp[top] - b] = lw[p - b]
+                if lw[p - b] == idx[p - b]:
+                    at = nm
                     while True:
-                        q = stack.back()
-                        stack.pop_back()
-                        index[q - b] = -2
-                        members.push_back(q)
+                        sp -= 1
+                        q = stk[sp]
+                        idx[q - b] = -2
+                        mem[nm] = q
+                        nm += 1
                         if q == p:
                             break
-                    if <int>members.size() - at > 1:
+                    if nm - at > 1:
                         # in post-order (finish order): targets before sources but along
                         # the cycle, cross edges included, so one pass merges what it can
                         by_fin.clear()
-                        for m in range(at, <int>members.size()):
-                            q = members[m]
-                            by_fin.push_back(((<int64_t>fin[q - b]) << 32) | q)
+                        for m in range(at, nm):
+                            q = mem[m]
+                            by_fin.push_back(((<int64_t>fn[q - b]) << 32) | q)
                         cpp_sort(by_fin.begin(), by_fin.end())
                         for m in range(<int>by_fin.size()):
-                            members[at + m] = <int>(<uint32_t>by_fin[m])     # (a C cast: see above)
-                    comp_off.push_back(<int>members.size())
+                            mem[at + m] = <int>(<uint32_t>by_fin[m])     # (a C cast: see above)
+                    comp_off.push_back(nm)
 
     def minimize(self, int max_rounds):
         """Merge the positions of each rule that behave alike: the subset construction keeps
@@ -2304,48 +2392,71 @@ cdef class Builder:
         Returns (positions before, positions after)."""
         cdef int R = <int>self.starts.size()
         cdef int P = <int>self.finals.size()
-        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base, m, ci, cb, ce
+        cdef int r, b, e, n, p, c, k, t, last, rounds, count, j, base, m, ci, cb, ce, ns
+        cdef int ne_out = 0, nc_out = 0, widest = 2
         cdef int64_t work = 0
         cdef bint merged
         cdef vector[int] cls, ren, sig, newpos, rep, members, comp_off, index, low, stack
         cdef vector[int] dfs_p, dfs_k
-        cdef _SetTable table = _SetTable()      # signature -> class, final positions
-        cdef _SetTable local = _SetTable()      # the same within one pass over a cycle
+        cdef _SigTable table = _SigTable()      # signature -> class, final positions
+        cdef _SigTable local = _SigTable()      # the same within one pass over a cycle
         cdef vector[int] finals, pos_rule, starts, e_off, e_lo, e_hi, e_to, e_ws
         cdef vector[int] c_off, c_rule, c_to
+        cdef const int* s_fin = self.finals.data()
+        cdef const int* s_rule = self.pos_rule.data()
+        cdef const int* s_eoff = self.e_off.data()
+        cdef const int* s_lo = self.e_lo.data()
+        cdef const int* s_hi = self.e_hi.data()
+        cdef const int* s_to = self.e_to.data()
+        cdef const int* s_ws = self.e_ws.data()
+        cdef const int* s_coff = self.c_off.data()
+        cdef const int* s_crule = self.c_rule.data()
+        cdef const int* s_cto = self.c_to.data()
+        cdef int* cl
+        cdef int* sg
+        cdef int* np_ = NULL
         newpos.assign(P, 0)
-        # room for the tables as they are (merging only shrinks them)
-        finals.reserve(P)
-        pos_rule.reserve(P)
+        np_ = newpos.data()
+        # the longest signature: room for it once
+        for p in range(P):
+            k = 2 + 4 * (s_eoff[p + 1] - s_eoff[p]) + 2 * (s_coff[p + 1] - s_coff[p])
+            if k > widest:
+                widest = k
+        sig.assign(widest, 0)
+        sg = sig.data()
+        # room for the tables as they are (merging only shrinks them), written through
+        # pointers and cut to what they hold at the end
+        finals.assign(P, 0)
+        pos_rule.assign(P, 0)
         starts.reserve(R)
-        e_off.reserve(P + 1)
-        c_off.reserve(P + 1)
-        e_lo.reserve(self.e_lo.size())
-        e_hi.reserve(self.e_lo.size())
-        e_to.reserve(self.e_lo.size())
-        e_ws.reserve(self.e_lo.size())
-        c_rule.reserve(self.c_rule.size())
-        c_to.reserve(self.c_rule.size())
-        e_off.push_back(0)
-        c_off.push_back(0)
+        e_off.assign(P + 1, 0)
+        c_off.assign(P + 1, 0)
+        e_lo.assign(self.e_lo.size(), 0)
+        e_hi.assign(self.e_lo.size(), 0)
+        e_to.assign(self.e_lo.size(), 0)
+        e_ws.assign(self.e_lo.size(), 0)
+        c_rule.assign(self.c_rule.size(), 0)
+        c_to.assign(self.c_rule.size(), 0)
+        cdef int npos = 0
         for r in range(R):
             b = self.starts[r]
             e = self.starts[r + 1] if r + 1 < R else P
             n = e - b
             cls.assign(n, 0)
+            cl = cls.data()
             for p in range(n):
-                cls[p] = p
+                cl[p] = p
             if n > 1:
                 if self._forward_only(b, e):
                     # no edge leads back: every position is its own component and the
                     # positions from the last down are an order with targets first (the
                     # merges, hence the classes, are those of any such order)
-                    members.clear()
-                    comp_off.clear()
-                    comp_off.push_back(0)
-                    for p in range(e - 1, b - 1, -1):
-                        members.push_back(p)
-                        comp_off.push_back(<int>members.size())
+                    members.assign(n, 0)
+                    comp_off.assign(n + 1, 0)
+                    for p in range(n):
+                        members[p] = e - 1 - p
+                        comp_off[p] = p
+                    comp_off[n] = n
                 else:
                     self._sccs(b, e, members, comp_off, index, low, stack, dfs_p, dfs_k)
                 table.reset(n)
@@ -2363,27 +2474,23 @@ cdef class Builder:
                             local.reset(ce - cb)
                             for m in range(cb, ce):
                                 p = members[m]
-                                self._signature(p, cls, b, sig)
-                                sig[0] = self.finals[p]     # the flag, not the class
-                                j = local.find(sig)
-                                if j < 0:
-                                    local.add_found(sig, cls[p - b])
-                                elif local.vals[j] != cls[p - b]:
-                                    cls[p - b] = local.vals[j]
+                                ns = _signature(p, cl, b, s_fin, s_eoff, s_lo, s_hi, s_ws, s_to,
+                                                s_coff, s_crule, s_cto, sg)
+                                j = local.find_or_add(sg, ns, cl[p - b])
+                                if j >= 0 and local.vals[j] != cl[p - b]:
+                                    cl[p - b] = local.vals[j]
                                     merged = True
-                                work += <int64_t>sig.size()
+                                work += ns
                     # final now: merge with what came before (a cycle's members find only
                     # their own entries), then serve the positions that reach it
                     for m in range(cb, ce):
                         p = members[m]
-                        self._signature(p, cls, b, sig)
-                        sig[0] = self.finals[p]
-                        j = table.find(sig)
-                        if j < 0:
-                            table.add_found(sig, cls[p - b])
-                        elif table.vals[j] != cls[p - b]:
-                            cls[p - b] = table.vals[j]
-                        work += <int64_t>sig.size()
+                        ns = _signature(p, cl, b, s_fin, s_eoff, s_lo, s_hi, s_ws, s_to,
+                                        s_coff, s_crule, s_cto, sg)
+                        j = table.find_or_add(sg, ns, cl[p - b])
+                        if j >= 0 and table.vals[j] != cl[p - b]:
+                            cl[p - b] = table.vals[j]
+                        work += ns
                     if work >= GIL_YIELD_UNITS:
                         work = 0
                         with nogil:     # a thread waiting for the GIL takes it here
@@ -2392,51 +2499,71 @@ cdef class Builder:
             ren.assign(n, -1)
             count = 0
             for p in range(n):
-                if ren[cls[p]] < 0:
-                    ren[cls[p]] = count
+                if ren[cl[p]] < 0:
+                    ren[cl[p]] = count
                     count += 1
-            for p in range(n):
-                cls[p] = ren[cls[p]]
             # the new positions of rule r: one per class, the first member its representative
-            base = <int>finals.size()
-            count = 0
+            base = npos
             rep.clear()
+            count = 0
             for p in range(b, e):
-                c = cls[p - b]
-                newpos[p] = base + c
+                c = ren[cl[p - b]]
+                np_[p] = base + c
                 if c == count:
                     rep.push_back(p)
                     count += 1
             starts.push_back(base)
             for c in range(count):
                 p = rep[c]
-                finals.push_back(self.finals[p])
-                pos_rule.push_back(self.pos_rule[p])
+                finals[npos] = s_fin[p]
+                pos_rule[npos] = s_rule[p]
+                npos += 1
         # edges and calls of the representatives, targets renumbered (second pass: a target's
         # new number is known only once its rule is done, and edges stay within their rule)
-        for r in range(R):
-            b = self.starts[r]
-            e = self.starts[r + 1] if r + 1 < R else P
-            for p in range(b, e):
-                if <int>e_off.size() - 1 != newpos[p]:
-                    continue            # not its class's first member, the representative
-                last = -1
-                for k in range(self.e_off[p], self.e_off[p + 1]):
-                    t = newpos[self.e_to[k]]
-                    if last >= 0 and e_to[last] == t and e_ws[last] == self.e_ws[k] \
-                            and e_hi[last] == self.e_lo[k] - 1:
-                        e_hi[last] = self.e_hi[k]
-                        continue
-                    e_lo.push_back(self.e_lo[k])
-                    e_hi.push_back(self.e_hi[k])
-                    e_to.push_back(t)
-                    e_ws.push_back(self.e_ws[k])
-                    last = <int>e_lo.size() - 1
-                e_off.push_back(<int>e_lo.size())
-                for k in range(self.c_off[p], self.c_off[p + 1]):
-                    c_rule.push_back(self.c_rule[k])
-                    c_to.push_back(newpos[self.c_to[k]])
-                c_off.push_back(<int>c_rule.size())
+        cdef int* o_eoff = e_off.data()
+        cdef int* o_lo = e_lo.data()
+        cdef int* o_hi = e_hi.data()
+        cdef int* o_to = e_to.data()
+        cdef int* o_ws = e_ws.data()
+        cdef int* o_coff = c_off.data()
+        cdef int* o_crule = c_rule.data()
+        cdef int* o_cto = c_to.data()
+        cdef int q = 0          # positions written
+        o_eoff[0] = 0
+        o_coff[0] = 0
+        for p in range(P):
+            if q != np_[p]:
+                continue            # not its class's first member, the representative
+            last = -1
+            for k in range(s_eoff[p], s_eoff[p + 1]):
+                t = np_[s_to[k]]
+                if last >= 0 and o_to[last] == t and o_ws[last] == s_ws[k] \
+                        and o_hi[last] == s_lo[k] - 1:
+                    o_hi[last] = s_hi[k]
+                    continue
+                o_lo[ne_out] = s_lo[k]
+                o_hi[ne_out] = s_hi[k]
+                o_to[ne_out] = t
+                o_ws[ne_out] = s_ws[k]
+                last = ne_out
+                ne_out += 1
+            for k in range(s_coff[p], s_coff[p + 1]):
+                o_crule[nc_out] = s_crule[k]
+                o_cto[nc_out] = np_[s_cto[k]]
+                nc_out += 1
+            q += 1
+            o_eoff[q] = ne_out
+            o_coff[q] = nc_out
+        finals.erase(finals.begin() + (npos), finals.end())
+        pos_rule.erase(pos_rule.begin() + (npos), pos_rule.end())
+        e_off.erase(e_off.begin() + (npos + 1), e_off.end())
+        c_off.erase(c_off.begin() + (npos + 1), c_off.end())
+        e_lo.erase(e_lo.begin() + (ne_out), e_lo.end())
+        e_hi.erase(e_hi.begin() + (ne_out), e_hi.end())
+        e_to.erase(e_to.begin() + (ne_out), e_to.end())
+        e_ws.erase(e_ws.begin() + (ne_out), e_ws.end())
+        c_rule.erase(c_rule.begin() + (nc_out), c_rule.end())
+        c_to.erase(c_to.begin() + (nc_out), c_to.end())
         self.finals.swap(finals)
         self.pos_rule.swap(pos_rule)
         self.starts.swap(starts)
@@ -2552,52 +2679,150 @@ cdef class Builder:
 
     def shortest(self):
         """Shortest completion per position: Bellman-Ford sweeps from the last position down
-        with strict improvement (the reference's tie-breaking). Returns short_len[] of the starts."""
+        with strict improvement (the reference's tie-breaking). Returns short_len[] of the starts.
+
+        A sweep looks again only at the rules (runs of positions) whose evaluation could change
+        something: a position changes only when a value it reads went down, and a rule's
+        positions read their own values and the starts of their callees. So a rule is skipped
+        when no callee's start went down since its last look, and that look changed nothing or
+        the rule leads forward only (each edge and call return to the same or a later position:
+        one descending look is its fixpoint for the same callee starts). The skipped looks
+        would have changed nothing: the same updates in the same order as whole sweeps."""
         cdef int P = <int>self.finals.size()
-        cdef int p, k, t, r
+        cdef int R = <int>self.starts.size()
+        cdef int p, k, t, r, b, e, nb, bi, j, clock = 0, st
         cdef int64_t best, v
-        cdef bint changed = True
+        cdef bint changed = True, fwd, any_changed
         self.short_len.assign(P, _a.INF)
         self.short_kind.assign(P, 0)
         self.short_byte.assign(P, 0)
         self.short_rule.assign(P, 0)
         self.short_to.assign(P, 0)
+        cdef int64_t* L = self.short_len.data()
+        cdef int* s_kind = self.short_kind.data()
+        cdef int* s_byte = self.short_byte.data()
+        cdef int* s_rule = self.short_rule.data()
+        cdef int* s_to = self.short_to.data()
+        cdef const int* fin = self.finals.data()
+        cdef const int* e_off = self.e_off.data()
+        cdef const int* e_to = self.e_to.data()
+        cdef const int* e_lo = self.e_lo.data()
+        cdef const int* c_off = self.c_off.data()
+        cdef const int* c_rule = self.c_rule.data()
+        cdef const int* c_to = self.c_to.data()
+        cdef const int* starts = self.starts.data()
+        cdef const int* prule = self.pos_rule.data()
         for p in range(P):
-            if self.finals[p]:
-                self.short_len[p] = 0
+            if fin[p]:
+                L[p] = 0
+        # the runs of positions of one rule (blocks, descending as the sweeps go), each with
+        # its distinct callees (CSR), whether it leads forward only, and whether its targets
+        # stay inside it (else: whole sweeps)
+        cdef vector[int] blk_b, blk_e, blk_fwd, cal_off, cal, mark, start_of, start_time
+        cdef vector[int] eval_time, blk_changed
+        cdef bint local = True
+        mark.assign(R, -1)
+        start_of.assign(P, -1)
+        for r in range(R):
+            if starts[r] < 0 or starts[r] >= P or start_of[starts[r]] >= 0:
+                local = False
+                break
+            start_of[starts[r]] = r
+        cal_off.push_back(0)
+        e = P
+        while e > 0 and local:
+            b = e - 1
+            while b > 0 and prule[b - 1] == prule[e - 1]:
+                b -= 1
+            nb = <int>blk_b.size()
+            fwd = True
+            for p in range(b, e):
+                for k in range(e_off[p], e_off[p + 1]):
+                    t = e_to[k]
+                    if t < p:
+                        fwd = False
+                        if t < b:
+                            local = False
+                    elif t >= e:
+                        local = False
+                for k in range(c_off[p], c_off[p + 1]):
+                    t = c_to[k]
+                    if t < p:
+                        fwd = False
+                        if t < b:
+                            local = False
+                    elif t >= e:
+                        local = False
+                    r = c_rule[k]
+                    if mark[r] != nb:
+                        mark[r] = nb
+                        cal.push_back(r)
+            blk_b.push_back(b)
+            blk_e.push_back(e)
+            blk_fwd.push_back(<int>fwd)
+            cal_off.push_back(<int>cal.size())
+            e = b
+        nb = <int>blk_b.size()
+        start_time.assign(R, 0)         # clock of the look that last lowered the rule's start
+        eval_time.assign(nb, 0)         # clock of the block's last look (0: none yet)
+        blk_changed.assign(nb, 0)
         while changed:
             changed = False
-            for p in range(P - 1, -1, -1):
-                best = self.short_len[p]
-                for k in range(self.e_off[p], self.e_off[p + 1]):
-                    t = self.e_to[k]
-                    v = 1 + self.short_len[t]
-                    if v < best:
-                        best = v
-                        self.short_kind[p] = 1
-                        self.short_byte[p] = self.e_lo[k]
-                        self.short_to[p] = t
-                for k in range(self.c_off[p], self.c_off[p + 1]):
-                    r = self.c_rule[k]
-                    t = self.c_to[k]
-                    v = self.short_len[self.starts[r]] + self.short_len[t]
-                    if v < best:
-                        best = v
-                        self.short_kind[p] = 2
-                        self.short_rule[p] = r
-                        self.short_to[p] = t
-                if best < self.short_len[p]:
-                    self.short_len[p] = best
+            for bi in range(nb if local else 1):
+                if local:
+                    if eval_time[bi]:
+                        any_changed = blk_changed[bi] and not blk_fwd[bi]
+                        j = cal_off[bi]
+                        while not any_changed and j < cal_off[bi + 1]:
+                            any_changed = start_time[cal[j]] >= eval_time[bi]
+                            j += 1
+                        if not any_changed:
+                            continue
+                    clock += 1
+                    eval_time[bi] = clock
+                    b = blk_b[bi]
+                    e = blk_e[bi]
+                else:
+                    b = 0
+                    e = P
+                any_changed = False
+                for p in range(e - 1, b - 1, -1):
+                    best = L[p]
+                    for k in range(e_off[p], e_off[p + 1]):
+                        t = e_to[k]
+                        v = 1 + L[t]
+                        if v < best:
+                            best = v
+                            s_kind[p] = 1
+                            s_byte[p] = e_lo[k]
+                            s_to[p] = t
+                    for k in range(c_off[p], c_off[p + 1]):
+                        r = c_rule[k]
+                        t = c_to[k]
+                        v = L[starts[r]] + L[t]
+                        if v < best:
+                            best = v
+                            s_kind[p] = 2
+                            s_rule[p] = r
+                            s_to[p] = t
+                    if best < L[p]:
+                        L[p] = best
+                        any_changed = True
+                        if local and start_of[p] >= 0:
+                            start_time[start_of[p]] = clock
+                if local:
+                    blk_changed[bi] = <int>any_changed
+                if any_changed:
                     changed = True
-        return [self.short_len[self.starts[r]] for r in range(<int>self.starts.size())]
+        return [L[starts[r]] for r in range(R)]
 
     def finish(self, list rule_ws, list rule_container, list names):
         """Prune dead edges, compute flags and closure chains, pack the tables (a dict)."""
         cdef int P = <int>self.finals.size()
-        cdef int p, k, q, t, r, below, nb, node, j
+        cdef int p, k, q, t, r, below, nb, node, j, n_live_e = 0, n_live_c = 0
         cdef int64_t key
-        cdef vector[int] e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to, trivial, flags
-        cdef vector[int] rws, rcont
+        cdef vector[int] e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to
+        cdef vector[uint8_t] rws, rcont, trivial
         cdef int flag
         for x in rule_ws:
             flag = 1 if x else 0      # (a typed local: Cython binds a conditional to a dangling ref)
@@ -2605,50 +2830,85 @@ cdef class Builder:
         for x in rule_container:
             flag = 1 if x else 0
             rcont.push_back(flag)
-        # drop what leads nowhere (room for all: most edges lead somewhere)
-        e_off.reserve(P + 1)
-        c_off.reserve(P + 1)
-        e_lo.reserve(self.e_lo.size())
-        e_hi.reserve(self.e_lo.size())
-        e_to.reserve(self.e_lo.size())
-        e_ws.reserve(self.e_lo.size())
-        c_rule.reserve(self.c_rule.size())
-        c_to.reserve(self.c_rule.size())
-        e_off.push_back(0)
-        c_off.push_back(0)
+        cdef const int64_t* L = self.short_len.data()
+        cdef const int* starts = self.starts.data()
+        cdef const int* fin = self.finals.data()
+        cdef const int* prule = self.pos_rule.data()
+        # drop what leads nowhere; most builds have nothing to drop, and then the tables are
+        # the builder's own (no copy)
+        cdef int NE = <int>self.e_to.size(), NC = <int>self.c_rule.size()
+        for k in range(NE):
+            if L[self.e_to[k]] < _a.INF:
+                n_live_e += 1
+        for k in range(NC):
+            if L[starts[self.c_rule[k]]] < _a.INF and L[self.c_to[k]] < _a.INF:
+                n_live_c += 1
+        cdef vector[int]* pe_off = &self.e_off
+        cdef vector[int]* pe_lo = &self.e_lo
+        cdef vector[int]* pe_hi = &self.e_hi
+        cdef vector[int]* pe_to = &self.e_to
+        cdef vector[int]* pe_ws = &self.e_ws
+        cdef vector[int]* pc_off = &self.c_off
+        cdef vector[int]* pc_rule = &self.c_rule
+        cdef vector[int]* pc_to = &self.c_to
+        if n_live_e < NE or n_live_c < NC:
+            e_off.reserve(P + 1)
+            c_off.reserve(P + 1)
+            e_lo.reserve(n_live_e)
+            e_hi.reserve(n_live_e)
+            e_to.reserve(n_live_e)
+            e_ws.reserve(n_live_e)
+            c_rule.reserve(n_live_c)
+            c_to.reserve(n_live_c)
+            e_off.push_back(0)
+            c_off.push_back(0)
+            for p in range(P):
+                for k in range(self.e_off[p], self.e_off[p + 1]):
+                    if L[self.e_to[k]] < _a.INF:
+                        e_lo.push_back(self.e_lo[k])
+                        e_hi.push_back(self.e_hi[k])
+                        e_to.push_back(self.e_to[k])
+                        e_ws.push_back(self.e_ws[k])
+                e_off.push_back(<int>e_lo.size())
+                for k in range(self.c_off[p], self.c_off[p + 1]):
+                    if L[starts[self.c_rule[k]]] < _a.INF and L[self.c_to[k]] < _a.INF:
+                        c_rule.push_back(self.c_rule[k])
+                        c_to.push_back(self.c_to[k])
+                c_off.push_back(<int>c_rule.size())
+            pe_off = &e_off
+            pe_lo = &e_lo
+            pe_hi = &e_hi
+            pe_to = &e_to
+            pe_ws = &e_ws
+            pc_off = &c_off
+            pc_rule = &c_rule
+            pc_to = &c_to
+        cdef const int* eoff = deref(pe_off).data()
+        cdef const int* coff = deref(pc_off).data()
+        cdef const int* crule = deref(pc_rule).data()
+        cdef const int* cto = deref(pc_to).data()
+        # flags and clo_pop straight into their arrays
+        cdef void* d
+        pos_flags = _new_array(P, _DT_U8, &d)
+        cdef uint8_t* flags = <uint8_t*>d
+        clo_pop_a = _new_array(P, _DT_U8, &d)
+        cdef uint8_t* clo_pop = <uint8_t*>d
+        trivial.resize(P)
         for p in range(P):
-            for k in range(self.e_off[p], self.e_off[p + 1]):
-                if self.short_len[self.e_to[k]] < _a.INF:
-                    e_lo.push_back(self.e_lo[k])
-                    e_hi.push_back(self.e_hi[k])
-                    e_to.push_back(self.e_to[k])
-                    e_ws.push_back(self.e_ws[k])
-            e_off.push_back(<int>e_lo.size())
-            for k in range(self.c_off[p], self.c_off[p + 1]):
-                if self.short_len[self.starts[self.c_rule[k]]] < _a.INF and self.short_len[self.c_to[k]] < _a.INF:
-                    c_rule.push_back(self.c_rule[k])
-                    c_to.push_back(self.c_to[k])
-            c_off.push_back(<int>c_rule.size())
-        trivial.assign(P, 0)
-        flags.assign(P, 0)
-        for p in range(P):
-            # (no conditional expressions into vector elements: Cython's C++ mode binds them
-            # to a dangling reference)
-            trivial[p] = <int>(self.finals[p] != 0 and e_off[p] == e_off[p + 1]
-                               and c_off[p] == c_off[p + 1])
-            r = self.pos_rule[p]
-            flags[p] = (_a.FLAG_FINAL * (self.finals[p] != 0)) | (_a.FLAG_WS * (rws[r] != 0)) \
+            flag = fin[p] != 0 and eoff[p] == eoff[p + 1] and coff[p] == coff[p + 1]
+            trivial[p] = <uint8_t>flag    # (through a local: see above)
+            r = prule[p]
+            flags[p] = (_a.FLAG_FINAL * (fin[p] != 0)) | (_a.FLAG_WS * (rws[r] != 0)) \
                 | (_a.FLAG_CONTAINER * (rcont[r] != 0))
 
         # closure chains. A stack below the top frame is an interned node (head, tail);
         # node 0 is the empty stack. A chain is the node (q, below).
         cdef vector[int] node_head, node_tail, node_depth, node_chain, node_seen
         cdef _I64Map node_index = _I64Map()
-        cdef _I64Map visited = _I64Map()
+        cdef _I64Map visited = None     # made for the first walk that outgrows walk_keys
         node_index.reserve(2 * P)
-        visited.reserve(4 * P)
-        cdef vector[pair[int, int]] work
-        cdef vector[int] clo_off, clo_chain, chain_nodes, clo_pop
+        cdef vector[int64_t] work, walk_keys
+        cdef vector[int] clo_off, clo_chain, chain_nodes
         node_head.reserve(P + 1)
         node_tail.reserve(P + 1)
         node_depth.reserve(P + 1)
@@ -2663,41 +2923,50 @@ cdef class Builder:
         node_chain.push_back(-1)
         node_seen.push_back(-1)
         clo_off.push_back(0)
-        clo_pop.assign(P, 0)
-        cdef bint pop, first, first_put
-        cdef int64_t first_key = 0
-        cdef pair[int, int] w
+        cdef bint pop, big
+        cdef size_t i
         # the node of (q, empty stack), once interned: most walks are that one frame
         cdef vector[int] top_node
         top_node.assign(P, -1)
         for p in range(P):
             pop = False
             work.clear()
-            work.push_back(pair[int, int](p, 0))
-            first = True
-            first_put = False
+            work.push_back((<int64_t>p) << 32)
+            # the frames this walk has met: a short list (most walks stop at their first
+            # frame), in a hash set stamped with p once the list is long
+            walk_keys.clear()
+            big = False
             while work.size():
-                w = work.back()
+                key = work.back()
                 work.pop_back()
-                q = w.first
-                below = w.second
-                key = ((<int64_t>q) << 32) | below
-                # visited in this position's walk: stamped with p (clearing a hash set per
-                # position costs its whole bucket array). The walk's first frame is new, and
-                # is stamped only if the walk goes on (most stop there)
-                if first:
-                    first = False
-                    first_key = key
-                else:
-                    if not first_put:
-                        visited.put(first_key, p)
-                        first_put = True
+                q = <int>(key >> 32)
+                below = <int>(<uint32_t>key)
+                if big:
                     if visited.get(key) == p:
                         continue
                     visited.put(key, p)
-                if e_off[q] != e_off[q + 1]:
-                    node = self._intern(node_index, top_node, node_head, node_tail, node_depth,
-                                        node_chain, node_seen, q, below)
+                else:
+                    for i in range(walk_keys.size()):
+                        if walk_keys[i] == key:
+                            break
+                    else:
+                        i = walk_keys.size()
+                    if i < walk_keys.size():
+                        continue
+                    walk_keys.push_back(key)
+                    if walk_keys.size() > 16:
+                        big = True
+                        if visited is None:
+                            visited = _I64Map()
+                            visited.reserve(4 * P)
+                        for i in range(walk_keys.size()):
+                            visited.put(walk_keys[i], p)
+                if eoff[q] != eoff[q + 1]:
+                    if below == 0 and top_node[q] >= 0:
+                        node = top_node[q]
+                    else:
+                        node = self._intern(node_index, top_node, node_head, node_tail,
+                                            node_depth, node_chain, node_seen, q, below)
                     if node_seen[node] != p:
                         node_seen[node] = p
                         j = node_chain[node]
@@ -2705,26 +2974,30 @@ cdef class Builder:
                             j = node_chain[node] = <int>chain_nodes.size()
                             chain_nodes.push_back(node)
                         clo_chain.push_back(j)
-                if self.finals[q]:
+                if fin[q]:
                     if below:
-                        work.push_back(pair[int, int](node_head[below], node_tail[below]))
+                        work.push_back(((<int64_t>node_head[below]) << 32) | node_tail[below])
                     else:
                         pop = True
-                for k in range(c_off[q], c_off[q + 1]):
-                    r = c_rule[k]
-                    t = c_to[k]
+                for k in range(coff[q], coff[q + 1]):
+                    r = crule[k]
+                    t = cto[k]
                     if trivial[t]:
                         nb = below
                     else:
                         if node_depth[below] + 1 > MAX_CHAIN_DEPTH:
                             raise LimitError("rule calls nest more than 256 deep without consuming a byte",
                                              rule=names[r])
-                        nb = self._intern(node_index, top_node, node_head, node_tail,
-                                          node_depth, node_chain, node_seen, t, below)
-                    work.push_back(pair[int, int](self.starts[r], nb))
+                        if below == 0 and top_node[t] >= 0:
+                            nb = top_node[t]
+                        else:
+                            nb = self._intern(node_index, top_node, node_head, node_tail,
+                                              node_depth, node_chain, node_seen, t, below)
+                    work.push_back(((<int64_t>starts[r]) << 32) | nb)
             clo_off.push_back(<int>clo_chain.size())
-            clo_pop[p] = <int>pop
+            clo_pop[p] = pop
         cdef vector[int] chain_off, chain_pos
+        chain_off.reserve(chain_nodes.size() + 1)
         chain_off.push_back(0)
         for j in range(<int>chain_nodes.size()):
             node = chain_nodes[j]
@@ -2735,11 +3008,12 @@ cdef class Builder:
 
         short_len = _i64(self.short_len)
         return dict(
-            rule_start=_i32(self.starts), pos_rule=_i32(self.pos_rule), pos_flags=_u8(flags),
-            edge_off=_i32(e_off), edge_lo=_u8(e_lo), edge_hi=_u8(e_hi), edge_to=_i32(e_to),
-            edge_ws=_u8(e_ws), call_off=_i32(c_off), call_rule=_i32(c_rule), call_to=_i32(c_to),
+            rule_start=_i32(self.starts), pos_rule=_i32(self.pos_rule), pos_flags=pos_flags,
+            edge_off=_i32(deref(pe_off)), edge_lo=_u8(deref(pe_lo)), edge_hi=_u8(deref(pe_hi)),
+            edge_to=_i32(deref(pe_to)), edge_ws=_u8(deref(pe_ws)), call_off=_i32(deref(pc_off)),
+            call_rule=_i32(deref(pc_rule)), call_to=_i32(deref(pc_to)),
             clo_off=_i32(clo_off), clo_chain=_i32(clo_chain), chain_off=_i32(chain_off),
-            chain_pos=_i32(chain_pos), clo_pop=_u8(clo_pop), short_len=short_len,
+            chain_pos=_i32(chain_pos), clo_pop=clo_pop_a, short_len=short_len,
             short_kind=_u8(self.short_kind), short_byte=_u8(self.short_byte),
             short_rule=_i32(self.short_rule), short_to=_i32(self.short_to))
 
