@@ -464,15 +464,17 @@ def dfa_size(d: Dfa) -> int:
 _TERMINALS = frozenset((Bytes, ByteSet, CharSet, Dfa))
 
 
-def productive_rules(g: GrammarIR) -> set:
+def productive_rules(g: GrammarIR, proven: Iterable[str] = ()) -> set:
     """Names of the rules that derive at least one finite string (least fixpoint). A front end
-    whose root is not among them accepts nothing and refuses the grammar.
+    whose root is not among them accepts nothing and refuses the grammar. `proven`: names of
+    rules the caller knows derive one (a front end's fixed rules), taken as found without
+    being checked (the fixpoint is the same: they are in it).
 
     A worklist, not repeated passes over every rule: a rule that fails is checked again only
     once one of the rules that blocked it (the first undone reference of a sequence, every
     one of a failing alternation) is found productive. Composite expressions found productive
     are remembered by identity (rules share them; g keeps them alive meanwhile)."""
-    done: set = set()
+    done: set = set(proven)
     ok: set = set()
     waiting: Dict[str, list] = {}
     terminals = _TERMINALS

@@ -1864,7 +1864,7 @@ def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget:
     g.root = "root"
     g.whitespace_budget = whitespace_budget
     g.max_depth = max_depth
-    if "root" not in ir.productive_rules(g):
+    if "root" not in ir.productive_rules(g, jg.productive_fixed_rules(g)):
         raise CompileError("the schema accepts no finite JSON document (false schema, an "
                            "impossible constraint, or a required endless recursion)", pointer="")
     return g

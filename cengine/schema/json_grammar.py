@@ -530,6 +530,31 @@ def _build_value(g: ir.GrammarIR) -> None:
                                  boolean(g), null(g))
 
 
+@functools.lru_cache(maxsize=1)
+def _fixed_rules() -> dict:
+    # name -> the one expression the fixed rules above are added with (every grammar shares
+    # them); each derives a finite string
+    out = {WS: _WS_EXPR, STRING: _STRING_EXPR, STRING_BODY: _string_body_expr(),
+           STRING_CHAR: char_in(_ALL), NUMBER: _number_expr(), INTEGER: _int_part(),
+           BOOLEAN: _BOOLEAN_EXPR, NULL: _NULL_EXPR}
+    for name, expr, _, _ in _value_rules():
+        out[name] = expr
+    return out
+
+
+def productive_fixed_rules(g: ir.GrammarIR) -> list:
+    """The names of g's rules that are this module's fixed rules as it adds them (the same
+    expression objects, so not replaced since): each derives a finite string, so
+    ir.productive_rules needs not prove them again in every grammar."""
+    rules = g.rules
+    out = []
+    for name, expr in _fixed_rules().items():
+        r = rules.get(name)
+        if r is not None and r.expr is expr:
+            out.append(name)
+    return out
+
+
 # --- literals (enum / const / property names) -----------------------------------------------
 def canonical_string(s: str) -> bytes:
     """The spelling used for key names and enum/const strings: `json.dumps(ensure_ascii=False)`
