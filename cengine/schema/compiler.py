@@ -339,23 +339,39 @@ def _universal_pattern(pattern: Any) -> bool:
     return _pattern_matches(pattern, "", "")
 
 
-def _places_of(root: Any) -> Dict[int, str]:
-    """The JSON pointer of every object in the document root, by identity (the first place
-    found when one object stands in several)."""
-    places: Dict[int, str] = {}
-    stack = [(root, "")]
+def _places_of(root: Any) -> Dict[int, Optional[tuple]]:
+    """The place of every object in the document root, by identity (the first place found
+    when one object stands in several), as a chain (parent's place, token), None for the
+    root: _place_pointer spells it. Only the places asked for are spelled (a document has
+    thousands of objects, and a compile asks for a few)."""
+    places: Dict[int, Optional[tuple]] = {}
+    stack = [(root, None)]
+    pop, push = stack.pop, stack.append
     while stack:
-        x, where = stack.pop()
+        x, where = pop()
         if isinstance(x, dict):
             if id(x) in places:
                 continue
             places[id(x)] = where
-            stack.extend((v, _ptr(where, k)) for k, v in reversed(list(x.items()))
-                         if isinstance(v, (dict, list)))
+            # pushed last to first: popped in document order
+            for k, v in reversed(x.items()):
+                if isinstance(v, (dict, list)):
+                    push((v, (where, k)))
         elif isinstance(x, list):
-            stack.extend((v, _ptr(where, i)) for i, v in reversed(list(enumerate(x)))
-                         if isinstance(v, (dict, list)))
+            for i in range(len(x) - 1, -1, -1):
+                v = x[i]
+                if isinstance(v, (dict, list)):
+                    push((v, (where, i)))
     return places
+
+
+def _place_pointer(where: Optional[tuple]) -> str:
+    """The JSON pointer of a place _places_of found."""
+    tokens = []
+    while where is not None:
+        where, t = where
+        tokens.append(t)
+    return _ptr("", *reversed(tokens))
 
 
 class _Facts:
@@ -402,7 +418,7 @@ class _Compiler:
         self.shared_parts: Dict[tuple, str] = {}        # (kind, expression) -> object part rule
         self.shared_keys: List[ir.Expr] = []            # extra keys shared_parts keys by id
         self._embedded: Optional[bool] = None
-        self._places: Optional[Dict[int, str]] = None
+        self._places: Optional[Dict[int, Optional[tuple]]] = None
 
     # --- helpers ------------------------------------------------------------------------
     def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
@@ -509,8 +525,11 @@ class _Compiler:
         could depend on set order, so the record depended on the process."""
         if self._places is None:
             self._places = _places_of(self.root)
-        where = self._places.get(id(node))
-        if where is None or where == ptr:
+        place = self._places.get(id(node), False)
+        if place is False:
+            return
+        where = _place_pointer(place)
+        if where == ptr:
             return
         for i in range(mark, len(self.ignored)):
             k = self.ignored[i]
