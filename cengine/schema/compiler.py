@@ -1527,7 +1527,11 @@ class _Compiler:
             key = self.compile(_all_of([names_schema, {"type": "string"}],
                                        ("propertyNames", nptr)), nptr)
             return [(key, v) for _, v in out]
-        free = jg.string_not_in(g, declared)
+        if all(k is not None for k, _ in out):
+            return out
+        # (a FreeKeys: its rule is made where it is called, _object_expr; under
+        # property_order "any" the extra member's own free-key rule stands instead)
+        free = jg.free_keys(g, declared)
         return [(k if k is not None else free, v) for k, v in out]
 
     def _property_value(self, schema: Any, ptr: str) -> ir.Expr:
@@ -1632,6 +1636,7 @@ class _Compiler:
         g = self.g
         col = jg.colon(g)
         sep = jg.comma(g)
+        extras = [(jg.free_key_rule(g, k) if type(k) is jg.FreeKeys else k, v) for k, v in extras]
         kvs = [ir.seq(ir.Bytes(jg.canonical_string(n)), col, e) for n, e, _ in present]
         extra = jg.alt(*(ir.seq(k, col, v) for k, v in extras)) if extras else None
         n = len(present)
@@ -1769,14 +1774,15 @@ class _Compiler:
         return ir.Ref(self._object_part(ptr, "object", node, container=True))
 
     def _extra_option(self, ptr: str, k: ir.Expr, col: ir.Expr, v: ir.Expr) -> ir.Expr:
-        """Extra members with keys k: `k col v`. A free key (string_not_in's rule) calls
-        `col v` as a rule of its own once the key is closed, so that a token such as `":`
+        """Extra members with keys k: `k col v`. Free keys (jg.FreeKeys) are one rule, the
+        names' trie, that calls `col v` as a rule of its own once the key is closed (made
+        instead of string_not_in's rule, which nothing would call), so that a token such as `":`
         after a key still inside the names' trie enters a rule instead of leaving the key's
         (the mask tables decide entering ahead of time; leaving needs the stack)."""
-        if jg.is_free_key(self.g, k):
+        if type(k) is jg.FreeKeys:
             rest = self._object_part(ptr, "extra-value", ir.seq(col, v),
                                      keyword="additionalProperties")
-            return jg.free_key_then(self.g, k, rest)
+            return jg.free_member(self.g, k, rest)
         return ir.seq(k, col, v)
 
     def _object_part(self, ptr: str, kind: str, expr: ir.Expr, container: bool = False,
