@@ -18,16 +18,25 @@ Ranges = Tuple[Tuple[int, int], ...]
 # slots: a compile makes hundreds of thousands of these; without a __dict__ each is half the
 # memory and half the objects for the cyclic collector to walk
 
+# the leaves hash as their one field (the generated hash builds a 1-tuple per call; the
+# composites' hashes ask the leaves' again and again): equal leaves still hash alike
+
 @dataclass(frozen=True, slots=True)
 class Bytes:
     """A literal byte string (b"" is the empty string, epsilon)."""
     data: bytes
+
+    def __hash__(self):
+        return hash(self.data)
 
 
 @dataclass(frozen=True, slots=True)
 class ByteSet:
     """One byte whose value falls in one of the inclusive ranges."""
     ranges: Ranges
+
+    def __hash__(self):
+        return hash(self.ranges)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,9 @@ class CharSet:
     Surrogates (U+D800..U+DFFF) are never matched: they are not valid UTF-8.
     """
     ranges: Ranges
+
+    def __hash__(self):
+        return hash(self.ranges)
 
 
 class _HashOnce:
@@ -95,6 +107,9 @@ class Repeat(_HashOnce):
 class Ref:
     """A call of another rule by name."""
     name: str
+
+    def __hash__(self):
+        return hash(self.name)
 
 
 @dataclass(frozen=True, slots=True)
