@@ -415,8 +415,10 @@ class GrammarIR:
     # the rule from, so a limit met while building the rule names the keyword and pointer
     sources: dict = field(default_factory=dict)
 
-    def add(self, name: str, expr: Expr, **flags) -> Ref:
-        self.rules[name] = Rule(name, expr, **flags)
+    def add(self, name: str, expr: Expr, container: bool = False, whitespace: bool = False,
+            origin: Optional[Tuple[int, int]] = None) -> Ref:
+        # Rule's fields spelled out (no **flags dict per call: a compile adds thousands)
+        self.rules[name] = Rule(name, expr, container, whitespace, origin)
         return Ref(name)
 
     def fresh_name(self, base: str) -> str:
