@@ -556,7 +556,8 @@ class _Compiler:
         return False
 
     def _uses_ref(self, schema: Any) -> bool:
-        return '"$ref"' in json.dumps(schema) or '"$recursiveRef"' in json.dumps(schema)
+        text = json.dumps(schema)
+        return '"$ref"' in text or '"$recursiveRef"' in text
 
     # --- entry ---------------------------------------------------------------------------
     def compile(self, schema: Any, ptr: str) -> ir.Expr:
