@@ -1592,8 +1592,11 @@ class _Compiler:
         entries: List[Tuple[str, ir.Expr, bool]] = []
         patterned = isinstance(pats, dict) and bool(pats)
         pp_ptr = _ptr(ptr, "patternProperties") if patterned else None
+        props_ptr = ptr + "/properties/"
         for name, sub, req in decl:
-            prop_ptr = _ptr(ptr, "properties", name)
+            # drafts.pointer's spelling, inline for the usual name that needs no escape
+            prop_ptr = props_ptr + name if "~" not in name and "/" not in name \
+                else _ptr(ptr, "properties", name)
             where = prop_ptr if sub is not None else addl_ptr
             matching = [s for p, s in pats.items()
                         if _universal_pattern(p) or _name_matches(p, name, pp_ptr)] \
