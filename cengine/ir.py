@@ -243,6 +243,21 @@ Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Dfa, Nothing, AnyOr
 EMPTY = Bytes(b"")
 NOTHING = Nothing()
 
+# The combinators below and GrammarIR.add make most of a compile's nodes: they fill the
+# slots directly (object.__new__, then the slot's descriptor), the same objects the frozen
+# dataclasses' generated __init__ makes, without its Python frame per node
+_new = object.__new__
+_set_bytes = Bytes.data.__set__
+_set_seq = Seq.items.__set__
+_set_alt = Alt.items.__set__
+_set_ref = Ref.name.__set__
+
+
+def _bytes(data: bytes) -> Bytes:
+    b = _new(Bytes)
+    _set_bytes(b, data)
+    return b
+
 MAX_UNICODE = 0x10FFFF
 
 
@@ -264,14 +279,14 @@ def seq(*items: Expr) -> Expr:
                     if not x.data:
                         continue
                     if merged and type(merged[-1]) is Bytes:
-                        merged[-1] = Bytes(merged[-1].data + x.data)
+                        merged[-1] = _bytes(merged[-1].data + x.data)
                         continue
                 append(x)
         elif t is Bytes:
             if not it.data:
                 continue
             if merged and type(merged[-1]) is Bytes:
-                merged[-1] = Bytes(merged[-1].data + it.data)
+                merged[-1] = _bytes(merged[-1].data + it.data)
                 continue
             append(it)
         elif t is Nothing:
@@ -282,7 +297,9 @@ def seq(*items: Expr) -> Expr:
         return EMPTY
     if len(merged) == 1:
         return merged[0]
-    return Seq(tuple(merged))
+    out = _new(Seq)
+    _set_seq(out, tuple(merged))
+    return out
 
 
 _LEAVES = (Bytes, ByteSet, CharSet, Ref, Nothing)
@@ -321,11 +338,15 @@ def alt(*items: Expr) -> Expr:
             break
         sigs.add(sg)
     else:
-        return Alt(tuple(flat))
+        out = _new(Alt)
+        _set_alt(out, tuple(flat))
+        return out
     uniq = list(dict.fromkeys(flat))
     if len(uniq) == 1:
         return uniq[0]
-    return Alt(tuple(uniq))
+    out = _new(Alt)
+    _set_alt(out, tuple(uniq))
+    return out
 
 
 def repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
@@ -419,7 +440,9 @@ class GrammarIR:
             origin: Optional[Tuple[int, int]] = None) -> Ref:
         # Rule's fields spelled out (no **flags dict per call: a compile adds thousands)
         self.rules[name] = Rule(name, expr, container, whitespace, origin)
-        return Ref(name)
+        ref = _new(Ref)
+        _set_ref(ref, name)
+        return ref
 
     def fresh_name(self, base: str) -> str:
         if base not in self.rules:
