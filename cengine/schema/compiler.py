@@ -633,7 +633,7 @@ class _Compiler:
         if "format" in schema and isinstance(schema["format"], str) and \
                 jf.format_expr(schema["format"]) is not None:
             # an enforced format filters exactly like the grammar would
-            fmt = js.decoded_to_json(jf.format_expr(schema["format"]))
+            fmt = js.format_body(schema["format"])
             values = [v for v in values if not isinstance(v, str) or _matches(fmt, v)]
         if EXCLUDE in schema:
             values = [v for v in values if not _json_in(v, schema[EXCLUDE])]
@@ -1357,7 +1357,7 @@ class _Compiler:
                                    keyword="pattern", pointer=_ptr(ptr, "pattern"))
             return self._shared_string(
                 ("format", schema["format"], lo, hi), ptr,
-                lambda: js.constrained_string(fmt, lo, hi, ptr, "format", self.g))
+                lambda: js.format_string(schema["format"], lo, hi, ptr, self.g))
         if "pattern" in schema:
             return self._shared_string(
                 ("pattern", schema["pattern"], lo, hi), ptr,
