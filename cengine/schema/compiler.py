@@ -425,9 +425,14 @@ class _Compiler:
         """A fresh rule name for the schema at ptr; keyword (default: by kind) is what a limit
         met while building the rule names, with its pointer (GrammarIR.sources)."""
         name = self.g.fresh_name(f"{self.prefix}{_slug(ptr)}-{kind}")
-        keyword = keyword or _RULE_KEYWORDS.get("after" if kind.startswith("after") else kind)
+        if not keyword:
+            keyword = _RULE_KEYWORDS.get(kind)
+            if keyword is None and kind.startswith("after"):
+                keyword = _RULE_KEYWORDS["after"]
         if keyword is not None:
-            where = _ptr(ptr, keyword)
+            # drafts.pointer's spelling, inline for a keyword that needs no escape
+            where = ptr + "/" + keyword if "~" not in keyword and "/" not in keyword \
+                else _ptr(ptr, keyword)
         else:
             # the schema's own keyword when ptr ends in one (/properties/a: "properties")
             parent, _, last = ptr.rpartition("/")
