@@ -18,16 +18,25 @@ Ranges = Tuple[Tuple[int, int], ...]
 # slots: a compile makes hundreds of thousands of these; without a __dict__ each is half the
 # memory and half the objects for the cyclic collector to walk
 
+# the leaves hash as their one field (the generated hash builds a 1-tuple per call; the
+# composites' hashes ask the leaves' again and again): equal leaves still hash alike
+
 @dataclass(frozen=True, slots=True)
 class Bytes:
     """A literal byte string (b"" is the empty string, epsilon)."""
     data: bytes
+
+    def __hash__(self):
+        return hash(self.data)
 
 
 @dataclass(frozen=True, slots=True)
 class ByteSet:
     """One byte whose value falls in one of the inclusive ranges."""
     ranges: Ranges
+
+    def __hash__(self):
+        return hash(self.ranges)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,9 @@ class CharSet:
     Surrogates (U+D800..U+DFFF) are never matched: they are not valid UTF-8.
     """
     ranges: Ranges
+
+    def __hash__(self):
+        return hash(self.ranges)
 
 
 class _HashOnce:
@@ -95,6 +107,9 @@ class Repeat(_HashOnce):
 class Ref:
     """A call of another rule by name."""
     name: str
+
+    def __hash__(self):
+        return hash(self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +243,21 @@ Expr = Union[Bytes, ByteSet, CharSet, Seq, Alt, Repeat, Ref, Dfa, Nothing, AnyOr
 EMPTY = Bytes(b"")
 NOTHING = Nothing()
 
+# The combinators below and GrammarIR.add make most of a compile's nodes: they fill the
+# slots directly (object.__new__, then the slot's descriptor), the same objects the frozen
+# dataclasses' generated __init__ makes, without its Python frame per node
+_new = object.__new__
+_set_bytes = Bytes.data.__set__
+_set_seq = Seq.items.__set__
+_set_alt = Alt.items.__set__
+_set_ref = Ref.name.__set__
+
+
+def _bytes(data: bytes) -> Bytes:
+    b = _new(Bytes)
+    _set_bytes(b, data)
+    return b
+
 MAX_UNICODE = 0x10FFFF
 
 
@@ -249,14 +279,14 @@ def seq(*items: Expr) -> Expr:
                     if not x.data:
                         continue
                     if merged and type(merged[-1]) is Bytes:
-                        merged[-1] = Bytes(merged[-1].data + x.data)
+                        merged[-1] = _bytes(merged[-1].data + x.data)
                         continue
                 append(x)
         elif t is Bytes:
             if not it.data:
                 continue
             if merged and type(merged[-1]) is Bytes:
-                merged[-1] = Bytes(merged[-1].data + it.data)
+                merged[-1] = _bytes(merged[-1].data + it.data)
                 continue
             append(it)
         elif t is Nothing:
@@ -267,7 +297,9 @@ def seq(*items: Expr) -> Expr:
         return EMPTY
     if len(merged) == 1:
         return merged[0]
-    return Seq(tuple(merged))
+    out = _new(Seq)
+    _set_seq(out, tuple(merged))
+    return out
 
 
 _LEAVES = (Bytes, ByteSet, CharSet, Ref, Nothing)
@@ -306,11 +338,15 @@ def alt(*items: Expr) -> Expr:
             break
         sigs.add(sg)
     else:
-        return Alt(tuple(flat))
+        out = _new(Alt)
+        _set_alt(out, tuple(flat))
+        return out
     uniq = list(dict.fromkeys(flat))
     if len(uniq) == 1:
         return uniq[0]
-    return Alt(tuple(uniq))
+    out = _new(Alt)
+    _set_alt(out, tuple(uniq))
+    return out
 
 
 def repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
@@ -400,9 +436,13 @@ class GrammarIR:
     # the rule from, so a limit met while building the rule names the keyword and pointer
     sources: dict = field(default_factory=dict)
 
-    def add(self, name: str, expr: Expr, **flags) -> Ref:
-        self.rules[name] = Rule(name, expr, **flags)
-        return Ref(name)
+    def add(self, name: str, expr: Expr, container: bool = False, whitespace: bool = False,
+            origin: Optional[Tuple[int, int]] = None) -> Ref:
+        # Rule's fields spelled out (no **flags dict per call: a compile adds thousands)
+        self.rules[name] = Rule(name, expr, container, whitespace, origin)
+        ref = _new(Ref)
+        _set_ref(ref, name)
+        return ref
 
     def fresh_name(self, base: str) -> str:
         if base not in self.rules:
@@ -464,15 +504,17 @@ def dfa_size(d: Dfa) -> int:
 _TERMINALS = frozenset((Bytes, ByteSet, CharSet, Dfa))
 
 
-def productive_rules(g: GrammarIR) -> set:
+def productive_rules(g: GrammarIR, proven: Iterable[str] = ()) -> set:
     """Names of the rules that derive at least one finite string (least fixpoint). A front end
-    whose root is not among them accepts nothing and refuses the grammar.
+    whose root is not among them accepts nothing and refuses the grammar. `proven`: names of
+    rules the caller knows derive one (a front end's fixed rules), taken as found without
+    being checked (the fixpoint is the same: they are in it).
 
     A worklist, not repeated passes over every rule: a rule that fails is checked again only
     once one of the rules that blocked it (the first undone reference of a sequence, every
     one of a failing alternation) is found productive. Composite expressions found productive
     are remembered by identity (rules share them; g keeps them alive meanwhile)."""
-    done: set = set()
+    done: set = set(proven)
     ok: set = set()
     waiting: Dict[str, list] = {}
     terminals = _TERMINALS

@@ -350,23 +350,39 @@ def _universal_pattern(pattern: Any) -> bool:
     return _pattern_matches(pattern, "", "")
 
 
-def _places_of(root: Any) -> Dict[int, str]:
-    """The JSON pointer of every object in the document root, by identity (the first place
-    found when one object stands in several)."""
-    places: Dict[int, str] = {}
-    stack = [(root, "")]
+def _places_of(root: Any) -> Dict[int, Optional[tuple]]:
+    """The place of every object in the document root, by identity (the first place found
+    when one object stands in several), as a chain (parent's place, token), None for the
+    root: _place_pointer spells it. Only the places asked for are spelled (a document has
+    thousands of objects, and a compile asks for a few)."""
+    places: Dict[int, Optional[tuple]] = {}
+    stack = [(root, None)]
+    pop, push = stack.pop, stack.append
     while stack:
-        x, where = stack.pop()
+        x, where = pop()
         if isinstance(x, dict):
             if id(x) in places:
                 continue
             places[id(x)] = where
-            stack.extend((v, _ptr(where, k)) for k, v in reversed(list(x.items()))
-                         if isinstance(v, (dict, list)))
+            # pushed last to first: popped in document order
+            for k, v in reversed(x.items()):
+                if isinstance(v, (dict, list)):
+                    push((v, (where, k)))
         elif isinstance(x, list):
-            stack.extend((v, _ptr(where, i)) for i, v in reversed(list(enumerate(x)))
-                         if isinstance(v, (dict, list)))
+            for i in range(len(x) - 1, -1, -1):
+                v = x[i]
+                if isinstance(v, (dict, list)):
+                    push((v, (where, i)))
     return places
+
+
+def _place_pointer(where: Optional[tuple]) -> str:
+    """The JSON pointer of a place _places_of found."""
+    tokens = []
+    while where is not None:
+        where, t = where
+        tokens.append(t)
+    return _ptr("", *reversed(tokens))
 
 
 class _Facts:
@@ -415,16 +431,21 @@ class _Compiler:
         # _object_expr_any_order: (name, id of the value expression) -> (it, member rule)
         self._member_rules: Dict[Tuple[str, int], Tuple[ir.Expr, str]] = {}
         self._embedded: Optional[bool] = None
-        self._places: Optional[Dict[int, str]] = None
+        self._places: Optional[Dict[int, Optional[tuple]]] = None
 
     # --- helpers ------------------------------------------------------------------------
     def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
         """A fresh rule name for the schema at ptr; keyword (default: by kind) is what a limit
         met while building the rule names, with its pointer (GrammarIR.sources)."""
         name = self.g.fresh_name(f"{self.prefix}{_slug(ptr)}-{kind}")
-        keyword = keyword or _RULE_KEYWORDS.get("after" if kind.startswith("after") else kind)
+        if not keyword:
+            keyword = _RULE_KEYWORDS.get(kind)
+            if keyword is None and kind.startswith("after"):
+                keyword = _RULE_KEYWORDS["after"]
         if keyword is not None:
-            where = _ptr(ptr, keyword)
+            # drafts.pointer's spelling, inline for a keyword that needs no escape
+            where = ptr + "/" + keyword if "~" not in keyword and "/" not in keyword \
+                else _ptr(ptr, keyword)
         else:
             # the schema's own keyword when ptr ends in one (/properties/a: "properties")
             parent, _, last = ptr.rpartition("/")
@@ -522,8 +543,11 @@ class _Compiler:
         could depend on set order, so the record depended on the process."""
         if self._places is None:
             self._places = _places_of(self.root)
-        where = self._places.get(id(node))
-        if where is None or where == ptr:
+        place = self._places.get(id(node), False)
+        if place is False:
+            return
+        where = _place_pointer(place)
+        if where == ptr:
             return
         for i in range(mark, len(self.ignored)):
             k = self.ignored[i]
@@ -550,7 +574,8 @@ class _Compiler:
         return False
 
     def _uses_ref(self, schema: Any) -> bool:
-        return '"$ref"' in json.dumps(schema) or '"$recursiveRef"' in json.dumps(schema)
+        text = json.dumps(schema)
+        return '"$ref"' in text or '"$recursiveRef"' in text
 
     # --- entry ---------------------------------------------------------------------------
     def compile(self, schema: Any, ptr: str) -> ir.Expr:
@@ -626,7 +651,7 @@ class _Compiler:
         if "format" in schema and isinstance(schema["format"], str) and \
                 jf.format_expr(schema["format"]) is not None:
             # an enforced format filters exactly like the grammar would
-            fmt = js.decoded_to_json(jf.format_expr(schema["format"]))
+            fmt = js.format_body(schema["format"])
             values = [v for v in values if not isinstance(v, str) or _matches(fmt, v)]
         if EXCLUDE in schema:
             values = [v for v in values if not _json_in(v, schema[EXCLUDE])]
@@ -1350,7 +1375,7 @@ class _Compiler:
                                    keyword="pattern", pointer=_ptr(ptr, "pattern"))
             return self._shared_string(
                 ("format", schema["format"], lo, hi), ptr,
-                lambda: js.constrained_string(fmt, lo, hi, ptr, "format", self.g))
+                lambda: js.format_string(schema["format"], lo, hi, ptr, self.g))
         if "pattern" in schema:
             return self._shared_string(
                 ("pattern", schema["pattern"], lo, hi), ptr,
@@ -1521,7 +1546,11 @@ class _Compiler:
             key = self.compile(_all_of([names_schema, {"type": "string"}],
                                        ("propertyNames", nptr)), nptr)
             return [(key, v) for _, v in out]
-        free = jg.string_not_in(g, declared)
+        if all(k is not None for k, _ in out):
+            return out
+        # (a FreeKeys: its rule is made where it is called, _object_expr; under
+        # property_order "any" the extra member's own free-key rule stands instead)
+        free = jg.free_keys(g, declared)
         return [(k if k is not None else free, v) for k, v in out]
 
     def _property_value(self, schema: Any, ptr: str) -> ir.Expr:
@@ -1581,8 +1610,11 @@ class _Compiler:
         entries: List[Tuple[str, ir.Expr, bool]] = []
         patterned = isinstance(pats, dict) and bool(pats)
         pp_ptr = _ptr(ptr, "patternProperties") if patterned else None
+        props_ptr = ptr + "/properties/"
         for name, sub, req in decl:
-            prop_ptr = _ptr(ptr, "properties", name)
+            # drafts.pointer's spelling, inline for the usual name that needs no escape
+            prop_ptr = props_ptr + name if "~" not in name and "/" not in name \
+                else _ptr(ptr, "properties", name)
             where = prop_ptr if sub is not None else addl_ptr
             matching = [s for p, s in pats.items()
                         if _universal_pattern(p) or _name_matches(p, name, pp_ptr)] \
@@ -1626,6 +1658,7 @@ class _Compiler:
         g = self.g
         col = jg.colon(g)
         sep = jg.comma(g)
+        extras = [(jg.free_key_rule(g, k) if type(k) is jg.FreeKeys else k, v) for k, v in extras]
         kvs = [ir.seq(ir.Bytes(jg.canonical_string(n)), col, e) for n, e, _ in present]
         extra = jg.alt(*(ir.seq(k, col, v) for k, v in extras)) if extras else None
         n = len(present)
@@ -1781,14 +1814,15 @@ class _Compiler:
         return rule
 
     def _extra_option(self, ptr: str, k: ir.Expr, col: ir.Expr, v: ir.Expr) -> ir.Expr:
-        """Extra members with keys k: `k col v`. A free key (string_not_in's rule) calls
-        `col v` as a rule of its own once the key is closed, so that a token such as `":`
+        """Extra members with keys k: `k col v`. Free keys (jg.FreeKeys) are one rule, the
+        names' trie, that calls `col v` as a rule of its own once the key is closed (made
+        instead of string_not_in's rule, which nothing would call), so that a token such as `":`
         after a key still inside the names' trie enters a rule instead of leaving the key's
         (the mask tables decide entering ahead of time; leaving needs the stack)."""
-        if jg.is_free_key(self.g, k):
+        if type(k) is jg.FreeKeys:
             rest = self._object_part(ptr, "extra-value", ir.seq(col, v),
                                      keyword="additionalProperties")
-            return jg.free_key_then(self.g, k, rest)
+            return jg.free_member(self.g, k, rest)
         return ir.seq(k, col, v)
 
     def _object_part(self, ptr: str, kind: str, expr: ir.Expr, container: bool = False,
@@ -1895,7 +1929,7 @@ def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget:
     g.root = "root"
     g.whitespace_budget = whitespace_budget
     g.max_depth = max_depth
-    if "root" not in ir.productive_rules(g):
+    if "root" not in ir.productive_rules(g, jg.productive_fixed_rules(g)):
         raise CompileError("the schema accepts no finite JSON document (false schema, an "
                            "impossible constraint, or a required endless recursion)", pointer="")
     return g

@@ -98,6 +98,21 @@ class Node(dict):
         self.origin = origin
 
 
+_new_dict = dict.__new__
+_fill = dict.update
+
+
+def _copy_node(node: dict) -> Node:
+    """Node(node, parts=[node]): the copy normalize makes of most nodes, without
+    Node.__init__'s argument handling (a compile copies every schema node it reads)."""
+    out = _new_dict(Node)
+    _fill(out, node)
+    out.src = {}
+    out.parts = [node]
+    out.origin = None
+    return out
+
+
 def pointer(base: str, *tokens) -> str:
     """The JSON pointer of `tokens` below `base` (RFC 6901 escapes). The schema compiler's
     modules all build their error and annotation pointers with it."""
@@ -130,7 +145,7 @@ def normalize(node: dict, draft: str, ptr: str, ignored: List[IgnoredKeyword]) -
     if not (legacy and "$ref" in node) and (
             kept.issuperset(node) or ("items" in node and not isinstance(node["items"], list)
                                       and kept.issuperset(node.keys() - {"items"}))):
-        return Node(node, parts=[node])
+        return _copy_node(node)
     defined = KEYWORDS[draft]
     out = Node(parts=[node])
     src = out.src

@@ -442,8 +442,19 @@ FORMATS: Dict[str, Callable[[], ir.Expr]] = {
 UNENFORCEABLE: Dict[str, str] = {}
 
 
+# the builders above depend on nothing but this module's constants: each format's expression
+# is the same in every compile, so it is built once per process, on first use (IR
+# expressions are immutable; a schema with a URI property rebuilt ~1,000 nodes per compile)
+_FORMAT_EXPRS: Dict[str, ir.Expr] = {}
+
+
 def format_expr(name: str) -> Optional[ir.Expr]:
     """The decoded strings of an enforced format, None for a format that is an annotation
     (compiler._format refuses the UNENFORCEABLE names before asking)."""
-    build = FORMATS.get(name)
-    return build() if build is not None else None
+    got = _FORMAT_EXPRS.get(name)
+    if got is None:
+        build = FORMATS.get(name)
+        if build is None:
+            return None
+        got = _FORMAT_EXPRS[name] = build()
+    return got

@@ -12,12 +12,12 @@ the schema compiler count code points and exclude key names exactly.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
 import math
 from json.encoder import encode_basestring as _encode_basestring
+from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence, Tuple
 
 from .. import ir
@@ -530,6 +530,31 @@ def _build_value(g: ir.GrammarIR) -> None:
                                  boolean(g), null(g))
 
 
+@functools.lru_cache(maxsize=1)
+def _fixed_rules() -> dict:
+    # name -> the one expression the fixed rules above are added with (every grammar shares
+    # them); each derives a finite string
+    out = {WS: _WS_EXPR, STRING: _STRING_EXPR, STRING_BODY: _string_body_expr(),
+           STRING_CHAR: char_in(_ALL), NUMBER: _number_expr(), INTEGER: _int_part(),
+           BOOLEAN: _BOOLEAN_EXPR, NULL: _NULL_EXPR}
+    for name, expr, _, _ in _value_rules():
+        out[name] = expr
+    return out
+
+
+def productive_fixed_rules(g: ir.GrammarIR) -> list:
+    """The names of g's rules that are this module's fixed rules as it adds them (the same
+    expression objects, so not replaced since): each derives a finite string, so
+    ir.productive_rules needs not prove them again in every grammar."""
+    rules = g.rules
+    out = []
+    for name, expr in _fixed_rules().items():
+        r = rules.get(name)
+        if r is not None and r.expr is expr:
+            out.append(name)
+    return out
+
+
 # --- literals (enum / const / property names) -----------------------------------------------
 def canonical_string(s: str) -> bytes:
     """The spelling used for key names and enum/const strings: `json.dumps(ensure_ascii=False)`
@@ -614,6 +639,15 @@ def _ranges_of(chars) -> ir.Ranges:
     return tuple(out)
 
 
+def free_key_escape(g: ir.GrammarIR, names: Iterable[str]) -> str:
+    """The escape rule of the free keys outside `names` (added once per character set): what
+    string_not_in and free_member make their tries call."""
+    esc_name, esc_expr = _free_key_escape(_ranges_of(set("".join(names))))
+    if esc_name not in g.rules:
+        g.add(esc_name, esc_expr)
+    return esc_name
+
+
 def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     """A JSON string (with quotes) whose decoded value is none of `names`.
 
@@ -635,12 +669,39 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     out = memo.get(key)
     if out is None:
         body = string_body(g)
-        esc_name, esc_expr = _free_key_escape(_ranges_of(set("".join(key))))
-        if esc_name not in g.rules:
-            g.add(esc_name, esc_expr)
+        esc_name = free_key_escape(g, key)
         out = memo[key] = g.add(g.fresh_name("json-free-key"),
                                 ir.FreeKey(tuple(sorted(key)), body.name, esc_name))
     return out
+
+
+@dataclass(frozen=True)
+class FreeKeys:
+    """The keys of an open object's extra members, not yet a rule: string_not_in(g, names)
+    (free_keys made them; free_key_rule makes that rule, free_member the extra member's
+    rule instead, which alone is called)."""
+    names: frozenset
+    escape: str         # the escape rule of the names' characters (free_key_escape)
+
+
+def free_keys(g: ir.GrammarIR, names: Sequence[str]):
+    """The keys outside `names` for extra members: string(g) when names is empty, else a
+    FreeKeys whose shared rules (string body, escape) are added now, where string_not_in
+    adds them, and whose own rule is made only where it is called."""
+    if not names:
+        return string(g)
+    memo = g.memo("free_keys")
+    key = frozenset(names)
+    out = memo.get(key)
+    if out is None:
+        string_body(g)
+        out = memo[key] = FreeKeys(key, free_key_escape(g, key))
+    return out
+
+
+def free_key_rule(g: ir.GrammarIR, keys: FreeKeys) -> ir.Expr:
+    """The rule of keys free_keys made: string_not_in of its names."""
+    return string_not_in(g, keys.names)
 
 
 def is_free_key(g: ir.GrammarIR, e: ir.Expr) -> bool:
@@ -652,21 +713,22 @@ def is_free_key(g: ir.GrammarIR, e: ir.Expr) -> bool:
 
 
 def is_free_member(g: ir.GrammarIR, e: ir.Expr) -> bool:
-    """e is a rule free_key_then made (an ir.FreeKey with a rest)."""
+    """e is a rule free_member made (an ir.FreeKey with a rest)."""
     if type(e) is not ir.Ref:
         return False
     r = g.rules.get(e.name)
     return r is not None and type(r.expr) is ir.FreeKey and r.expr.rest is not None
 
 
-def free_key_then(g: ir.GrammarIR, key: ir.Ref, rest: str) -> ir.Ref:
-    """A rule of the free key `key` (a string_not_in rule) followed by a call of rule
-    `rest`: the same trie, whose closed key calls `rest` instead of ending the rule. One
-    per (key, rest) pair."""
-    memo = g.memo("free_key_then")
-    out = memo.get((key.name, rest))
+def free_member(g: ir.GrammarIR, keys: FreeKeys, rest: str) -> ir.Ref:
+    """A rule of the free keys `keys` (free_keys made them) followed by a call of rule
+    `rest`: the trie of string_not_in(g, keys.names), whose closed key calls `rest` instead
+    of ending the rule. One per (names set, rest) pair; string_not_in's own rule is not made
+    for it (an open object's extra member calls this one alone)."""
+    memo = g.memo("free_member")
+    out = memo.get((keys.names, rest))
     if out is None:
-        fk = g.rules[key.name].expr
-        out = memo[(key.name, rest)] = g.add(g.fresh_name("json-free-member"),
-                                             dataclasses.replace(fk, rest=rest))
+        out = memo[(keys.names, rest)] = g.add(
+            g.fresh_name("json-free-member"),
+            ir.FreeKey(tuple(sorted(keys.names)), STRING_BODY, keys.escape, rest))
     return out

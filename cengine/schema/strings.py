@@ -10,9 +10,11 @@ escapes), so the grammar accepts exactly the JSON strings whose *decoded* value 
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Optional, Tuple
 
 from .. import ir
+from . import formats as jf
 from . import json_grammar as jg
 from .drafts import pointer as _ptr
 from ..errors import CompileError, LimitError
@@ -145,14 +147,38 @@ def pattern_expr(pattern, ptr: str) -> ir.Expr:
                            pointer=where) from None
 
 
+@functools.lru_cache(maxsize=None)
+def _format_parts(name: str) -> Tuple[ir.Expr, Tuple[int, Optional[int]], ir.Expr]:
+    # an enforced format's language is fixed (formats.format_expr builds it once per
+    # process), and so are its lengths and its JSON spelling: worked out once per format
+    # (the FORMATS names: a bounded set), not in every compile that has one
+    language = jf.format_expr(name)
+    return language, length_range(language), decoded_to_json(language)
+
+
+def format_body(name: str) -> ir.Expr:
+    """decoded_to_json of the enforced format `name`'s language (formats.format_expr)."""
+    return _format_parts(name)[2]
+
+
+def format_string(name: str, lo: int, hi: Optional[int], ptr: str,
+                  g: Optional[ir.GrammarIR] = None) -> ir.Expr:
+    """constrained_string of the enforced format `name`'s language (what "format")."""
+    language, lengths, body = _format_parts(name)
+    return constrained_string(language, lo, hi, ptr, "format", g, lengths=lengths, body=body)
+
+
 def constrained_string(language: ir.Expr, lo: int, hi: Optional[int], ptr: str,
-                       what: str, g: Optional[ir.GrammarIR] = None) -> ir.Expr:
+                       what: str, g: Optional[ir.GrammarIR] = None, *,
+                       lengths: Optional[Tuple[int, Optional[int]]] = None,
+                       body: Optional[ir.Expr] = None) -> ir.Expr:
     """A JSON string (quotes included) whose decoded value is in `language` and has lo..hi
     code points. The length keywords are enforced where they are implied by the language or
     exclude it entirely, and (given the grammar g, for the counting rules) where the
     language is one class repetition (class_repetition): the class is counted with both
     bounds intersected. Any other real intersection is refused naming the keyword."""
-    a, b = length_range(language)
+    # (lengths, body: length_range and decoded_to_json of language, when the caller has them)
+    a, b = lengths if lengths is not None else length_range(language)
     if (hi is not None and a > hi) or (b is not None and b < lo):
         return ir.NOTHING
     implied = a >= lo and (hi is None or (b is not None and b <= hi))
@@ -176,4 +202,5 @@ def constrained_string(language: ir.Expr, lo: int, hi: Optional[int], ptr: str,
         raise CompileError(f"'maxLength' beside '{what}' is only enforced when '{what}' implies "
                            "it (every match is at most that long)", keyword="maxLength",
                            pointer=_ptr(ptr, "maxLength"))
-    return ir.seq(ir.lit('"'), decoded_to_json(language), ir.lit('"'))
+    return ir.seq(ir.lit('"'), body if body is not None else decoded_to_json(language),
+                  ir.lit('"'))

@@ -22,11 +22,19 @@ from cengine.schema.drafts import pointer as _ptr
 def reference_objects():
     """Schemas compiled inside the block make their any-order objects the old way."""
     method = compiler._Compiler._object_expr_any_order
-    compiler._Compiler._object_expr_any_order = object_expr_any_order
+    compiler._Compiler._object_expr_any_order = _with_key_rules
     try:
         yield
     finally:
         compiler._Compiler._object_expr_any_order = method
+
+
+def _with_key_rules(self, ptr: str, present, extras, lo: int, hi: Optional[int]) -> ir.Expr:
+    # free extra keys come as a jg.FreeKeys now (the compiler makes their rule only where it
+    # is called): the method of that time takes them as the rule string_not_in makes
+    extras = [(jg.free_key_rule(self.g, k) if type(k) is jg.FreeKeys else k, v)
+              for k, v in extras]
+    return object_expr_any_order(self, ptr, present, extras, lo, hi)
 
 
 def object_expr_any_order(self, ptr: str, present, extras, lo: int,

@@ -24,13 +24,14 @@ _STRING_BODY_REF = ir.Ref(STRING_BODY)
 
 @contextlib.contextmanager
 def reference_free_keys():
-    """Schemas compiled inside the block make their free keys the old way."""
-    fn = jg.string_not_in
-    jg.string_not_in = string_not_in
+    """Schemas compiled inside the block make their free keys the old way (an open object's
+    too: its extra keys are the old key expression at once, not a jg.FreeKeys)."""
+    fn, keys = jg.string_not_in, jg.free_keys
+    jg.string_not_in = jg.free_keys = string_not_in
     try:
         yield
     finally:
-        jg.string_not_in = fn
+        jg.string_not_in, jg.free_keys = fn, keys
 
 
 @functools.lru_cache(maxsize=4096)
