@@ -1650,7 +1650,9 @@ cdef class Builder:
     cdef int64_t n_reached
     cdef str limit_name         # how the work limit is named in its error
     # the NFA of the rule being determinized
-    cdef vector[int] n_eoff, n_eto, n_boff, n_blo, n_bhi, n_bto, n_bws, n_coff, n_crule, n_cto
+    # (byte edges as records of four ints, lo hi to ws, and calls as pairs, rule return: a
+    # DFA state's edges are then copied record by record, not column by column)
+    cdef vector[int] n_eoff, n_eto, n_boff, n_brec, n_coff, n_crec
     cdef vector[int] mark, buf
     # share mode: the states of self.buf that act (byte edges, calls, or the accept state);
     # the DFA state is that set, see add_rule
@@ -1661,7 +1663,7 @@ cdef class Builder:
     # the subset construction's tables, emptied for each rule (made once per build)
     cdef _SetTable sets, by_targets
     # _add_rule's scratch vectors between rules (their room kept)
-    cdef vector[int] x_cur, x_targets, x_single, x_lo, x_hi, x_to, x_ws, x_bounds, x_covering
+    cdef vector[int] x_cur, x_targets, x_single, x_rec, x_bounds, x_covering
     cdef vector[pair[int, int]] x_cpairs
     cdef vector[int] x_lo_next
     cdef vector[int] x_fill
@@ -1771,25 +1773,29 @@ cdef class Builder:
         merge again; the subset construction now makes one."""
         return &self.acting if self.acting_only else &self.buf
 
-    cdef void _csr(self, int n, vector[int]& flat, int stride, vector[int]& off, vector[int]** cols) noexcept:
-        """Group the records of flat (stride ints, first = from state) by from state."""
-        cdef int m = <int>flat.size() // stride
-        cdef int i, j, f, at
+    cdef void _csr(self, int n, vector[int]& flat, int stride, vector[int]& off,
+                   vector[int]& out) noexcept:
+        """Group the records of flat (stride ints, the first the from state) by from state,
+        in their order: off[q]..off[q+1] are q's, their other stride - 1 ints in out."""
+        cdef int m = <int>flat.size() // stride, w = stride - 1
+        cdef int i, j, at
         off.assign(n + 1, 0)
+        out.resize(<size_t>m * w)
+        # raw pointers: with -fno-strict-aliasing each store would reload the vectors
+        cdef int* o = off.data()
+        cdef const int* f = flat.data()
+        cdef int* dst = out.data()
         for i in range(m):
-            off[flat[i * stride] + 1] += 1
+            o[f[i * stride] + 1] += 1
         for i in range(n):
-            off[i + 1] += off[i]
-        for j in range(stride - 1):
-            cols[j][0].assign(m, 0)
+            o[i + 1] += o[i]
         self.x_fill.assign(off.begin(), off.end())
         cdef int* fill = self.x_fill.data()
         for i in range(m):
-            f = flat[i * stride]
-            at = fill[f]
-            fill[f] += 1
-            for j in range(stride - 1):
-                cols[j][0][at] = flat[i * stride + 1 + j]
+            at = fill[f[i * stride]] * w
+            fill[f[i * stride]] += 1
+            for j in range(w):
+                dst[at + j] = f[i * stride + 1 + j]
 
     def add_rules(self, list names, dict exprs, list whitespace, dict rule_index, ws_type,
                   bint share, int max_nfa_states, any_order, any_order_positions):
@@ -1828,8 +1834,7 @@ cdef class Builder:
         self._add_rule(rule, nfa, start, accept)
 
     cdef void _swap_scratch(self, vector[int]& cur, vector[int]& targets, vector[int]& single,
-                            vector[int]& r_lo, vector[int]& r_hi, vector[int]& r_to,
-                            vector[int]& r_ws, vector[int]& bounds,
+                            vector[int]& rec, vector[int]& bounds,
                             vector[pair[int, int]]& cpairs, vector[int]& lo_next,
                             vector[int]& covering) noexcept:
         # _add_rule's locals and the kept scratch vectors trade contents: at the start the
@@ -1838,10 +1843,7 @@ cdef class Builder:
         cur.swap(self.x_cur)
         targets.swap(self.x_targets)
         single.swap(self.x_single)
-        r_lo.swap(self.x_lo)
-        r_hi.swap(self.x_hi)
-        r_to.swap(self.x_to)
-        r_ws.swap(self.x_ws)
+        rec.swap(self.x_rec)
         bounds.swap(self.x_bounds)
         cpairs.swap(self.x_cpairs)
         lo_next.swap(self.x_lo_next)
@@ -1849,17 +1851,9 @@ cdef class Builder:
 
     cdef int _add_rule(self, int rule, RuleNfa nfa, int start, int accept) except -1:
         cdef int n = nfa.n
-        cdef vector[int]* cols[4]
-        cols[0] = &self.n_eto
-        self._csr(n, nfa.eps_flat, 2, self.n_eoff, cols)
-        cols[0] = &self.n_blo
-        cols[1] = &self.n_bhi
-        cols[2] = &self.n_bto
-        cols[3] = &self.n_bws
-        self._csr(n, nfa.byt_flat, 5, self.n_boff, cols)
-        cols[0] = &self.n_crule
-        cols[1] = &self.n_cto
-        self._csr(n, nfa.calls_flat, 3, self.n_coff, cols)
+        self._csr(n, nfa.eps_flat, 2, self.n_eoff, self.n_eto)
+        self._csr(n, nfa.byt_flat, 5, self.n_boff, self.n_brec)
+        self._csr(n, nfa.calls_flat, 3, self.n_coff, self.n_crec)
         # the closure's visited stamps carry on from the rule before: only new room is zeroed
         if self.stamp > 0x3FFFFFFF:
             self.mark.assign(n, 0)
@@ -1880,23 +1874,29 @@ cdef class Builder:
         cdef int one, o
         cdef _SetTable by_targets = self.by_targets   # sorted target set -> DFA state, likewise
         by_targets.reset(n >> 4)
-        cdef vector[int] r_lo, r_hi, r_to, r_ws, bounds
+        # rec: the byte edges of the DFA state being made, records of four ints (lo hi to ws)
+        cdef vector[int] rec, bounds
         cdef vector[pair[int, int]] cpairs
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
-        cdef int out_start, fin, w, x
+        cdef int out_start, fin, w, x, k0, k1
         cdef bint scan
         cdef vector[int]* key
         cdef vector[int] lo_next
         cdef int lo_head[256]
         cdef vector[int] covering
-        cdef const int* boff = self.n_boff.data()     # not resized below
+        # raw pointers to the NFA's tables (not resized below)
+        cdef const int* boff = self.n_boff.data()
+        cdef const int* brec = self.n_brec.data()
+        cdef const int* coff = self.n_coff.data()
+        cdef const int* crec = self.n_crec.data()
+        cdef int* r
+        cdef const int* cp
         cdef uint64_t bound_bits[5]
         cdef uint64_t word
         # the scratch vectors keep their room from the rule before (swapped back at the end):
         # grown afresh, they cost some sixty allocations per rule
-        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, lo_next,
-                           covering)
+        self._swap_scratch(cur, targets, single, rec, bounds, cpairs, lo_next, covering)
         single.assign(n, -1)
         cur.clear()
         self.reached.assign(n, 0)
@@ -1904,8 +1904,7 @@ cdef class Builder:
         self.acts.assign(n, 0)
         if self.acting_only:
             for q in range(n):
-                if q == accept or self.n_boff[q] != self.n_boff[q + 1] \
-                        or self.n_coff[q] != self.n_coff[q + 1]:
+                if q == accept or boff[q] != boff[q + 1] or coff[q] != coff[q + 1]:
                     self.acts[q] = 1
 
         # start state
@@ -1917,33 +1916,28 @@ cdef class Builder:
         i = 0
         while i < nsets:
             cur.assign(sets.data.begin() + sets.off[i], sets.data.begin() + sets.off[i + 1])
+            cp = cur.data()
             i += 1
             fin = 0
+            R = 0
             for m in range(cur.size()):
-                if cur[m] == accept:
+                q = cp[m]
+                if q == accept:
                     fin = 1
+                R += boff[q + 1] - boff[q]
             self.finals.push_back(fin)
             self.pos_rule.push_back(rule)
-            # byte edges: partition [0, 255] by the ranges' boundaries
-            # each state's edges are one span of the CSR arrays: copied span by span, in
-            # the same order as edge by edge
-            R = 0
+            # byte edges: partition [0, 255] by the ranges' boundaries; each state's edges are
+            # one span of records, copied span by span (the same order as edge by edge)
+            if <size_t>(4 * R) > rec.size():
+                rec.resize(4 * R)
+            r = rec.data()
+            w = 0
             for m in range(cur.size()):
-                q = cur[m]
-                R += boff[q + 1] - boff[q]
-            if <size_t>R > r_lo.size():
-                r_lo.resize(R); r_hi.resize(R); r_to.resize(R); r_ws.resize(R)
-            R = 0
-            for m in range(cur.size()):
-                q = cur[m]
-                k = boff[q]
-                x = boff[q + 1] - k
-                if x:
-                    memcpy(&r_lo[R], &self.n_blo[k], x * sizeof(int))
-                    memcpy(&r_hi[R], &self.n_bhi[k], x * sizeof(int))
-                    memcpy(&r_to[R], &self.n_bto[k], x * sizeof(int))
-                    memcpy(&r_ws[R], &self.n_bws[k], x * sizeof(int))
-                    R += x
+                q = cp[m]
+                for k in range(4 * boff[q], 4 * boff[q + 1]):
+                    r[w] = brec[k]
+                    w += 1
             self.spend(<int64_t>cur.size() + R)
             out_start = <int>self.e_lo.size()
             if R:
@@ -1952,9 +1946,9 @@ cdef class Builder:
                 for w in range(5):
                     bound_bits[w] = 0
                 for k in range(R):
-                    a = r_lo[k]
+                    a = r[4 * k]
                     bound_bits[a >> 6] |= (<uint64_t>1) << (a & 63)
-                    a = r_hi[k] + 1
+                    a = r[4 * k + 1] + 1
                     bound_bits[a >> 6] |= (<uint64_t>1) << (a & 63)
                 bounds.clear()
                 for w in range(5):
@@ -1975,12 +1969,12 @@ cdef class Builder:
                 if not scan:
                     lo_next.resize(R)
                     for k in range(R):          # the heads of every piece start: empty
-                        lo_head[r_lo[k]] = -1
-                        if r_hi[k] < 255:
-                            lo_head[r_hi[k] + 1] = -1
+                        lo_head[r[4 * k]] = -1
+                        if r[4 * k + 1] < 255:
+                            lo_head[r[4 * k + 1] + 1] = -1
                     for k in range(R - 1, -1, -1):
-                        lo_next[k] = lo_head[r_lo[k]]
-                        lo_head[r_lo[k]] = k
+                        lo_next[k] = lo_head[r[4 * k]]
+                        lo_head[r[4 * k]] = k
                 covering.clear()
                 for bi in range(B - 1):
                     a = bounds[bi]
@@ -1988,13 +1982,13 @@ cdef class Builder:
                     if scan:
                         covering.clear()
                         for k in range(R):
-                            if r_lo[k] <= a and b - 1 <= r_hi[k]:
+                            if r[4 * k] <= a and b - 1 <= r[4 * k + 1]:
                                 covering.push_back(k)
                     else:
                         w = 0
                         for x in range(<int>covering.size()):
                             k = covering[x]
-                            if r_hi[k] >= a:
+                            if r[4 * k + 1] >= a:
                                 covering[w] = k
                                 w += 1
                         covering.resize(w)
@@ -2009,8 +2003,8 @@ cdef class Builder:
                     ws1 = 0
                     for x in range(<int>covering.size()):
                         k = covering[x]
-                        targets.push_back(r_to[k])
-                        if r_ws[k]:
+                        targets.push_back(r[4 * k + 2])
+                        if r[4 * k + 3]:
                             ws1 = 1
                         else:
                             ws0 = 1
@@ -2057,11 +2051,13 @@ cdef class Builder:
             self.e_off.push_back(<int>self.e_lo.size())
             # call edges, grouped by callee, callees ascending
             cpairs.clear()
+            cp = cur.data()
             for m in range(cur.size()):
-                q = cur[m]
-                for k in range(self.n_coff[q], self.n_coff[q + 1]):
-                    cpairs.push_back(pair[int, int](self.n_crule[k], self.n_cto[k]))
-            cpp_sort(cpairs.begin(), cpairs.end())
+                q = cp[m]
+                for k in range(coff[q], coff[q + 1]):
+                    cpairs.push_back(pair[int, int](crec[2 * k], crec[2 * k + 1]))
+            if cpairs.size() > 1:
+                cpp_sort(cpairs.begin(), cpairs.end())
             g = 0
             while g < <int>cpairs.size():
                 rr = cpairs[g].first
@@ -2102,8 +2098,7 @@ cdef class Builder:
         if base + nsets > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
-        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, lo_next,
-                           covering)
+        self._swap_scratch(cur, targets, single, rec, bounds, cpairs, lo_next, covering)
         return 0
 
     # --- positions made elsewhere (cengine._anyorder: the states of an any-order object) ----
