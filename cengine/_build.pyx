@@ -1602,9 +1602,8 @@ cdef class _SetTable:
         cdef size_t at = self.data.size(), n = v.size()
         self.next_same.push_back(self.heads.get(h))
         self.heads.put(h, i)
-        if n:
-            self.data.resize(at + n)
-            memcpy(&self.data[at], v.data(), n * sizeof(int))
+        # (an insert copies once; resize zeroed the room before the copy)
+        self.data.insert(self.data.end(), v.begin(), v.end())
         self.off.push_back(<int>(at + n))
         self.vals.push_back(value)
         return i
