@@ -1619,6 +1619,24 @@ cdef inline int _one_state(vector[int]& targets) noexcept:
     return t0
 
 
+cdef inline void _sort_ints(vector[int]& v) noexcept:
+    """Sort v ascending: a closure's few acting states in place (std::sort's call and
+    set-up cost more than the sort itself below a dozen), larger sets by std::sort."""
+    cdef size_t n = v.size(), i, j
+    cdef int* d = v.data()
+    cdef int x
+    if n > 12:
+        cpp_sort(v.begin(), v.end())
+        return
+    for i in range(1, n):
+        x = d[i]
+        j = i
+        while j > 0 and d[j - 1] > x:
+            d[j] = d[j - 1]
+            j -= 1
+        d[j] = x
+
+
 cdef inline void _no_op() noexcept nogil:
     pass
 
@@ -1751,7 +1769,7 @@ cdef class Builder:
                     mark[r] = st
                     buf.push_back(r)
         if not self.acting_only:
-            cpp_sort(self.buf.begin(), self.buf.end())
+            _sort_ints(self.buf)
             return 0
         # share mode: the DFA state is named by its acting states (dfa_key), sorted; the
         # rest of the closure only counts as reached (check_growth), in any order
@@ -1760,7 +1778,7 @@ cdef class Builder:
             q = self.buf[i]
             if self.acts[q]:
                 self.acting.push_back(q)
-        cpp_sort(self.acting.begin(), self.acting.end())
+        _sort_ints(self.acting)
         return 0
 
     cdef vector[int]* dfa_key(self) noexcept:
@@ -2014,7 +2032,7 @@ cdef class Builder:
                     o = -1
                     if one < 0:
                         # several targets: look their set up before computing its closure
-                        cpp_sort(targets.begin(), targets.end())
+                        _sort_ints(targets)
                         targets.erase(cpp_unique(targets.begin(), targets.end()), targets.end())
                         o = by_targets.find(targets)
                     if o >= 0:
@@ -2070,7 +2088,7 @@ cdef class Builder:
                 o = -1
                 if one < 0:
                     # several targets: look their set up before computing its closure
-                    cpp_sort(targets.begin(), targets.end())
+                    _sort_ints(targets)
                     targets.erase(cpp_unique(targets.begin(), targets.end()), targets.end())
                     o = by_targets.find(targets)
                 if o >= 0:
