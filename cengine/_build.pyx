@@ -1907,8 +1907,10 @@ cdef class Builder:
         cdef const int* brec = self.n_brec.data()
         cdef const int* coff = self.n_coff.data()
         cdef const int* crec = self.n_crec.data()
-        cdef int* r
+        cdef const int* r
         cdef const int* cp
+        cdef int nsrc, qsrc = 0
+        cdef bint disjoint
         cdef uint64_t bound_bits[5]
         cdef uint64_t word
         # the scratch vectors keep their room from the rule before (swapped back at the end):
@@ -1937,27 +1939,81 @@ cdef class Builder:
             i += 1
             fin = 0
             R = 0
+            nsrc = 0
             for m in range(cur.size()):
                 q = cp[m]
                 if q == accept:
                     fin = 1
-                R += boff[q + 1] - boff[q]
+                x = boff[q + 1] - boff[q]
+                if x:
+                    R += x
+                    nsrc += 1
+                    qsrc = q
             self.finals.push_back(fin)
             self.pos_rule.push_back(rule)
-            # byte edges: partition [0, 255] by the ranges' boundaries; each state's edges are
-            # one span of records, copied span by span (the same order as edge by edge)
-            if <size_t>(4 * R) > rec.size():
-                rec.resize(4 * R)
-            r = rec.data()
-            w = 0
-            for m in range(cur.size()):
-                q = cp[m]
-                for k in range(4 * boff[q], 4 * boff[q + 1]):
-                    r[w] = brec[k]
-                    w += 1
+            # byte edges: partition [0, 255] by the ranges' boundaries. The state's ranges: the
+            # one NFA state's own records when only one has byte edges (most states), else
+            # every member's span copied in turn (the same order as edge by edge)
+            if nsrc == 1:
+                r = brec + 4 * boff[qsrc]
+            else:
+                if <size_t>(4 * R) > rec.size():
+                    rec.resize(4 * R)
+                w = 0
+                for m in range(cur.size()):
+                    q = cp[m]
+                    x = boff[q + 1] - boff[q]
+                    if x:
+                        memcpy(rec.data() + w, brec + 4 * boff[q], 4 * x * sizeof(int))
+                        w += 4 * x
+                r = rec.data()
             self.spend(<int64_t>cur.size() + R)
             out_start = <int>self.e_lo.size()
-            if R:
+            # ascending disjoint ranges (most states): each range is one piece, covered by
+            # itself alone, and the gaps between them are pieces nothing covers; the bounds
+            # and the pieces' covering ranges need no sweep
+            disjoint = R > 0
+            B = 2 * R
+            for k in range(R - 1):
+                if r[4 * k + 1] >= r[4 * k + 4]:
+                    disjoint = False
+                    break
+                if r[4 * k + 1] + 1 == r[4 * k + 4]:
+                    B -= 1
+            if disjoint:
+                self.spend(<int64_t>B * R)     # (the units of the reference's B x R scan)
+                for k in range(R):
+                    a = r[4 * k]
+                    b = r[4 * k + 1] + 1
+                    ws1 = r[4 * k + 3]
+                    one = r[4 * k + 2]
+                    if single[one] >= 0:
+                        self.spend(9)       # what its closure costs: 8 + one state
+                        j = single[one]
+                    else:
+                        targets.clear()
+                        targets.push_back(one)
+                        self.closure(targets)
+                        key = self.dfa_key()
+                        j = sets.find(deref(key))
+                        if j < 0:
+                            j = sets.add_found(deref(key), nsets)
+                            nsets += 1
+                            if nsets > self.max_positions:
+                                raise LimitError(f"grammar needs more than {self.max_positions} positions")
+                            self.check_growth(nsets)
+                        single[one] = j
+                    j += base
+                    last = <int>self.e_lo.size() - 1
+                    if last >= out_start and self.e_to[last] == j and self.e_hi[last] == a - 1 \
+                            and self.e_ws[last] == ws1:
+                        self.e_hi[last] = b - 1
+                    else:
+                        self.e_lo.push_back(a)
+                        self.e_hi.push_back(b - 1)
+                        self.e_to.push_back(j)
+                        self.e_ws.push_back(ws1)
+            elif R:
                 # the distinct bounds ascending: a bit per value 0..256, read off in order
                 # (sorting the 2R values cost more than the sweep below)
                 for w in range(5):
