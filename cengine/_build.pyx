@@ -1602,9 +1602,8 @@ cdef class _SetTable:
         cdef size_t at = self.data.size(), n = v.size()
         self.next_same.push_back(self.heads.get(h))
         self.heads.put(h, i)
-        if n:
-            self.data.resize(at + n)
-            memcpy(&self.data[at], v.data(), n * sizeof(int))
+        # (an insert copies once; resize zeroed the room before the copy)
+        self.data.insert(self.data.end(), v.begin(), v.end())
         self.off.push_back(<int>(at + n))
         self.vals.push_back(value)
         return i
@@ -1725,6 +1724,24 @@ cdef class _SigTable:
                 self.slot_hash[slot] = oh[i]
 
 
+cdef inline void _sort_ints(vector[int]& v) noexcept:
+    """Sort v ascending: a closure's few acting states in place (std::sort's call and
+    set-up cost more than the sort itself below a dozen), larger sets by std::sort."""
+    cdef size_t n = v.size(), i, j
+    cdef int* d = v.data()
+    cdef int x
+    if n > 12:
+        cpp_sort(v.begin(), v.end())
+        return
+    for i in range(1, n):
+        x = d[i]
+        j = i
+        while j > 0 and d[j - 1] > x:
+            d[j] = d[j - 1]
+            j -= 1
+        d[j] = x
+
+
 cdef inline void _no_op() noexcept nogil:
     pass
 
@@ -1755,7 +1772,9 @@ cdef class Builder:
     cdef int64_t n_reached
     cdef str limit_name         # how the work limit is named in its error
     # the NFA of the rule being determinized
-    cdef vector[int] n_eoff, n_eto, n_boff, n_blo, n_bhi, n_bto, n_bws, n_coff, n_crule, n_cto
+    # (byte edges as records of four ints, lo hi to ws, and calls as pairs, rule return: a
+    # DFA state's edges are then copied record by record, not column by column)
+    cdef vector[int] n_eoff, n_eto, n_boff, n_brec, n_coff, n_crec
     cdef vector[int] mark, buf
     # share mode: the states of self.buf that act (byte edges, calls, or the accept state);
     # the DFA state is that set, see add_rule
@@ -1766,7 +1785,7 @@ cdef class Builder:
     # the subset construction's tables, emptied for each rule (made once per build)
     cdef _SetTable sets, by_targets
     # _add_rule's scratch vectors between rules (their room kept)
-    cdef vector[int] x_cur, x_targets, x_single, x_lo, x_hi, x_to, x_ws, x_bounds, x_covering
+    cdef vector[int] x_cur, x_targets, x_single, x_rec, x_bounds, x_covering
     cdef vector[pair[int, int]] x_cpairs
     cdef vector[int] x_lo_next
     cdef vector[int] x_fill
@@ -1855,7 +1874,7 @@ cdef class Builder:
                     mark[r] = st
                     buf.push_back(r)
         if not self.acting_only:
-            cpp_sort(self.buf.begin(), self.buf.end())
+            _sort_ints(self.buf)
             return 0
         # share mode: the DFA state is named by its acting states (dfa_key), sorted; the
         # rest of the closure only counts as reached (check_growth), in any order
@@ -1864,7 +1883,7 @@ cdef class Builder:
             q = self.buf[i]
             if self.acts[q]:
                 self.acting.push_back(q)
-        cpp_sort(self.acting.begin(), self.acting.end())
+        _sort_ints(self.acting)
         return 0
 
     cdef vector[int]* dfa_key(self) noexcept:
@@ -1876,25 +1895,29 @@ cdef class Builder:
         merge again; the subset construction now makes one."""
         return &self.acting if self.acting_only else &self.buf
 
-    cdef void _csr(self, int n, vector[int]& flat, int stride, vector[int]& off, vector[int]** cols) noexcept:
-        """Group the records of flat (stride ints, first = from state) by from state."""
-        cdef int m = <int>flat.size() // stride
-        cdef int i, j, f, at
+    cdef void _csr(self, int n, vector[int]& flat, int stride, vector[int]& off,
+                   vector[int]& out) noexcept:
+        """Group the records of flat (stride ints, the first the from state) by from state,
+        in their order: off[q]..off[q+1] are q's, their other stride - 1 ints in out."""
+        cdef int m = <int>flat.size() // stride, w = stride - 1
+        cdef int i, j, at
         off.assign(n + 1, 0)
+        out.resize(<size_t>m * w)
+        # raw pointers: with -fno-strict-aliasing each store would reload the vectors
+        cdef int* o = off.data()
+        cdef const int* f = flat.data()
+        cdef int* dst = out.data()
         for i in range(m):
-            off[flat[i * stride] + 1] += 1
+            o[f[i * stride] + 1] += 1
         for i in range(n):
-            off[i + 1] += off[i]
-        for j in range(stride - 1):
-            cols[j][0].assign(m, 0)
+            o[i + 1] += o[i]
         self.x_fill.assign(off.begin(), off.end())
         cdef int* fill = self.x_fill.data()
         for i in range(m):
-            f = flat[i * stride]
-            at = fill[f]
-            fill[f] += 1
-            for j in range(stride - 1):
-                cols[j][0][at] = flat[i * stride + 1 + j]
+            at = fill[f[i * stride]] * w
+            fill[f[i * stride]] += 1
+            for j in range(w):
+                dst[at + j] = f[i * stride + 1 + j]
 
     def add_rules(self, list names, dict exprs, list whitespace, dict rule_index, ws_type,
                   bint share, int max_nfa_states, any_order, any_order_positions):
@@ -1933,8 +1956,7 @@ cdef class Builder:
         self._add_rule(rule, nfa, start, accept)
 
     cdef void _swap_scratch(self, vector[int]& cur, vector[int]& targets, vector[int]& single,
-                            vector[int]& r_lo, vector[int]& r_hi, vector[int]& r_to,
-                            vector[int]& r_ws, vector[int]& bounds,
+                            vector[int]& rec, vector[int]& bounds,
                             vector[pair[int, int]]& cpairs, vector[int]& lo_next,
                             vector[int]& covering) noexcept:
         # _add_rule's locals and the kept scratch vectors trade contents: at the start the
@@ -1943,10 +1965,7 @@ cdef class Builder:
         cur.swap(self.x_cur)
         targets.swap(self.x_targets)
         single.swap(self.x_single)
-        r_lo.swap(self.x_lo)
-        r_hi.swap(self.x_hi)
-        r_to.swap(self.x_to)
-        r_ws.swap(self.x_ws)
+        rec.swap(self.x_rec)
         bounds.swap(self.x_bounds)
         cpairs.swap(self.x_cpairs)
         lo_next.swap(self.x_lo_next)
@@ -1954,17 +1973,9 @@ cdef class Builder:
 
     cdef int _add_rule(self, int rule, RuleNfa nfa, int start, int accept) except -1:
         cdef int n = nfa.n
-        cdef vector[int]* cols[4]
-        cols[0] = &self.n_eto
-        self._csr(n, nfa.eps_flat, 2, self.n_eoff, cols)
-        cols[0] = &self.n_blo
-        cols[1] = &self.n_bhi
-        cols[2] = &self.n_bto
-        cols[3] = &self.n_bws
-        self._csr(n, nfa.byt_flat, 5, self.n_boff, cols)
-        cols[0] = &self.n_crule
-        cols[1] = &self.n_cto
-        self._csr(n, nfa.calls_flat, 3, self.n_coff, cols)
+        self._csr(n, nfa.eps_flat, 2, self.n_eoff, self.n_eto)
+        self._csr(n, nfa.byt_flat, 5, self.n_boff, self.n_brec)
+        self._csr(n, nfa.calls_flat, 3, self.n_coff, self.n_crec)
         # the closure's visited stamps carry on from the rule before: only new room is zeroed
         if self.stamp > 0x3FFFFFFF:
             self.mark.assign(n, 0)
@@ -1985,23 +1996,31 @@ cdef class Builder:
         cdef int one, o
         cdef _SetTable by_targets = self.by_targets   # sorted target set -> DFA state, likewise
         by_targets.reset(n >> 4)
-        cdef vector[int] r_lo, r_hi, r_to, r_ws, bounds
+        # rec: the byte edges of the DFA state being made, records of four ints (lo hi to ws)
+        cdef vector[int] rec, bounds
         cdef vector[pair[int, int]] cpairs
         cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
         cdef size_t m
-        cdef int out_start, fin, w, x
+        cdef int out_start, fin, w, x, k0, k1
         cdef bint scan
         cdef vector[int]* key
         cdef vector[int] lo_next
         cdef int lo_head[256]
         cdef vector[int] covering
-        cdef const int* boff = self.n_boff.data()     # not resized below
+        # raw pointers to the NFA's tables (not resized below)
+        cdef const int* boff = self.n_boff.data()
+        cdef const int* brec = self.n_brec.data()
+        cdef const int* coff = self.n_coff.data()
+        cdef const int* crec = self.n_crec.data()
+        cdef const int* r
+        cdef const int* cp
+        cdef int nsrc, qsrc = 0
+        cdef bint disjoint
         cdef uint64_t bound_bits[5]
         cdef uint64_t word
         # the scratch vectors keep their room from the rule before (swapped back at the end):
         # grown afresh, they cost some sixty allocations per rule
-        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, lo_next,
-                           covering)
+        self._swap_scratch(cur, targets, single, rec, bounds, cpairs, lo_next, covering)
         single.assign(n, -1)
         cur.clear()
         self.reached.assign(n, 0)
@@ -2009,8 +2028,7 @@ cdef class Builder:
         self.acts.assign(n, 0)
         if self.acting_only:
             for q in range(n):
-                if q == accept or self.n_boff[q] != self.n_boff[q + 1] \
-                        or self.n_coff[q] != self.n_coff[q + 1]:
+                if q == accept or boff[q] != boff[q + 1] or coff[q] != coff[q + 1]:
                     self.acts[q] = 1
 
         # start state
@@ -2022,44 +2040,93 @@ cdef class Builder:
         i = 0
         while i < nsets:
             cur.assign(sets.data.begin() + sets.off[i], sets.data.begin() + sets.off[i + 1])
+            cp = cur.data()
             i += 1
             fin = 0
+            R = 0
+            nsrc = 0
             for m in range(cur.size()):
-                if cur[m] == accept:
+                q = cp[m]
+                if q == accept:
                     fin = 1
+                x = boff[q + 1] - boff[q]
+                if x:
+                    R += x
+                    nsrc += 1
+                    qsrc = q
             self.finals.push_back(fin)
             self.pos_rule.push_back(rule)
-            # byte edges: partition [0, 255] by the ranges' boundaries
-            # each state's edges are one span of the CSR arrays: copied span by span, in
-            # the same order as edge by edge
-            R = 0
-            for m in range(cur.size()):
-                q = cur[m]
-                R += boff[q + 1] - boff[q]
-            if <size_t>R > r_lo.size():
-                r_lo.resize(R); r_hi.resize(R); r_to.resize(R); r_ws.resize(R)
-            R = 0
-            for m in range(cur.size()):
-                q = cur[m]
-                k = boff[q]
-                x = boff[q + 1] - k
-                if x:
-                    memcpy(&r_lo[R], &self.n_blo[k], x * sizeof(int))
-                    memcpy(&r_hi[R], &self.n_bhi[k], x * sizeof(int))
-                    memcpy(&r_to[R], &self.n_bto[k], x * sizeof(int))
-                    memcpy(&r_ws[R], &self.n_bws[k], x * sizeof(int))
-                    R += x
+            # byte edges: partition [0, 255] by the ranges' boundaries. The state's ranges: the
+            # one NFA state's own records when only one has byte edges (most states), else
+            # every member's span copied in turn (the same order as edge by edge)
+            if nsrc == 1:
+                r = brec + 4 * boff[qsrc]
+            else:
+                if <size_t>(4 * R) > rec.size():
+                    rec.resize(4 * R)
+                w = 0
+                for m in range(cur.size()):
+                    q = cp[m]
+                    x = boff[q + 1] - boff[q]
+                    if x:
+                        memcpy(rec.data() + w, brec + 4 * boff[q], 4 * x * sizeof(int))
+                        w += 4 * x
+                r = rec.data()
             self.spend(<int64_t>cur.size() + R)
             out_start = <int>self.e_lo.size()
-            if R:
+            # ascending disjoint ranges (most states): each range is one piece, covered by
+            # itself alone, and the gaps between them are pieces nothing covers; the bounds
+            # and the pieces' covering ranges need no sweep
+            disjoint = R > 0
+            B = 2 * R
+            for k in range(R - 1):
+                if r[4 * k + 1] >= r[4 * k + 4]:
+                    disjoint = False
+                    break
+                if r[4 * k + 1] + 1 == r[4 * k + 4]:
+                    B -= 1
+            if disjoint:
+                self.spend(<int64_t>B * R)     # (the units of the reference's B x R scan)
+                for k in range(R):
+                    a = r[4 * k]
+                    b = r[4 * k + 1] + 1
+                    ws1 = r[4 * k + 3]
+                    one = r[4 * k + 2]
+                    if single[one] >= 0:
+                        self.spend(9)       # what its closure costs: 8 + one state
+                        j = single[one]
+                    else:
+                        targets.clear()
+                        targets.push_back(one)
+                        self.closure(targets)
+                        key = self.dfa_key()
+                        j = sets.find(deref(key))
+                        if j < 0:
+                            j = sets.add_found(deref(key), nsets)
+                            nsets += 1
+                            if nsets > self.max_positions:
+                                raise LimitError(f"grammar needs more than {self.max_positions} positions")
+                            self.check_growth(nsets)
+                        single[one] = j
+                    j += base
+                    last = <int>self.e_lo.size() - 1
+                    if last >= out_start and self.e_to[last] == j and self.e_hi[last] == a - 1 \
+                            and self.e_ws[last] == ws1:
+                        self.e_hi[last] = b - 1
+                    else:
+                        self.e_lo.push_back(a)
+                        self.e_hi.push_back(b - 1)
+                        self.e_to.push_back(j)
+                        self.e_ws.push_back(ws1)
+            elif R:
                 # the distinct bounds ascending: a bit per value 0..256, read off in order
                 # (sorting the 2R values cost more than the sweep below)
                 for w in range(5):
                     bound_bits[w] = 0
                 for k in range(R):
-                    a = r_lo[k]
+                    a = r[4 * k]
                     bound_bits[a >> 6] |= (<uint64_t>1) << (a & 63)
-                    a = r_hi[k] + 1
+                    a = r[4 * k + 1] + 1
                     bound_bits[a >> 6] |= (<uint64_t>1) << (a & 63)
                 bounds.clear()
                 for w in range(5):
@@ -2080,12 +2147,12 @@ cdef class Builder:
                 if not scan:
                     lo_next.resize(R)
                     for k in range(R):          # the heads of every piece start: empty
-                        lo_head[r_lo[k]] = -1
-                        if r_hi[k] < 255:
-                            lo_head[r_hi[k] + 1] = -1
+                        lo_head[r[4 * k]] = -1
+                        if r[4 * k + 1] < 255:
+                            lo_head[r[4 * k + 1] + 1] = -1
                     for k in range(R - 1, -1, -1):
-                        lo_next[k] = lo_head[r_lo[k]]
-                        lo_head[r_lo[k]] = k
+                        lo_next[k] = lo_head[r[4 * k]]
+                        lo_head[r[4 * k]] = k
                 covering.clear()
                 for bi in range(B - 1):
                     a = bounds[bi]
@@ -2093,13 +2160,13 @@ cdef class Builder:
                     if scan:
                         covering.clear()
                         for k in range(R):
-                            if r_lo[k] <= a and b - 1 <= r_hi[k]:
+                            if r[4 * k] <= a and b - 1 <= r[4 * k + 1]:
                                 covering.push_back(k)
                     else:
                         w = 0
                         for x in range(<int>covering.size()):
                             k = covering[x]
-                            if r_hi[k] >= a:
+                            if r[4 * k + 1] >= a:
                                 covering[w] = k
                                 w += 1
                         covering.resize(w)
@@ -2114,8 +2181,8 @@ cdef class Builder:
                     ws1 = 0
                     for x in range(<int>covering.size()):
                         k = covering[x]
-                        targets.push_back(r_to[k])
-                        if r_ws[k]:
+                        targets.push_back(r[4 * k + 2])
+                        if r[4 * k + 3]:
                             ws1 = 1
                         else:
                             ws0 = 1
@@ -2126,7 +2193,7 @@ cdef class Builder:
                     o = -1
                     if one < 0:
                         # several targets: look their set up before computing its closure
-                        cpp_sort(targets.begin(), targets.end())
+                        _sort_ints(targets)
                         targets.erase(cpp_unique(targets.begin(), targets.end()), targets.end())
                         o = by_targets.find(targets)
                     if o >= 0:
@@ -2162,11 +2229,13 @@ cdef class Builder:
             self.e_off.push_back(<int>self.e_lo.size())
             # call edges, grouped by callee, callees ascending
             cpairs.clear()
+            cp = cur.data()
             for m in range(cur.size()):
-                q = cur[m]
-                for k in range(self.n_coff[q], self.n_coff[q + 1]):
-                    cpairs.push_back(pair[int, int](self.n_crule[k], self.n_cto[k]))
-            cpp_sort(cpairs.begin(), cpairs.end())
+                q = cp[m]
+                for k in range(coff[q], coff[q + 1]):
+                    cpairs.push_back(pair[int, int](crec[2 * k], crec[2 * k + 1]))
+            if cpairs.size() > 1:
+                cpp_sort(cpairs.begin(), cpairs.end())
             g = 0
             while g < <int>cpairs.size():
                 rr = cpairs[g].first
@@ -2180,7 +2249,7 @@ cdef class Builder:
                 o = -1
                 if one < 0:
                     # several targets: look their set up before computing its closure
-                    cpp_sort(targets.begin(), targets.end())
+                    _sort_ints(targets)
                     targets.erase(cpp_unique(targets.begin(), targets.end()), targets.end())
                     o = by_targets.find(targets)
                 if o >= 0:
@@ -2207,8 +2276,7 @@ cdef class Builder:
         if base + nsets > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         self.starts.push_back(base)
-        self._swap_scratch(cur, targets, single, r_lo, r_hi, r_to, r_ws, bounds, cpairs, lo_next,
-                           covering)
+        self._swap_scratch(cur, targets, single, rec, bounds, cpairs, lo_next, covering)
         return 0
 
     # --- positions made elsewhere (cengine._anyorder: the states of an any-order object) ----

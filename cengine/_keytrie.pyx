@@ -32,6 +32,9 @@ from libc.string cimport memcpy, memcmp
 
 import numpy as np
 
+cdef object _np_empty = np.empty
+cdef object _DT_I32 = np.dtype(np.int32)
+
 cdef int QUOTE = 0x22
 cdef int BACKSLASH = 0x5C
 cdef char* HEX = b"0123456789abcdef"
@@ -119,6 +122,10 @@ cdef class _Trie:
     cdef vector[string] must              # spellings of the names' characters JSON escapes
     # the work list of trie nodes: spelling range, depth (bytes), position
     cdef vector[int] w_lo, w_hi, w_d, w_pos
+    # node's scratch, emptied for each node (node is not reentrant; made per call, these cost
+    # an allocation each per trie node)
+    cdef vector[int] xb, xt, kid_pos, kid_first, esc_to, lb, lt
+    cdef vector[string] esc
 
     cdef int new(self) noexcept:
         self.finals.push_back(0)
@@ -240,6 +247,15 @@ cdef class _Trie:
         cdef size_t at = 0
         cdef bint escaped
         cdef string one
+        self._swap_scratch(xb, xt, kid_pos, kid_first, esc, esc_to, lb, lt)
+        xb.clear()
+        xt.clear()
+        kid_pos.clear()
+        kid_first.clear()
+        esc.clear()
+        esc_to.clear()
+        lb.clear()
+        lt.clear()
         if not is_end:
             xb.push_back(QUOTE)
             xt.push_back(self.end)
@@ -312,6 +328,21 @@ cdef class _Trie:
         self.c_from.push_back(p)
         self.c_rule.push_back(self.escape)
         self.c_to.push_back(self.end)
+        self._swap_scratch(xb, xt, kid_pos, kid_first, esc, esc_to, lb, lt)
+
+    cdef void _swap_scratch(self, vector[int]& xb, vector[int]& xt, vector[int]& kid_pos,
+                            vector[int]& kid_first, vector[string]& esc, vector[int]& esc_to,
+                            vector[int]& lb, vector[int]& lt) noexcept:
+        # node's locals and the kept scratch trade contents (a swap is its own inverse: the
+        # same call at node's start and end)
+        xb.swap(self.xb)
+        xt.swap(self.xt)
+        kid_pos.swap(self.kid_pos)
+        kid_first.swap(self.kid_first)
+        esc.swap(self.esc)
+        esc_to.swap(self.esc_to)
+        lb.swap(self.lb)
+        lt.swap(self.lt)
 
 
 cdef void _sort_pairs(vector[int]& keys, vector[int]& vals) noexcept:
@@ -426,6 +457,11 @@ cdef object _packed(_Trie t):
         p = t.r_from[i]
         order[fill[p]] = i
         fill[p] += 1
+    # (room for every record: merging only makes fewer)
+    e_lo.reserve(R)
+    e_hi.reserve(R)
+    e_to.reserve(R)
+    e_off.reserve(P + 1)
     e_off.push_back(0)
     for p in range(P):
         for i in range(off[p], off[p + 1]):
@@ -451,7 +487,7 @@ cdef object _packed(_Trie t):
         c_to[c_off[t.c_from[i]]] = t.c_to[i]
     cdef int E = <int>e_lo.size()
     cdef size_t n = 3 + P + (P + 1) + 4 * E + (P + 1) + 2 * C
-    a = np.zeros(n, np.int32)
+    a = _np_empty(n, _DT_I32)
     cdef int[::1] mv = a
     mv[0] = P
     mv[1] = E
@@ -467,7 +503,9 @@ cdef object _packed(_Trie t):
         mv[base + i] = e_lo[i]
         mv[base + E + i] = e_hi[i]
         mv[base + 2 * E + i] = e_to[i]
-    base += 4 * E                       # e_ws: zeros (the key is no whitespace)
+    for i in range(E):                  # e_ws: zeros (the key is no whitespace)
+        mv[base + 3 * E + i] = 0
+    base += 4 * E
     for i in range(P + 1):
         mv[base + i] = c_off[i]
     base += P + 1
