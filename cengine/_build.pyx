@@ -1920,16 +1920,24 @@ cdef class Builder:
                 dst[at + j] = f[i * stride + 1 + j]
 
     def add_rules(self, list names, dict exprs, list whitespace, dict rule_index, ws_type,
-                  bint share, int max_nfa_states, any_order, any_order_positions):
+                  bint share, int max_nfa_states, any_order, any_order_positions,
+                  list kept_keys=None, dict kept=None):
         """The DFA of every rule in turn, names[i] being rule i (what add_rule and
         add_positions do one call at a time, without a Python round per rule): an any_order
         expression's positions from any_order_positions(expression, rule_index), every other
         expression's Thompson NFA (RuleNfa(rule_index, name, whitespace[i], max_nfa_states,
         ws_type, share), one reused) determinized. When one raises, failed_rule is the rule's
         index and failed_phase what was running: 0 the any-order positions, 1 the NFA, 2 the
-        subset construction."""
+        subset construction.
+
+        kept_keys[i], when not None, is a key of kept (a dict the caller keeps across builds)
+        under which rule i's determinized positions are stored: (the packed positions, the
+        work units their construction spent). A rule found there is added from them and
+        spends the same units, so a build refuses, or not, whatever was kept before. Only a
+        rule without calls is stored (its positions name no other rule)."""
         cdef RuleNfa nfa = None
-        cdef int ri, s, t
+        cdef int ri, s, t, base
+        cdef int64_t used0
         for ri in range(len(names)):
             name = names[ri]
             e = exprs[name]
@@ -1938,6 +1946,13 @@ cdef class Builder:
                 self.failed_phase = 0
                 self.add_positions(ri, any_order_positions(e, rule_index))
                 continue
+            key = kept_keys[ri] if kept_keys is not None else None
+            if key is not None:
+                got = kept.get(key)
+                if got is not None:
+                    self.failed_phase = 2
+                    self._add_packed(ri, got[0], got[1])
+                    continue
             self.failed_phase = 1
             if nfa is None:
                 nfa = RuleNfa(rule_index, name, whitespace[ri], max_nfa_states, ws_type, share)
@@ -1947,9 +1962,45 @@ cdef class Builder:
             t = nfa.new()
             nfa.emit(e, s, t, 0)
             self.failed_phase = 2
+            base = <int>self.finals.size()
+            used0 = self.used
             self._add_rule(ri, nfa, s, t)
+            if key is not None:
+                packed = self._packed_since(base)
+                if packed is not None:
+                    kept[key] = (packed, self.used - used0)
         self.failed_rule = -1
         self.failed_phase = -1
+
+    cdef object _packed_since(self, int base):
+        """The positions from base to the end (the last rule's), packed as add_positions
+        takes them; None when they have calls."""
+        cdef int P = <int>self.finals.size() - base, p, k
+        cdef int e0 = self.e_off[base], E = self.e_off[base + P] - e0
+        if self.c_off[base + P] != self.c_off[base]:
+            return None
+        out = np.empty(5 + 3 * P + 4 * E, dtype=np.int32)
+        cdef int[::1] o = out
+        o[0] = P
+        o[1] = E
+        o[2] = 0
+        cdef int at = 3
+        for p in range(P):
+            o[at + p] = self.finals[base + p]
+        at += P
+        for p in range(P + 1):
+            o[at + p] = self.e_off[base + p] - e0
+        at += P + 1
+        for k in range(E):
+            o[at + k] = self.e_lo[e0 + k]
+            o[at + E + k] = self.e_hi[e0 + k]
+            o[at + 2 * E + k] = self.e_to[e0 + k] - base
+            o[at + 3 * E + k] = self.e_ws[e0 + k]
+        at += 4 * E
+        for p in range(P + 1):
+            o[at + p] = 0
+        out.setflags(write=False)
+        return out
 
     def add_rule(self, int rule, RuleNfa nfa, int start, int accept):
         """Determinize one rule's NFA and append its DFA states as positions."""
@@ -2288,6 +2339,10 @@ cdef class Builder:
         position p, byte edges e_*[e_off[p]:e_off[p+1]] (ascending, disjoint) and calls
         c_*[c_off[p]:c_off[p+1]] (one per callee, ascending). Spends a unit of work per
         position, edge and call."""
+        self._add_packed(rule, packed, -1)
+
+    cdef int _add_packed(self, int rule, const int[::1] packed, int64_t units) except -1:
+        # add_positions' work; units < 0: spend a unit per position, edge and call
         cdef int base = <int>self.finals.size()
         cdef int n = <int>packed.shape[0]
         if n < 3 or n != 5 + 3 * packed[0] + 4 * packed[1] + 2 * packed[2]:
@@ -2304,7 +2359,7 @@ cdef class Builder:
         cdef const int* c_to = c_rule + C
         cdef int p, k
         cdef int e0 = <int>self.e_lo.size() - e_off[0], c0 = <int>self.c_rule.size() - c_off[0]
-        self.spend(<int64_t>P + E + C)
+        self.spend(<int64_t>P + E + C if units < 0 else units)
         if base + P > self.max_positions:
             raise LimitError(f"grammar needs more than {self.max_positions} positions")
         for p in range(P):
@@ -2325,6 +2380,7 @@ cdef class Builder:
         for p in range(k, k + C):
             self.c_to[p] += base
         self.starts.push_back(base)
+        return 0
 
     cdef bint _forward_only(self, int b, int e) noexcept:
         """Whether every byte edge and call return of the positions [b, e) of one rule leads

@@ -227,6 +227,55 @@ def _positions_made_elsewhere(e, rule_index: Dict[str, int]):
     return any_order_positions(e, rule_index)
 
 
+# Rule expressions whose language the compiler itself fixes, the same object in every compile
+# (an enforced format's JSON string, strings.format_string): their subset construction (a few
+# ms for a hostname or an email address, the bulk of such a compile) is done once per process
+# and its positions kept, keyed also by everything else that shapes them (the rule's
+# whitespace flag, sharing, the NFA and DFA-growth limits). Bounded: one entry per format
+# and key. An expression with a call is never kept: what a call matches, and what the inline
+# pass puts in its place, depends on the grammar.
+_KEPT_EXPRS: Dict[int, ir.Expr] = {}
+_KEPT_POSITIONS: Dict[tuple, tuple] = {}
+
+
+def _calls_nothing(e) -> bool:
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is ir.Seq or t is ir.Alt:
+            stack.extend(x.items)
+        elif t is ir.Repeat:
+            stack.append(x.item)
+        elif t not in (ir.Bytes, ir.ByteSet, ir.CharSet, ir.Dfa, ir.Nothing):
+            return False
+    return True
+
+
+def keep_positions(expr: ir.Expr) -> ir.Expr:
+    """Mark expr, a rule expression the compiler makes once per process and reuses as the
+    same object, as fixed: a rule whose expression it is gets its determinized positions
+    from the ones kept by an earlier build. Returns expr."""
+    if _calls_nothing(expr):
+        _KEPT_EXPRS[id(expr)] = expr
+    return expr
+
+
+def _kept_keys(grammar: ir.GrammarIR, names, share: bool):
+    # add_rules' kept_keys: None where the rule's expression is not fixed
+    if not _KEPT_EXPRS:
+        return None
+    growth = (_BUDGET.get() or _DEFAULT_BUDGET).max_dfa_growth
+    if growth is None:
+        growth = MAX_DFA_GROWTH
+    keys = []
+    for n in names:
+        r = grammar.rules[n]
+        keys.append((id(r.expr), r.whitespace, share, MAX_NFA_STATES, growth)
+                    if id(r.expr) in _KEPT_EXPRS else None)
+    return keys
+
+
 # Builder.add_rules' failed_phase: building the rule's NFA, determinizing it
 _NFA_PHASE = 1
 _DFA_PHASE = 2
@@ -274,7 +323,8 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     try:
         builder.add_rules(names, exprs, [grammar.rules[n].whitespace for n in names],
                           rule_index, _Whitespace, minimize, MAX_NFA_STATES, _MADE_ELSEWHERE,
-                          _positions_made_elsewhere)
+                          _positions_made_elsewhere, _kept_keys(grammar, names, minimize),
+                          _KEPT_POSITIONS)
     except CompileError as e:
         name = names[builder.failed_rule]
         if builder.failed_phase == _NFA_PHASE:

@@ -14,6 +14,7 @@ import functools
 from typing import NamedTuple, Optional, Tuple
 
 from .. import ir
+from ..automaton import keep_positions
 from . import formats as jf
 from . import json_grammar as jg
 from .drafts import pointer as _ptr
@@ -165,7 +166,18 @@ def format_string(name: str, lo: int, hi: Optional[int], ptr: str,
                   g: Optional[ir.GrammarIR] = None) -> ir.Expr:
     """constrained_string of the enforced format `name`'s language (what "format")."""
     language, lengths, body = _format_parts(name)
+    a, b = lengths
+    if a >= lo and (hi is None or (b is not None and b <= hi)):
+        # the lengths are implied: the quoted format alone, one object per process
+        return _implied_format_string(name)
     return constrained_string(language, lo, hi, ptr, "format", g, lengths=lengths, body=body)
+
+
+@functools.lru_cache(maxsize=None)
+def _implied_format_string(name: str) -> ir.Expr:
+    # what constrained_string makes when the format implies the length keywords; fixed per
+    # format (the FORMATS names: a bounded set), so the builder may keep its positions
+    return keep_positions(ir.seq(ir.lit('"'), format_body(name), ir.lit('"')))
 
 
 def constrained_string(language: ir.Expr, lo: int, hi: Optional[int], ptr: str,
