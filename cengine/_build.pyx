@@ -2022,6 +2022,19 @@ cdef class Builder:
         lo_next.swap(self.x_lo_next)
         covering.swap(self.x_covering)
 
+    cdef inline void _add_edge(self, int out_start, int a, int b, int to, int ws) noexcept:
+        # the byte edge [a, b) -> to of the DFA state whose edges start at out_start, merged
+        # into the edge before when that one ends at a with the same target and flag
+        cdef int last = <int>self.e_lo.size() - 1
+        if last >= out_start and self.e_to[last] == to and self.e_hi[last] == a - 1 \
+                and self.e_ws[last] == ws:
+            self.e_hi[last] = b - 1
+        else:
+            self.e_lo.push_back(a)
+            self.e_hi.push_back(b - 1)
+            self.e_to.push_back(to)
+            self.e_ws.push_back(ws)
+
     cdef int _add_rule(self, int rule, RuleNfa nfa, int start, int accept) except -1:
         cdef int n = nfa.n
         self._csr(n, nfa.eps_flat, 2, self.n_eoff, self.n_eto)
@@ -2050,7 +2063,7 @@ cdef class Builder:
         # rec: the byte edges of the DFA state being made, records of four ints (lo hi to ws)
         cdef vector[int] rec, bounds
         cdef vector[pair[int, int]] cpairs
-        cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, last, g, h, rr
+        cdef int nsets, i, k, q, R, B, bi, a, b, ws0, ws1, j, g, h, rr
         cdef size_t m
         cdef int out_start, fin, w, x, k0, k1
         cdef bint scan
@@ -2159,16 +2172,7 @@ cdef class Builder:
                                 raise LimitError(f"grammar needs more than {self.max_positions} positions")
                             self.check_growth(nsets)
                         single[one] = j
-                    j += base
-                    last = <int>self.e_lo.size() - 1
-                    if last >= out_start and self.e_to[last] == j and self.e_hi[last] == a - 1 \
-                            and self.e_ws[last] == ws1:
-                        self.e_hi[last] = b - 1
-                    else:
-                        self.e_lo.push_back(a)
-                        self.e_hi.push_back(b - 1)
-                        self.e_to.push_back(j)
-                        self.e_ws.push_back(ws1)
+                    self._add_edge(out_start, a, b, j + base, ws1)
             elif R:
                 # the distinct bounds ascending: a bit per value 0..256, read off in order
                 # (sorting the 2R values cost more than the sweep below)
@@ -2267,16 +2271,7 @@ cdef class Builder:
                             single[one] = j
                         else:
                             by_targets.add_found(targets, j)     # (its find just missed)
-                    j += base
-                    last = <int>self.e_lo.size() - 1
-                    if last >= out_start and self.e_to[last] == j and self.e_hi[last] == a - 1 \
-                            and self.e_ws[last] == ws1:
-                        self.e_hi[last] = b - 1
-                    else:
-                        self.e_lo.push_back(a)
-                        self.e_hi.push_back(b - 1)
-                        self.e_to.push_back(j)
-                        self.e_ws.push_back(ws1)
+                    self._add_edge(out_start, a, b, j + base, ws1)
             self.e_off.push_back(<int>self.e_lo.size())
             # call edges, grouped by callee, callees ascending
             cpairs.clear()
