@@ -127,17 +127,38 @@ def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, .
         for t, ranges in on_groups[k]:
             if t >= 0:
                 if t in live:
-                    alts.append(ir.seq(jg.char_in(ranges), ir.Ref(rule[t])))
+                    _put_step(alts, ranges, rule[t])
             elif ~t in off_live:
-                alts.append(ir.seq(jg.char_in(ranges), ir.Ref(off_rule[~t])))
-        g.rules[rule[k]].expr = ir.alt(*alts)
+                _put_step(alts, ranges, off_rule[~t])
+        g.rules[rule[k]].expr = _distinct_alt(alts)
     for i in new_off:
         alts = [quote] if lang.in_language[i] != negate else []
         for t, ranges in lang.groups[i]:
             if t in off_live:
-                alts.append(ir.seq(jg.char_in(ranges), ir.Ref(off_rule[t])))
-        g.rules[off_rule[i]].expr = ir.alt(*alts)
+                _put_step(alts, ranges, off_rule[t])
+        g.rules[off_rule[i]].expr = _distinct_alt(alts)
     return ir.seq(quote, ir.Ref(rule[0]))
+
+
+def _put_step(alts: list, ranges: tuple, target: str) -> None:
+    """alts + [one character in ranges, then the rule target] (nothing when no JSON spelling
+    of ranges exists). ranges: a state's normalized code-point ranges into one target (a
+    tuple of pairs already, so jg.char_in's conversion is skipped)."""
+    e = ir.seq(jg._char_in(ranges), ir.Ref(target))
+    if type(e) is not ir.Nothing:
+        alts.append(e)
+
+
+def _distinct_alt(alts: list) -> ir.Expr:
+    """ir.alt(*alts) for a state's steps (and its closing quote): they end in different
+    rules or read disjoint characters, so no two are equal and none is an Alt, and ir.alt's
+    duplicate search (a hash of every step: they share their first item's shape) would find
+    nothing."""
+    if not alts:
+        return ir.NOTHING
+    if len(alts) == 1:
+        return alts[0]
+    return ir.Alt(tuple(alts))
 
 
 def _merge_ranges(pieces) -> Dict[int, tuple]:
