@@ -2377,6 +2377,42 @@ cdef class Builder:
         self.starts.push_back(base)
         return 0
 
+    cdef bint _loops_apart(self, int b, int e) noexcept:
+        """Whether minimize would merge none of the positions [b, e) of one rule, seen from
+        their shape (an any-order object's): every position between the first and the last
+        loops to itself on one byte x (the second's first loop), the first and the last have
+        no edge on x, and one of those two is final, the other not. Two positions looping on
+        x never merge (their signatures' edges on x name their own classes, apart until they
+        merge: none can be first), one that loops on x never merges with one without an edge
+        on x, and the first and the last differ in their final flag."""
+        cdef const int* e_off = self.e_off.data()
+        cdef const int* e_lo = self.e_lo.data()
+        cdef const int* e_hi = self.e_hi.data()
+        cdef const int* e_to = self.e_to.data()
+        cdef int p, k, x = -1
+        cdef bint loops
+        if e - b < 3 or (self.finals[b] != 0) == (self.finals[e - 1] != 0):
+            return False
+        for k in range(e_off[b + 1], e_off[b + 2]):
+            if e_to[k] == b + 1:
+                x = e_lo[k]
+                break
+        if x < 0:
+            return False
+        for p in (b, e - 1):
+            for k in range(e_off[p], e_off[p + 1]):
+                if e_lo[k] <= x <= e_hi[k]:
+                    return False
+        for p in range(b + 1, e - 1):
+            loops = False
+            for k in range(e_off[p], e_off[p + 1]):
+                if e_lo[k] <= x <= e_hi[k]:
+                    loops = e_to[k] == p
+                    break
+            if not loops:
+                return False
+        return True
+
     cdef bint _forward_only(self, int b, int e) noexcept:
         """Whether every byte edge and call return of the positions [b, e) of one rule leads
         to the same or a later position (the subset construction numbers a rule without
@@ -2565,7 +2601,7 @@ cdef class Builder:
             cl = cls.data()
             for p in range(n):
                 cl[p] = p
-            if n > 1:
+            if n > 1 and not self._loops_apart(b, e):
                 if self._forward_only(b, e):
                     # no edge leads back: every position is its own component and the
                     # positions from the last down are an order with targets first (the
