@@ -428,6 +428,10 @@ def _build_key_dfa(language: ir.Expr, names: Tuple[str, ...], alphabet: Tuple[in
         return (space,) + _grow_key_dfa(space, start, names, keyword, pointer)
 
 
+def _on_trie_first(item) -> tuple:
+    return (item[0] < 0, item[0])
+
+
 def _grow_key_dfa(lang: _KeySpace, start: FrozenSet[int], names: Tuple[str, ...],
                   keyword: str, pointer: str):
     # the trie of the excluded names: node -> {code point: node}; ends: nodes that are names
@@ -453,41 +457,52 @@ def _grow_key_dfa(lang: _KeySpace, start: FrozenSet[int], names: Tuple[str, ...]
     off_index: Dict[int, int] = {}          # off-trie state -> discovery order
     off_reach: List[int] = []
     on_groups = []
+    # each node's next code points, ascending (a leaf, most nodes, has none)
+    kid_points = [sorted(kids) for kids in trie]
+    state = lang.state
+
     i = 0
     while i < len(order):
         nset, node = order[i]
         kids = trie[node]
-        pieces = []
+        points = kid_points[node]
+        out = []
         for a, b, clo in lang.segments_of(nset):
             # the names' next code points inside [a, b] stay on the trie, the rest leaves it
-            cps = sorted(cp for cp in kids if a <= cp <= b) if kids else ()
-            for cp in cps:
-                if a < cp:
-                    pieces.append((a, cp - 1, None, clo))
-                pieces.append((cp, cp, kids[cp], clo))
-                a = cp + 1
+            if points and a <= points[-1] and points[0] <= b:
+                for cp in points:
+                    if cp < a:
+                        continue
+                    if cp > b:
+                        break
+                    if a < cp:
+                        t = state(clo)         # [a, cp - 1] leaves the trie
+                        if t not in off_index:
+                            if len(order) + len(off_reach) >= MAX_KEY_DFA_STATES:
+                                raise too_many()
+                            off_index[t] = len(off_reach)
+                            off_reach.append(t)
+                        out.append((a, cp - 1, ~t))
+                    tgt = (clo, kids[cp])
+                    j = index.get(tgt)
+                    if j is None:
+                        if len(order) + len(off_reach) >= MAX_KEY_DFA_STATES:
+                            raise too_many()
+                        j = index[tgt] = len(order)
+                        order.append(tgt)
+                    out.append((cp, cp, j))
+                    a = cp + 1
             if a <= b:
-                pieces.append((a, b, None, clo))
-        out = []
-        for a, b, kid, clo in pieces:
-            if kid is None:
-                t = lang.state(clo)
+                t = state(clo)         # [a, b] leaves the trie
                 if t not in off_index:
                     if len(order) + len(off_reach) >= MAX_KEY_DFA_STATES:
                         raise too_many()
                     off_index[t] = len(off_reach)
                     off_reach.append(t)
                 out.append((a, b, ~t))
-            else:
-                tgt = (clo, kid)
-                j = index.get(tgt)
-                if j is None:
-                    if len(order) + len(off_reach) >= MAX_KEY_DFA_STATES:
-                        raise too_many()
-                    j = index[tgt] = len(order)
-                    order.append(tgt)
-                out.append((a, b, j))
-        on_groups.append(tuple(sorted(_merge_ranges(out).items(), key=lambda x: (x[0] < 0, x[0]))))
+        groups = _merge_ranges(out)
+        # targets on the trie (>= 0) ascending, then those off it (< 0) ascending
+        on_groups.append(tuple(sorted(groups.items(), key=_on_trie_first)))
         i += 1
     # the off-trie states reachable from those (expanded in the shared language)
     k = 0
