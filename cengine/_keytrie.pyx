@@ -131,6 +131,20 @@ cdef class _Trie:
     cdef vector[int] xb, xt, kid_pos, kid_first, esc_to, lb, lt
     cdef vector[string] esc
 
+    cdef void reserve(self, int positions, int edges) noexcept:
+        # room for about this many (the trie is made in one go: growing the vectors from
+        # empty cost a copy of them per doubling)
+        self.finals.reserve(positions)
+        self.last.reserve(positions)
+        self.n_rec.reserve(positions)
+        self.c_from.reserve(positions)
+        self.c_rule.reserve(positions)
+        self.c_to.reserve(positions)
+        self.r_from.reserve(edges)
+        self.r_lo.reserve(edges)
+        self.r_hi.reserve(edges)
+        self.r_to.reserve(edges)
+
     cdef int new(self) noexcept:
         self.finals.push_back(0)
         self.last.push_back(-1)
@@ -397,6 +411,7 @@ def positions(node, dict rule_index):
     cdef string s
     cdef Py_UCS4 c
     cdef int k, p, lo, hi, d, start
+    cdef size_t i
     cdef bint seen[0x5D]
     for k in range(0x5D):
         seen[k] = False
@@ -411,6 +426,10 @@ def positions(node, dict rule_index):
         t.sp.push_back(s)
     cpp_sort(t.sp.begin(), t.sp.end())
     t.sp.erase(cpp_unique(t.sp.begin(), t.sp.end()), t.sp.end())
+    k = 1
+    for i in range(t.sp.size()):
+        k += <int>t.sp[i].size()
+    t.reserve(8 * k + 16, 16 * k + 32)
     for k in range(0x5D):
         if seen[k]:
             s.clear()
@@ -664,6 +683,7 @@ def escape_positions(node, dict rule_index):
     them; rule_index maps the rule it calls to its number."""
     cdef _Escapes t = _Escapes()
     cdef int k, start, p, u
+    t.reserve(64, 128)          # (the corpus's largest: 57 positions, 85 edges)
     t.body = _rule(rule_index, node.body)
     for a, b in node.used:
         t.u_lo.push_back(a)
