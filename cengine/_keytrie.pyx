@@ -29,6 +29,7 @@ from libcpp.vector cimport vector
 from libcpp.string cimport string
 from libcpp.algorithm cimport sort as cpp_sort, unique as cpp_unique
 from libc.string cimport memcpy, memcmp
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_C_CONTIGUOUS
 
 import numpy as np
 
@@ -115,7 +116,10 @@ cdef class _Trie:
     """The positions being made: finals, byte edges and calls as records by position."""
     cdef vector[string] sp              # the names' spellings, sorted, distinct
     cdef vector[int] finals
+    # byte edge records, each position's merged as they come (see edge)
     cdef vector[int] r_from, r_lo, r_hi, r_to
+    cdef vector[int] last               # per position: its latest record (-1: none yet)
+    cdef vector[int] n_rec              # per position: its records
     cdef vector[int] c_from, c_rule, c_to
     cdef int tails[N_TAILS]
     cdef int end, body, escape
@@ -127,11 +131,36 @@ cdef class _Trie:
     cdef vector[int] xb, xt, kid_pos, kid_first, esc_to, lb, lt
     cdef vector[string] esc
 
+    cdef void reserve(self, int positions, int edges) noexcept:
+        # room for about this many (the trie is made in one go: growing the vectors from
+        # empty cost a copy of them per doubling)
+        self.finals.reserve(positions)
+        self.last.reserve(positions)
+        self.n_rec.reserve(positions)
+        self.c_from.reserve(positions)
+        self.c_rule.reserve(positions)
+        self.c_to.reserve(positions)
+        self.r_from.reserve(edges)
+        self.r_lo.reserve(edges)
+        self.r_hi.reserve(edges)
+        self.r_to.reserve(edges)
+
     cdef int new(self) noexcept:
         self.finals.push_back(0)
+        self.last.push_back(-1)
+        self.n_rec.push_back(0)
         return <int>self.finals.size() - 1
 
     cdef inline void edge(self, int p, int lo, int hi, int t) noexcept:
+        # a position's edges come ascending; one that continues the position's latest into
+        # the same target extends it (the merge _packed did over each position's records, in
+        # the same order, so the same edges: fewer records to group)
+        cdef int k = self.last[p]
+        if k >= 0 and self.r_to[k] == t and self.r_hi[k] + 1 == lo:
+            self.r_hi[k] = hi
+            return
+        self.last[p] = <int>self.r_from.size()
+        self.n_rec[p] += 1
         self.r_from.push_back(p)
         self.r_lo.push_back(lo)
         self.r_hi.push_back(hi)
@@ -382,6 +411,7 @@ def positions(node, dict rule_index):
     cdef string s
     cdef Py_UCS4 c
     cdef int k, p, lo, hi, d, start
+    cdef size_t i
     cdef bint seen[0x5D]
     for k in range(0x5D):
         seen[k] = False
@@ -396,6 +426,10 @@ def positions(node, dict rule_index):
         t.sp.push_back(s)
     cpp_sort(t.sp.begin(), t.sp.end())
     t.sp.erase(cpp_unique(t.sp.begin(), t.sp.end()), t.sp.end())
+    k = 1
+    for i in range(t.sp.size()):
+        k += <int>t.sp[i].size()
+    t.reserve(8 * k + 16, 16 * k + 32)
     for k in range(0x5D):
         if seen[k]:
             s.clear()
@@ -439,79 +473,62 @@ cdef object _rule(dict rule_index, name):
 
 cdef object _packed(_Trie t):
     """The tables in the one int32 array Builder.add_positions reads: P, E, C, finals,
-    e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to. The records are grouped by position
-    (each position's edges were made ascending) and adjacent ranges into one target merged."""
-    cdef int P = <int>t.finals.size(), R = <int>t.r_from.size(), C = <int>t.c_from.size()
-    cdef vector[int] off, fill, order, e_lo, e_hi, e_to, e_off, c_off, c_rule, c_to
-    cdef int i, p, r, at
-    off.assign(P + 1, 0)
-    for i in range(R):
-        off[t.r_from[i] + 1] += 1
-    for i in range(P):
-        off[i + 1] += off[i]
-    fill.assign(P, 0)
-    for i in range(P):
-        fill[i] = off[i]
-    order.assign(R, 0)
-    for i in range(R):
-        p = t.r_from[i]
-        order[fill[p]] = i
-        fill[p] += 1
-    # (room for every record: merging only makes fewer)
-    e_lo.reserve(R)
-    e_hi.reserve(R)
-    e_to.reserve(R)
-    e_off.reserve(P + 1)
-    e_off.push_back(0)
-    for p in range(P):
-        for i in range(off[p], off[p + 1]):
-            r = order[i]
-            at = <int>e_lo.size()
-            if at > e_off[p] and e_to[at - 1] == t.r_to[r] and e_hi[at - 1] + 1 == t.r_lo[r]:
-                e_hi[at - 1] = t.r_hi[r]
-                continue
-            e_lo.push_back(t.r_lo[r])
-            e_hi.push_back(t.r_hi[r])
-            e_to.push_back(t.r_to[r])
-        e_off.push_back(<int>e_lo.size())
-    # at most one call per position
-    c_off.assign(P + 1, 0)
-    for i in range(C):
-        c_off[t.c_from[i] + 1] += 1
-    for i in range(P):
-        c_off[i + 1] += c_off[i]
-    c_rule.assign(C, 0)
-    c_to.assign(C, 0)
-    for i in range(C):
-        c_rule[c_off[t.c_from[i]]] = t.c_rule[i]
-        c_to[c_off[t.c_from[i]]] = t.c_to[i]
-    cdef int E = <int>e_lo.size()
+    e_off, e_lo, e_hi, e_to, e_ws, c_off, c_rule, c_to. The records (merged already, see
+    _Trie.edge) are grouped by position, each position's in the order they were made, by one
+    scatter straight into the array."""
+    cdef int P = <int>t.finals.size(), E = <int>t.r_from.size(), C = <int>t.c_from.size()
+    cdef int i, p, at
     cdef size_t n = 3 + P + (P + 1) + 4 * E + (P + 1) + 2 * C
+    cdef Py_buffer view
     a = _np_empty(n, _DT_I32)
-    cdef int[::1] mv = a
+    PyObject_GetBuffer(a, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
+    cdef int* mv = <int*>view.buf
+    PyBuffer_Release(&view)         # (the array lives on, never resized)
     mv[0] = P
     mv[1] = E
     mv[2] = C
-    cdef size_t base = 3
+    cdef int* finals = mv + 3
+    cdef int* e_off = finals + P
+    cdef int* e_lo = e_off + P + 1
+    cdef int* e_hi = e_lo + E
+    cdef int* e_to = e_hi + E
+    cdef int* e_ws = e_to + E
+    cdef int* c_off = e_ws + E
+    cdef int* c_rule = c_off + P + 1
+    cdef int* c_to = c_rule + C
+    cdef const int* nrec = t.n_rec.data()
+    cdef const int* r_from = t.r_from.data()
+    cdef const int* r_lo = t.r_lo.data()
+    cdef const int* r_hi = t.r_hi.data()
+    cdef const int* r_to = t.r_to.data()
+    cdef const int* c_from = t.c_from.data()
     for i in range(P):
-        mv[base + i] = t.finals[i]
-    base += P
-    for i in range(P + 1):
-        mv[base + i] = e_off[i]
-    base += P + 1
+        finals[i] = t.finals[i]
+    e_off[0] = 0
+    for i in range(P):
+        e_off[i + 1] = e_off[i] + nrec[i]
+    # the fill pointers in c_off's room (written after)
+    for i in range(P):
+        c_off[i] = e_off[i]
     for i in range(E):
-        mv[base + i] = e_lo[i]
-        mv[base + E + i] = e_hi[i]
-        mv[base + 2 * E + i] = e_to[i]
-    for i in range(E):                  # e_ws: zeros (the key is no whitespace)
-        mv[base + 3 * E + i] = 0
-    base += 4 * E
+        p = r_from[i]
+        at = c_off[p]
+        c_off[p] = at + 1
+        e_lo[at] = r_lo[i]
+        e_hi[at] = r_hi[i]
+        e_to[at] = r_to[i]
+        e_ws[at] = 0                    # (the key is no whitespace)
+    # at most one call per position
     for i in range(P + 1):
-        mv[base + i] = c_off[i]
-    base += P + 1
+        c_off[i] = 0
     for i in range(C):
-        mv[base + i] = c_rule[i]
-        mv[base + C + i] = c_to[i]
+        c_off[c_from[i] + 1] += 1
+    for i in range(P):
+        c_off[i + 1] += c_off[i]
+    for i in range(C):
+        at = c_off[c_from[i]]
+        c_rule[at] = t.c_rule[i]
+        c_to[at] = t.c_to[i]
     return a
 
 
@@ -666,6 +683,7 @@ def escape_positions(node, dict rule_index):
     them; rule_index maps the rule it calls to its number."""
     cdef _Escapes t = _Escapes()
     cdef int k, start, p, u
+    t.reserve(64, 128)          # (the corpus's largest: 57 positions, 85 edges)
     t.body = _rule(rule_index, node.body)
     for a, b in node.used:
         t.u_lo.push_back(a)
