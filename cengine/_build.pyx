@@ -1724,6 +1724,65 @@ cdef class _SigTable:
                 self.slot_hash[slot] = oh[i]
 
 
+cdef struct _NodeSlot:
+    int32_t q, below, node, unused      # node < 0: empty (16 bytes: one slot per cache line part)
+
+
+@cython.final
+cdef class _StackedNodes:
+    """finish's closure-chain nodes (q, below) over a non-empty stack (below != 0) -> node
+    number, by open addressing with each slot holding its key and its value: the lookups are
+    mostly misses of a table larger than the cache, and one slot read is one memory access
+    (an _I64Map reads its key and value arrays apart). Nodes over the empty stack are not
+    kept here: an array by position finds them."""
+    cdef vector[_NodeSlot] slots
+    cdef uint64_t mask
+    cdef int count, shift
+
+    cdef void reset(self, int n) noexcept:
+        """Empty, with room for about n nodes before growing."""
+        cdef size_t cap = 64
+        cdef int shift = 58
+        while cap < <size_t>(2 * n):
+            cap *= 2
+            shift -= 1
+        cdef _NodeSlot empty
+        empty.q = empty.below = empty.unused = 0
+        empty.node = -1
+        self.slots.assign(cap, empty)
+        self.mask = cap - 1
+        self.shift = shift
+        self.count = 0
+
+    cdef inline _NodeSlot* find(self, int q, int below) noexcept:
+        """The slot of (q, below): its node, or the empty slot where it goes."""
+        cdef uint64_t i = ((((<uint64_t>q) << 32) | <uint32_t>below)
+                           * <uint64_t>0x9E3779B97F4A7C15ULL) >> self.shift
+        cdef _NodeSlot* s = self.slots.data()
+        while s[i].node >= 0 and (s[i].q != q or s[i].below != below):
+            i = (i + 1) & self.mask
+        return &s[i]
+
+    cdef void fill(self, _NodeSlot* at, int q, int below, int node) noexcept:
+        """Put node into the empty slot find returned for (q, below)."""
+        at.q = q
+        at.below = below
+        at.node = node
+        self.count += 1
+        if 2 * self.count <= <int>self.slots.size():
+            return
+        cdef vector[_NodeSlot] old
+        old.swap(self.slots)
+        self.reset(self.count)
+        self.count = 0
+        cdef size_t j
+        for j in range(old.size()):
+            if old[j].node >= 0:
+                at = self.find(old[j].q, old[j].below)
+                at[0] = old[j]
+                self.count += 1
+
+
 cdef inline void _sort_ints(vector[int]& v) noexcept:
     """Sort v ascending: a closure's few acting states in place (std::sort's call and
     set-up cost more than the sort itself below a dozen), larger sets by std::sort."""
@@ -3023,9 +3082,9 @@ cdef class Builder:
         # closure chains. A stack below the top frame is an interned node (head, tail);
         # node 0 is the empty stack. A chain is the node (q, below).
         cdef vector[int] node_head, node_tail, node_depth, node_chain, node_seen
-        cdef _I64Map node_index = _I64Map()
+        cdef _StackedNodes node_index = _StackedNodes()
         cdef _I64Map visited = None     # made for the first walk that outgrows walk_keys
-        node_index.reserve(2 * P)
+        node_index.reset(P // 2)
         cdef vector[int64_t] work, walk_keys
         cdef vector[int] clo_off, clo_chain, chain_nodes
         node_head.reserve(P + 1)
@@ -3076,8 +3135,8 @@ cdef class Builder:
                     if walk_keys.size() > 16:
                         big = True
                         if visited is None:
+                            # (grows with the frames of the long walks: a few walks are)
                             visited = _I64Map()
-                            visited.reserve(4 * P)
                         for i in range(walk_keys.size()):
                             visited.put(walk_keys[i], p)
                 if eoff[q] != eoff[q + 1]:
@@ -3136,23 +3195,25 @@ cdef class Builder:
             short_kind=_u8(self.short_kind), short_byte=_u8(self.short_byte),
             short_rule=_i32(self.short_rule), short_to=_i32(self.short_to))
 
-    cdef int _intern(self, _I64Map index, vector[int]& top, vector[int]& head,
+    cdef int _intern(self, _StackedNodes index, vector[int]& top, vector[int]& head,
                      vector[int]& tail, vector[int]& depth, vector[int]& chain,
                      vector[int]& seen, int q, int below) noexcept:
-        # (q, empty stack), the walks' top frames, are cached by position in `top`: no hash
-        # lookup for them
-        cdef int64_t key
+        # (q, empty stack), the walks' top frames, are found by position in `top`, the
+        # others in the hash table
         cdef int node
-        if below == 0 and top[q] >= 0:
-            return top[q]
-        key = ((<int64_t>q) << 32) | below
-        node = index.get(key)
-        if node >= 0:
-            return node
+        cdef _NodeSlot* at = NULL
+        if below == 0:
+            if top[q] >= 0:
+                return top[q]
+        else:
+            at = index.find(q, below)
+            if at.node >= 0:
+                return at.node
         node = <int>head.size()
-        index.put(key, node)
         if below == 0:
             top[q] = node
+        else:
+            index.fill(at, q, below, node)
         head.push_back(q)
         tail.push_back(below)
         depth.push_back(depth[below] + 1)
