@@ -1724,6 +1724,12 @@ cdef class _SigTable:
                 self.slot_hash[slot] = oh[i]
 
 
+cdef struct _ChainNode:
+    # finish's closure-chain node: the frame head over the stack node tail (0: the empty
+    # stack), its depth, its chain number (-1: none yet), the last walk that met it as a chain
+    int32_t head, tail, depth, chain, seen
+
+
 cdef struct _NodeSlot:
     int32_t q, below, node, unused      # node < 0: empty (16 bytes: one slot per cache line part)
 
@@ -1781,6 +1787,34 @@ cdef class _StackedNodes:
                 at = self.find(old[j].q, old[j].below)
                 at[0] = old[j]
                 self.count += 1
+
+
+cdef inline int _intern(_StackedNodes index, vector[int]& top, vector[_ChainNode]& nodes,
+                        int q, int below) noexcept:
+    """finish's node (q, below), made when new: (q, empty stack), the walks' top frames, are
+    found by position in top, the others in the hash table."""
+    cdef int node
+    cdef _NodeSlot* at = NULL
+    cdef _ChainNode x
+    if below == 0:
+        if top[q] >= 0:
+            return top[q]
+    else:
+        at = index.find(q, below)
+        if at.node >= 0:
+            return at.node
+    node = <int>nodes.size()
+    if below == 0:
+        top[q] = node
+    else:
+        index.fill(at, q, below, node)
+    x.head = q
+    x.tail = below
+    x.depth = nodes[below].depth + 1
+    x.chain = -1
+    x.seen = -1
+    nodes.push_back(x)
+    return node
 
 
 cdef inline void _sort_ints(vector[int]& v) noexcept:
@@ -3081,26 +3115,28 @@ cdef class Builder:
 
         # closure chains. A stack below the top frame is an interned node (head, tail);
         # node 0 is the empty stack. A chain is the node (q, below).
-        cdef vector[int] node_head, node_tail, node_depth, node_chain, node_seen
+        cdef vector[_ChainNode] nodes
+        cdef _ChainNode* nd
         cdef _StackedNodes node_index = _StackedNodes()
         cdef _I64Map visited = None     # made for the first walk that outgrows walk_keys
         node_index.reset(P // 2)
         cdef vector[int64_t] work, walk_keys
-        cdef vector[int] clo_off, clo_chain, chain_nodes
-        node_head.reserve(P + 1)
-        node_tail.reserve(P + 1)
-        node_depth.reserve(P + 1)
-        node_chain.reserve(P + 1)
-        node_seen.reserve(P + 1)
-        clo_off.reserve(P + 1)
-        clo_chain.reserve(P + 1)
+        cdef vector[int] clo_chain, chain_nodes
+        # (room reserved is not touched: a generous guess costs no page faults, growing
+        # copies; the corpus stays below 4 chains per position, about P + calls)
+        nodes.reserve(2 * P + NC + 1)
+        clo_chain.reserve(2 * P + NC + 1)
         chain_nodes.reserve(P + 1)
-        node_head.push_back(-1)
-        node_tail.push_back(0)
-        node_depth.push_back(0)
-        node_chain.push_back(-1)
-        node_seen.push_back(-1)
-        clo_off.push_back(0)
+        cdef _ChainNode empty
+        empty.head = -1
+        empty.tail = 0
+        empty.depth = 0
+        empty.chain = -1
+        empty.seen = -1
+        nodes.push_back(empty)
+        clo_off_a = _new_array(P + 1, _DT_I32, &d)
+        cdef int32_t* clo_off = <int32_t*>d
+        clo_off[0] = 0
         cdef bint pop, big
         cdef size_t i
         # the node of (q, empty stack), once interned: most walks are that one frame
@@ -3143,18 +3179,18 @@ cdef class Builder:
                     if below == 0 and top_node[q] >= 0:
                         node = top_node[q]
                     else:
-                        node = self._intern(node_index, top_node, node_head, node_tail,
-                                            node_depth, node_chain, node_seen, q, below)
-                    if node_seen[node] != p:
-                        node_seen[node] = p
-                        j = node_chain[node]
+                        node = _intern(node_index, top_node, nodes, q, below)
+                    nd = &nodes[node]
+                    if nd.seen != p:
+                        nd.seen = p
+                        j = nd.chain
                         if j < 0:
-                            j = node_chain[node] = <int>chain_nodes.size()
+                            j = nd.chain = <int>chain_nodes.size()
                             chain_nodes.push_back(node)
                         clo_chain.push_back(j)
                 if fin[q]:
                     if below:
-                        work.push_back(((<int64_t>node_head[below]) << 32) | node_tail[below])
+                        work.push_back(((<int64_t>nodes[below].head) << 32) | nodes[below].tail)
                     else:
                         pop = True
                 for k in range(coff[q], coff[q + 1]):
@@ -3163,26 +3199,34 @@ cdef class Builder:
                     if trivial[t]:
                         nb = below
                     else:
-                        if node_depth[below] + 1 > MAX_CHAIN_DEPTH:
+                        if nodes[below].depth + 1 > MAX_CHAIN_DEPTH:
                             raise LimitError("rule calls nest more than 256 deep without consuming a byte",
                                              rule=names[r])
                         if below == 0 and top_node[t] >= 0:
                             nb = top_node[t]
                         else:
-                            nb = self._intern(node_index, top_node, node_head, node_tail,
-                                              node_depth, node_chain, node_seen, t, below)
+                            nb = _intern(node_index, top_node, nodes, t, below)
                     work.push_back(((<int64_t>starts[r]) << 32) | nb)
-            clo_off.push_back(<int>clo_chain.size())
+            clo_off[p + 1] = <int32_t>clo_chain.size()
             clo_pop[p] = pop
-        cdef vector[int] chain_off, chain_pos
-        chain_off.reserve(chain_nodes.size() + 1)
-        chain_off.push_back(0)
-        for j in range(<int>chain_nodes.size()):
+        # the chains' frames, top first, straight into their arrays (sizes known: one frame
+        # per level of each chain's node)
+        cdef int n_chains = <int>chain_nodes.size(), n_frames = 0
+        for j in range(n_chains):
+            n_frames += nodes[chain_nodes[j]].depth
+        chain_off_a = _new_array(n_chains + 1, _DT_I32, &d)
+        cdef int32_t* chain_off = <int32_t*>d
+        chain_pos_a = _new_array(n_frames, _DT_I32, &d)
+        cdef int32_t* chain_pos = <int32_t*>d
+        chain_off[0] = 0
+        k = 0
+        for j in range(n_chains):
             node = chain_nodes[j]
             while node:
-                chain_pos.push_back(node_head[node])
-                node = node_tail[node]
-            chain_off.push_back(<int>chain_pos.size())
+                chain_pos[k] = nodes[node].head
+                k += 1
+                node = nodes[node].tail
+            chain_off[j + 1] = k
 
         short_len = _i64(self.short_len)
         return dict(
@@ -3190,33 +3234,7 @@ cdef class Builder:
             edge_off=_i32(deref(pe_off)), edge_lo=_u8(deref(pe_lo)), edge_hi=_u8(deref(pe_hi)),
             edge_to=_i32(deref(pe_to)), edge_ws=_u8(deref(pe_ws)), call_off=_i32(deref(pc_off)),
             call_rule=_i32(deref(pc_rule)), call_to=_i32(deref(pc_to)),
-            clo_off=_i32(clo_off), clo_chain=_i32(clo_chain), chain_off=_i32(chain_off),
-            chain_pos=_i32(chain_pos), clo_pop=clo_pop_a, short_len=short_len,
+            clo_off=clo_off_a, clo_chain=_i32(clo_chain), chain_off=chain_off_a,
+            chain_pos=chain_pos_a, clo_pop=clo_pop_a, short_len=short_len,
             short_kind=_u8(self.short_kind), short_byte=_u8(self.short_byte),
             short_rule=_i32(self.short_rule), short_to=_i32(self.short_to))
-
-    cdef int _intern(self, _StackedNodes index, vector[int]& top, vector[int]& head,
-                     vector[int]& tail, vector[int]& depth, vector[int]& chain,
-                     vector[int]& seen, int q, int below) noexcept:
-        # (q, empty stack), the walks' top frames, are found by position in `top`, the
-        # others in the hash table
-        cdef int node
-        cdef _NodeSlot* at = NULL
-        if below == 0:
-            if top[q] >= 0:
-                return top[q]
-        else:
-            at = index.find(q, below)
-            if at.node >= 0:
-                return at.node
-        node = <int>head.size()
-        if below == 0:
-            top[q] = node
-        else:
-            index.fill(at, q, below, node)
-        head.push_back(q)
-        tail.push_back(below)
-        depth.push_back(depth[below] + 1)
-        chain.push_back(-1)
-        seen.push_back(-1)
-        return node
