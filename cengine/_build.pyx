@@ -1846,6 +1846,36 @@ cdef extern from *:
     int _ctz64 "cengine_ctz64"(unsigned long long x) noexcept nogil     # x != 0
 
 
+cdef object _pack_call_free(const int* fin, const int* e_off, const int* lo, const int* hi,
+                            const int* to, const int* ws, int b, int e):
+    """The call-free positions [b, e) packed as add_positions takes them (targets from 0), read
+    only."""
+    cdef int P = e - b, p, k
+    cdef int e0 = e_off[b], E = e_off[e] - e0
+    out = np.empty(5 + 3 * P + 4 * E, dtype=np.int32)
+    cdef int[::1] o = out
+    o[0] = P
+    o[1] = E
+    o[2] = 0
+    cdef int at = 3
+    for p in range(P):
+        o[at + p] = fin[b + p]
+    at += P
+    for p in range(P + 1):
+        o[at + p] = e_off[b + p] - e0
+    at += P + 1
+    for k in range(E):
+        o[at + k] = lo[e0 + k]
+        o[at + E + k] = hi[e0 + k]
+        o[at + 2 * E + k] = to[e0 + k] - b
+        o[at + 3 * E + k] = ws[e0 + k]
+    at += 4 * E
+    for p in range(P + 1):
+        o[at + p] = 0
+    out.setflags(write=False)
+    return out
+
+
 @cython.final
 cdef class Builder:
     # positions of all rules, numbered rule after rule (CSR edges)
@@ -2582,7 +2612,8 @@ cdef class Builder:
                             mem[at + m] = <int>(<uint32_t>by_fin[m])     # (a C cast: see above)
                     comp_off.push_back(nm)
 
-    def minimize(self, int max_rounds):
+    def minimize(self, int max_rounds, list kept_keys=None, dict kept=None,
+                 dict minimal=None):
         """Merge the positions of each rule that behave alike: the subset construction keeps
         one position per NFA-state set, and front ends copy expressions (the trie of an open
         object's free keys carries a UTF-8 tail per node, an object of few properties a chain
@@ -2601,6 +2632,13 @@ cdef class Builder:
         end in the same classes) for a fraction of the signatures. (Copies of a cycle are not
         merged; a long counted run costs one look per position, where refining from one class
         per flag would take a pass per count.)
+
+        kept_keys and kept as add_rules took them, and minimal (a dict the caller keeps across
+        builds): a rule added from kept positions (call-free, the same packed array each
+        time) is merged once per process. A rule's merging reads nothing but its own
+        positions and max_rounds, so its result for that array is fixed: it is stored under
+        (key, max_rounds) beside the array it was made from, and a later build whose rule
+        holds the same array takes the stored positions instead of merging again.
         Returns (positions before, positions after)."""
         cdef int R = <int>self.starts.size()
         cdef int P = <int>self.finals.size()
@@ -2627,6 +2665,8 @@ cdef class Builder:
         cdef int* cl
         cdef int* sg
         cdef int* np_ = NULL
+        cdef const int[::1] ready
+        cdef bint use_ready, store
         newpos.assign(P, 0)
         np_ = newpos.data()
         # the longest signature: room for it once
@@ -2649,11 +2689,55 @@ cdef class Builder:
         e_ws.assign(self.e_lo.size(), 0)
         c_rule.assign(self.c_rule.size(), 0)
         c_to.assign(self.c_rule.size(), 0)
+        cdef int* o_fin = finals.data()
+        cdef int* o_rule = pos_rule.data()
+        cdef int* o_eoff = e_off.data()
+        cdef int* o_lo = e_lo.data()
+        cdef int* o_hi = e_hi.data()
+        cdef int* o_to = e_to.data()
+        cdef int* o_ws = e_ws.data()
+        cdef int* o_coff = c_off.data()
+        cdef int* o_crule = c_rule.data()
+        cdef int* o_cto = c_to.data()
         cdef int npos = 0
+        o_eoff[0] = 0
+        o_coff[0] = 0
         for r in range(R):
             b = self.starts[r]
             e = self.starts[r + 1] if r + 1 < R else P
             n = e - b
+            base = npos
+            starts.push_back(base)
+            # a kept rule: its merged positions stored by an earlier build (or to store now)
+            use_ready = store = False
+            if kept_keys is not None and kept_keys[r] is not None and minimal is not None:
+                got = kept.get(kept_keys[r])
+                if got is not None:
+                    done = minimal.get((kept_keys[r], max_rounds))
+                    if done is not None and done[0] is got[0]:
+                        ready = done[1]
+                        use_ready = True
+                    else:
+                        store = True
+            if use_ready:
+                # (packed as add_positions takes them, without calls: P, E, 0, finals[P],
+                # e_off[P+1], e_lo[E], e_hi[E], e_to[E], e_ws[E], c_off[P+1])
+                n = ready[0]
+                m = ready[1]
+                for p in range(n):
+                    o_fin[base + p] = ready[3 + p]
+                    o_rule[base + p] = r
+                    o_eoff[base + p + 1] = ne_out + ready[3 + n + p + 1]
+                    o_coff[base + p + 1] = nc_out
+                j = 3 + 2 * n + 1
+                for k in range(m):
+                    o_lo[ne_out + k] = ready[j + k]
+                    o_hi[ne_out + k] = ready[j + m + k]
+                    o_to[ne_out + k] = base + ready[j + 2 * m + k]
+                    o_ws[ne_out + k] = ready[j + 3 * m + k]
+                ne_out += m
+                npos += n
+                continue
             cls.assign(n, 0)
             cl = cls.data()
             for p in range(n):
@@ -2715,7 +2799,6 @@ cdef class Builder:
                     ren[cl[p]] = count
                     count += 1
             # the new positions of rule r: one per class, the first member its representative
-            base = npos
             rep.clear()
             count = 0
             for p in range(b, e):
@@ -2724,48 +2807,35 @@ cdef class Builder:
                 if c == count:
                     rep.push_back(p)
                     count += 1
-            starts.push_back(base)
+            # the representatives' edges and calls, targets renumbered (edges and call
+            # returns stay within their rule, so its numbers are all known now)
             for c in range(count):
                 p = rep[c]
-                finals[npos] = s_fin[p]
-                pos_rule[npos] = s_rule[p]
+                o_fin[npos] = s_fin[p]
+                o_rule[npos] = s_rule[p]
+                last = -1
+                for k in range(s_eoff[p], s_eoff[p + 1]):
+                    t = np_[s_to[k]]
+                    if last >= 0 and o_to[last] == t and o_ws[last] == s_ws[k] \
+                            and o_hi[last] == s_lo[k] - 1:
+                        o_hi[last] = s_hi[k]
+                        continue
+                    o_lo[ne_out] = s_lo[k]
+                    o_hi[ne_out] = s_hi[k]
+                    o_to[ne_out] = t
+                    o_ws[ne_out] = s_ws[k]
+                    last = ne_out
+                    ne_out += 1
+                for k in range(s_coff[p], s_coff[p + 1]):
+                    o_crule[nc_out] = s_crule[k]
+                    o_cto[nc_out] = np_[s_cto[k]]
+                    nc_out += 1
                 npos += 1
-        # edges and calls of the representatives, targets renumbered (second pass: a target's
-        # new number is known only once its rule is done, and edges stay within their rule)
-        cdef int* o_eoff = e_off.data()
-        cdef int* o_lo = e_lo.data()
-        cdef int* o_hi = e_hi.data()
-        cdef int* o_to = e_to.data()
-        cdef int* o_ws = e_ws.data()
-        cdef int* o_coff = c_off.data()
-        cdef int* o_crule = c_rule.data()
-        cdef int* o_cto = c_to.data()
-        cdef int q = 0          # positions written
-        o_eoff[0] = 0
-        o_coff[0] = 0
-        for p in range(P):
-            if q != np_[p]:
-                continue            # not its class's first member, the representative
-            last = -1
-            for k in range(s_eoff[p], s_eoff[p + 1]):
-                t = np_[s_to[k]]
-                if last >= 0 and o_to[last] == t and o_ws[last] == s_ws[k] \
-                        and o_hi[last] == s_lo[k] - 1:
-                    o_hi[last] = s_hi[k]
-                    continue
-                o_lo[ne_out] = s_lo[k]
-                o_hi[ne_out] = s_hi[k]
-                o_to[ne_out] = t
-                o_ws[ne_out] = s_ws[k]
-                last = ne_out
-                ne_out += 1
-            for k in range(s_coff[p], s_coff[p + 1]):
-                o_crule[nc_out] = s_crule[k]
-                o_cto[nc_out] = np_[s_cto[k]]
-                nc_out += 1
-            q += 1
-            o_eoff[q] = ne_out
-            o_coff[q] = nc_out
+                o_eoff[npos] = ne_out
+                o_coff[npos] = nc_out
+            if store and o_coff[npos] == o_coff[base]:
+                minimal[(kept_keys[r], max_rounds)] = (
+                    got[0], _pack_call_free(o_fin, o_eoff, o_lo, o_hi, o_to, o_ws, base, npos))
         finals.erase(finals.begin() + (npos), finals.end())
         pos_rule.erase(pos_rule.begin() + (npos), pos_rule.end())
         e_off.erase(e_off.begin() + (npos + 1), e_off.end())
