@@ -1646,6 +1646,29 @@ cdef inline int _signature(int p, const int* cl, int base, const int* fin,
     return at
 
 
+cdef inline uint64_t _sig_hash(const int* s, int n) noexcept nogil:
+    """A 64-bit hash of the ints s[:n] (it only picks slots: which entry a sequence is, is
+    found by comparing). Two lanes of two ints each per step: half the dependent multiplies
+    of one lane (signatures run to dozens of ints)."""
+    cdef uint64_t h1 = 0xcbf29ce484222325ULL ^ (<uint64_t>n * 0x9E3779B97F4A7C15ULL)
+    cdef uint64_t h2 = 0x84222325cbf29ce4ULL
+    cdef int i = 0
+    while i + 3 < n:
+        h1 = (h1 ^ ((<uint64_t><uint32_t>s[i]) | ((<uint64_t><uint32_t>s[i + 1]) << 32))) \
+            * 0xff51afd7ed558ccdULL
+        h2 = (h2 ^ ((<uint64_t><uint32_t>s[i + 2]) | ((<uint64_t><uint32_t>s[i + 3]) << 32))) \
+            * 0xc4ceb9fe1a85ec53ULL
+        h1 ^= h1 >> 32
+        h2 ^= h2 >> 29
+        i += 4
+    while i < n:
+        h1 = (h1 ^ <uint64_t><uint32_t>s[i]) * 0xff51afd7ed558ccdULL
+        h1 ^= h1 >> 32
+        i += 1
+    h1 = (h1 ^ h2) * 0x9E3779B97F4A7C15ULL
+    return h1 ^ (h1 >> 31)
+
+
 @cython.final
 cdef class _SigTable:
     """minimize's signatures -> classes: int sequences found by content, each with an int
@@ -1654,6 +1677,7 @@ cdef class _SigTable:
     cdef vector[uint64_t] slot_hash
     cdef vector[int] slot_entry         # -1: empty
     cdef vector[int] data, off, vals
+    cdef vector[uint64_t] hashes        # per entry
     cdef uint64_t mask
     cdef int count
 
@@ -1669,20 +1693,16 @@ cdef class _SigTable:
         self.data.clear()
         self.off.assign(1, 0)
         self.vals.clear()
+        self.hashes.clear()
 
-    cdef int find_or_add(self, const int* s, int n, int value) noexcept:
-        """Index of the sequence s[:n] when present, else -1 after adding it with value."""
-        cdef uint64_t h = 0xcbf29ce484222325ULL ^ (<uint64_t>n * 0x9E3779B97F4A7C15ULL)
-        cdef int i = 0, j, a
-        cdef size_t at
-        while i + 1 < n:
-            h = (h ^ ((<uint64_t><uint32_t>s[i]) | ((<uint64_t><uint32_t>s[i + 1]) << 32))) \
-                * 0xff51afd7ed558ccdULL
-            h ^= h >> 32
-            i += 2
-        if i < n:
-            h = (h ^ <uint64_t><uint32_t>s[i]) * 0xff51afd7ed558ccdULL
-            h ^= h >> 32
+    cdef inline int find_or_add(self, const int* s, int n, int value) noexcept:
+        """Index of the sequence s[:n] when present, else -1 after adding it with value (as
+        entry count - 1)."""
+        return self.find_or_add_hashed(s, n, value, _sig_hash(s, n))
+
+    cdef int find_or_add_hashed(self, const int* s, int n, int value, uint64_t h) noexcept:
+        """find_or_add of s[:n] whose _sig_hash is h."""
+        cdef int j, a
         cdef uint64_t slot = h & self.mask
         cdef int* entry = self.slot_entry.data()
         cdef uint64_t* hs = self.slot_hash.data()
@@ -1702,6 +1722,7 @@ cdef class _SigTable:
         a = <int>self.data.size()
         self.off.push_back(a)           # (an lvalue: see _sccs)
         self.vals.push_back(value)
+        self.hashes.push_back(h)
         self.count += 1
         if 2 * self.count > <int>self.slot_entry.size():
             self._grow()
@@ -2667,6 +2688,8 @@ cdef class Builder:
         cdef int* np_ = NULL
         cdef const int[::1] ready
         cdef bint use_ready, store
+        cdef bint reuse
+        cdef vector[int] entry_of        # a cycle member's entry in the last pass's table
         newpos.assign(P, 0)
         np_ = newpos.data()
         # the longest signature: room for it once
@@ -2759,11 +2782,13 @@ cdef class Builder:
                 for ci in range(<int>comp_off.size() - 1):
                     cb = comp_off[ci]
                     ce = comp_off[ci + 1]
+                    reuse = False
                     if ce - cb > 1:
                         # a cycle: passes over its members, each against the others only (one
                         # position, looping to itself or not, has no other to merge with)
                         rounds = 0
                         merged = True
+                        entry_of.resize(ce - cb)
                         while merged and rounds < max_rounds:
                             rounds += 1
                             merged = False
@@ -2776,17 +2801,29 @@ cdef class Builder:
                                 if j >= 0 and local.vals[j] != cl[p - b]:
                                     cl[p - b] = local.vals[j]
                                     merged = True
+                                entry_of[m - cb] = j if j >= 0 else <int>local.vals.size() - 1
                                 work += ns
+                        # a pass that merged nothing read every member's signature in the
+                        # classes the final pass reads: it takes them (and their hashes)
+                        # from that pass, until a class changes
+                        reuse = not merged
                     # final now: merge with what came before (a cycle's members find only
                     # their own entries), then serve the positions that reach it
                     for m in range(cb, ce):
                         p = members[m]
-                        ns = _signature(p, cl, b, s_fin, s_eoff, s_lo, s_hi, s_ws, s_to,
-                                        s_coff, s_crule, s_cto, sg)
-                        j = table.find_or_add(sg, ns, cl[p - b])
+                        if reuse:
+                            j = entry_of[m - cb]
+                            k = local.off[j]
+                            j = table.find_or_add_hashed(&local.data[k], local.off[j + 1] - k,
+                                                         cl[p - b], local.hashes[j])
+                        else:
+                            ns = _signature(p, cl, b, s_fin, s_eoff, s_lo, s_hi, s_ws, s_to,
+                                            s_coff, s_crule, s_cto, sg)
+                            j = table.find_or_add(sg, ns, cl[p - b])
+                            work += ns
                         if j >= 0 and table.vals[j] != cl[p - b]:
                             cl[p - b] = table.vals[j]
-                        work += ns
+                            reuse = False
                     if work >= GIL_YIELD_UNITS:
                         work = 0
                         with nogil:     # a thread waiting for the GIL takes it here
