@@ -1624,21 +1624,23 @@ cdef inline int _signature(int p, const int* cl, int base, const int* fin,
                            const int* to, const int* c_off, const int* c_rule,
                            const int* c_to, int* out) noexcept nogil:
     """What position p does, in classes cl (indexed from base), written to out (room for
-    2 + 4 edges + 2 calls): its final flag, its byte edges (adjacent ranges into one class
-    merged), its calls. Returns its length."""
-    cdef int k, t, at = 2
+    2 + 2 edges + 2 calls): its final flag, its edge count, its byte edges (adjacent ranges
+    into one class merged), each as two ints (hi | lo << 8 | ws << 16, then the class: a
+    byte range packs into one int, so the signatures to hash and compare are half as long),
+    its calls (rule, class). Returns its length."""
+    cdef int k, t, at = 2, prev
     out[0] = fin[p]
     for k in range(e_off[p], e_off[p + 1]):
         t = cl[to[k] - base]
-        if at > 2 and out[at - 3] == lo[k] - 1 and out[at - 2] == ws[k] and out[at - 1] == t:
-            out[at - 3] = hi[k]
-            continue
-        out[at] = lo[k]
-        out[at + 1] = hi[k]
-        out[at + 2] = ws[k]
-        out[at + 3] = t
-        at += 4
-    out[1] = (at - 2) >> 2              # edge count
+        if at > 2:
+            prev = out[at - 2]
+            if (prev & 0xFF) == lo[k] - 1 and (prev >> 16) == ws[k] and out[at - 1] == t:
+                out[at - 2] = (prev & ~0xFF) | hi[k]
+                continue
+        out[at] = hi[k] | (lo[k] << 8) | (ws[k] << 16)
+        out[at + 1] = t
+        at += 2
+    out[1] = (at - 2) >> 1              # edge count
     for k in range(c_off[p], c_off[p + 1]):
         out[at] = c_rule[k]
         out[at + 1] = cl[c_to[k] - base]
@@ -2694,7 +2696,7 @@ cdef class Builder:
         np_ = newpos.data()
         # the longest signature: room for it once
         for p in range(P):
-            k = 2 + 4 * (s_eoff[p + 1] - s_eoff[p]) + 2 * (s_coff[p + 1] - s_coff[p])
+            k = 2 + 2 * (s_eoff[p + 1] - s_eoff[p]) + 2 * (s_coff[p + 1] - s_coff[p])
             if k > widest:
                 widest = k
         sig.assign(widest, 0)
