@@ -2549,6 +2549,7 @@ cdef class Builder:
         members[comp_off[c]:comp_off[c + 1]] (in depth-first post-order), and every component
         comes after the components it reaches (its targets are final when it is visited)."""
         cdef int n = e - b, p, k, ne, nc, t, top, root, count = 0, q, at, m, finished = 0
+        cdef int e0, c0, lp, x
         cdef int sp = 0, nm = 0
         cdef vector[int] fin
         cdef vector[int64_t] by_fin
@@ -2588,25 +2589,33 @@ cdef class Builder:
             while top >= 0:
                 p = dp[top]
                 k = dk[top]
-                ne = e_off[p + 1] - e_off[p]
-                nc = c_off[p + 1] - c_off[p]
-                if k < ne + nc:
-                    dk[top] = k + 1
-                    if k < ne:
-                        t = e_to[e_off[p] + k]
-                    else:
-                        t = c_to[c_off[p] + k - ne]
-                    if idx[t - b] == -1:
-                        idx[t - b] = count
-                        lw[t - b] = count
-                        count += 1
-                        stk[sp] = t
-                        sp += 1
-                        top += 1
-                        dp[top] = t
-                        dk[top] = 0
-                    elif idx[t - b] >= 0 and idx[t - b] < lw[p - b]:
-                        lw[p - b] = idx[t - b]      # t is on the stack (not yet placed)
+                e0 = e_off[p]
+                ne = e_off[p + 1] - e0
+                c0 = c_off[p] - ne
+                nc = c_off[p + 1] - c0          # (targets k < nc: edges, then calls)
+                # p's targets from the k-th on, in one loop until one is new (descend)
+                lp = lw[p - b]
+                t = -1
+                while k < nc:
+                    t = e_to[e0 + k] if k < ne else c_to[c0 + k]
+                    k += 1
+                    x = idx[t - b]
+                    if x == -1:
+                        break
+                    if x >= 0 and x < lp:
+                        lp = x                  # t is on the stack (not yet placed)
+                    t = -1
+                lw[p - b] = lp
+                dk[top] = k
+                if t >= 0:
+                    idx[t - b] = count
+                    lw[t - b] = count
+                    count += 1
+                    stk[sp] = t
+                    sp += 1
+                    top += 1
+                    dp[top] = t
+                    dk[top] = 0
                     continue
                 top -= 1
                 fn[p - b] = finished
