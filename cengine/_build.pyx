@@ -1624,26 +1624,51 @@ cdef inline int _signature(int p, const int* cl, int base, const int* fin,
                            const int* to, const int* c_off, const int* c_rule,
                            const int* c_to, int* out) noexcept nogil:
     """What position p does, in classes cl (indexed from base), written to out (room for
-    2 + 4 edges + 2 calls): its final flag, its byte edges (adjacent ranges into one class
-    merged), its calls. Returns its length."""
-    cdef int k, t, at = 2
+    2 + 2 edges + 2 calls): its final flag, its edge count, its byte edges (adjacent ranges
+    into one class merged), each as two ints (hi | lo << 8 | ws << 16, then the class: a
+    byte range packs into one int, so the signatures to hash and compare are half as long),
+    its calls (rule, class). Returns its length."""
+    cdef int k, t, at = 2, prev
     out[0] = fin[p]
     for k in range(e_off[p], e_off[p + 1]):
         t = cl[to[k] - base]
-        if at > 2 and out[at - 3] == lo[k] - 1 and out[at - 2] == ws[k] and out[at - 1] == t:
-            out[at - 3] = hi[k]
-            continue
-        out[at] = lo[k]
-        out[at + 1] = hi[k]
-        out[at + 2] = ws[k]
-        out[at + 3] = t
-        at += 4
-    out[1] = (at - 2) >> 2              # edge count
+        if at > 2:
+            prev = out[at - 2]
+            if (prev & 0xFF) == lo[k] - 1 and (prev >> 16) == ws[k] and out[at - 1] == t:
+                out[at - 2] = (prev & ~0xFF) | hi[k]
+                continue
+        out[at] = hi[k] | (lo[k] << 8) | (ws[k] << 16)
+        out[at + 1] = t
+        at += 2
+    out[1] = (at - 2) >> 1              # edge count
     for k in range(c_off[p], c_off[p + 1]):
         out[at] = c_rule[k]
         out[at + 1] = cl[c_to[k] - base]
         at += 2
     return at
+
+
+cdef inline uint64_t _sig_hash(const int* s, int n) noexcept nogil:
+    """A 64-bit hash of the ints s[:n] (it only picks slots: which entry a sequence is, is
+    found by comparing). Two lanes of two ints each per step: half the dependent multiplies
+    of one lane (signatures run to dozens of ints)."""
+    cdef uint64_t h1 = 0xcbf29ce484222325ULL ^ (<uint64_t>n * 0x9E3779B97F4A7C15ULL)
+    cdef uint64_t h2 = 0x84222325cbf29ce4ULL
+    cdef int i = 0
+    while i + 3 < n:
+        h1 = (h1 ^ ((<uint64_t><uint32_t>s[i]) | ((<uint64_t><uint32_t>s[i + 1]) << 32))) \
+            * 0xff51afd7ed558ccdULL
+        h2 = (h2 ^ ((<uint64_t><uint32_t>s[i + 2]) | ((<uint64_t><uint32_t>s[i + 3]) << 32))) \
+            * 0xc4ceb9fe1a85ec53ULL
+        h1 ^= h1 >> 32
+        h2 ^= h2 >> 29
+        i += 4
+    while i < n:
+        h1 = (h1 ^ <uint64_t><uint32_t>s[i]) * 0xff51afd7ed558ccdULL
+        h1 ^= h1 >> 32
+        i += 1
+    h1 = (h1 ^ h2) * 0x9E3779B97F4A7C15ULL
+    return h1 ^ (h1 >> 31)
 
 
 @cython.final
@@ -1654,6 +1679,7 @@ cdef class _SigTable:
     cdef vector[uint64_t] slot_hash
     cdef vector[int] slot_entry         # -1: empty
     cdef vector[int] data, off, vals
+    cdef vector[uint64_t] hashes        # per entry
     cdef uint64_t mask
     cdef int count
 
@@ -1669,20 +1695,16 @@ cdef class _SigTable:
         self.data.clear()
         self.off.assign(1, 0)
         self.vals.clear()
+        self.hashes.clear()
 
-    cdef int find_or_add(self, const int* s, int n, int value) noexcept:
-        """Index of the sequence s[:n] when present, else -1 after adding it with value."""
-        cdef uint64_t h = 0xcbf29ce484222325ULL ^ (<uint64_t>n * 0x9E3779B97F4A7C15ULL)
-        cdef int i = 0, j, a
-        cdef size_t at
-        while i + 1 < n:
-            h = (h ^ ((<uint64_t><uint32_t>s[i]) | ((<uint64_t><uint32_t>s[i + 1]) << 32))) \
-                * 0xff51afd7ed558ccdULL
-            h ^= h >> 32
-            i += 2
-        if i < n:
-            h = (h ^ <uint64_t><uint32_t>s[i]) * 0xff51afd7ed558ccdULL
-            h ^= h >> 32
+    cdef inline int find_or_add(self, const int* s, int n, int value) noexcept:
+        """Index of the sequence s[:n] when present, else -1 after adding it with value (as
+        entry count - 1)."""
+        return self.find_or_add_hashed(s, n, value, _sig_hash(s, n))
+
+    cdef int find_or_add_hashed(self, const int* s, int n, int value, uint64_t h) noexcept:
+        """find_or_add of s[:n] whose _sig_hash is h."""
+        cdef int j, a
         cdef uint64_t slot = h & self.mask
         cdef int* entry = self.slot_entry.data()
         cdef uint64_t* hs = self.slot_hash.data()
@@ -1702,6 +1724,7 @@ cdef class _SigTable:
         a = <int>self.data.size()
         self.off.push_back(a)           # (an lvalue: see _sccs)
         self.vals.push_back(value)
+        self.hashes.push_back(h)
         self.count += 1
         if 2 * self.count > <int>self.slot_entry.size():
             self._grow()
@@ -1722,6 +1745,99 @@ cdef class _SigTable:
                     slot = (slot + 1) & self.mask
                 self.slot_entry[slot] = oe[i]
                 self.slot_hash[slot] = oh[i]
+
+
+cdef struct _ChainNode:
+    # finish's closure-chain node: the frame head over the stack node tail (0: the empty
+    # stack), its depth, its chain number (-1: none yet), the last walk that met it as a chain
+    int32_t head, tail, depth, chain, seen
+
+
+cdef struct _NodeSlot:
+    int32_t q, below, node, unused      # node < 0: empty (16 bytes: one slot per cache line part)
+
+
+@cython.final
+cdef class _StackedNodes:
+    """finish's closure-chain nodes (q, below) over a non-empty stack (below != 0) -> node
+    number, by open addressing with each slot holding its key and its value: the lookups are
+    mostly misses of a table larger than the cache, and one slot read is one memory access
+    (an _I64Map reads its key and value arrays apart). Nodes over the empty stack are not
+    kept here: an array by position finds them."""
+    cdef vector[_NodeSlot] slots
+    cdef uint64_t mask
+    cdef int count, shift
+
+    cdef void reset(self, int n) noexcept:
+        """Empty, with room for about n nodes before growing."""
+        cdef size_t cap = 64
+        cdef int shift = 58
+        while cap < <size_t>(2 * n):
+            cap *= 2
+            shift -= 1
+        cdef _NodeSlot empty
+        empty.q = empty.below = empty.unused = 0
+        empty.node = -1
+        self.slots.assign(cap, empty)
+        self.mask = cap - 1
+        self.shift = shift
+        self.count = 0
+
+    cdef inline _NodeSlot* find(self, int q, int below) noexcept:
+        """The slot of (q, below): its node, or the empty slot where it goes."""
+        cdef uint64_t i = ((((<uint64_t>q) << 32) | <uint32_t>below)
+                           * <uint64_t>0x9E3779B97F4A7C15ULL) >> self.shift
+        cdef _NodeSlot* s = self.slots.data()
+        while s[i].node >= 0 and (s[i].q != q or s[i].below != below):
+            i = (i + 1) & self.mask
+        return &s[i]
+
+    cdef void fill(self, _NodeSlot* at, int q, int below, int node) noexcept:
+        """Put node into the empty slot find returned for (q, below)."""
+        at.q = q
+        at.below = below
+        at.node = node
+        self.count += 1
+        if 2 * self.count <= <int>self.slots.size():
+            return
+        cdef vector[_NodeSlot] old
+        old.swap(self.slots)
+        self.reset(self.count)
+        self.count = 0
+        cdef size_t j
+        for j in range(old.size()):
+            if old[j].node >= 0:
+                at = self.find(old[j].q, old[j].below)
+                at[0] = old[j]
+                self.count += 1
+
+
+cdef inline int _intern(_StackedNodes index, vector[int]& top, vector[_ChainNode]& nodes,
+                        int q, int below) noexcept:
+    """finish's node (q, below), made when new: (q, empty stack), the walks' top frames, are
+    found by position in top, the others in the hash table."""
+    cdef int node
+    cdef _NodeSlot* at = NULL
+    cdef _ChainNode x
+    if below == 0:
+        if top[q] >= 0:
+            return top[q]
+    else:
+        at = index.find(q, below)
+        if at.node >= 0:
+            return at.node
+    node = <int>nodes.size()
+    if below == 0:
+        top[q] = node
+    else:
+        index.fill(at, q, below, node)
+    x.head = q
+    x.tail = below
+    x.depth = nodes[below].depth + 1
+    x.chain = -1
+    x.seen = -1
+    nodes.push_back(x)
+    return node
 
 
 cdef inline void _sort_ints(vector[int]& v) noexcept:
@@ -1751,6 +1867,36 @@ cdef extern from *:
     static inline int cengine_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
     """
     int _ctz64 "cengine_ctz64"(unsigned long long x) noexcept nogil     # x != 0
+
+
+cdef object _pack_call_free(const int* fin, const int* e_off, const int* lo, const int* hi,
+                            const int* to, const int* ws, int b, int e):
+    """The call-free positions [b, e) packed as add_positions takes them (targets from 0), read
+    only."""
+    cdef int P = e - b, p, k
+    cdef int e0 = e_off[b], E = e_off[e] - e0
+    out = np.empty(5 + 3 * P + 4 * E, dtype=np.int32)
+    cdef int[::1] o = out
+    o[0] = P
+    o[1] = E
+    o[2] = 0
+    cdef int at = 3
+    for p in range(P):
+        o[at + p] = fin[b + p]
+    at += P
+    for p in range(P + 1):
+        o[at + p] = e_off[b + p] - e0
+    at += P + 1
+    for k in range(E):
+        o[at + k] = lo[e0 + k]
+        o[at + E + k] = hi[e0 + k]
+        o[at + 2 * E + k] = to[e0 + k] - b
+        o[at + 3 * E + k] = ws[e0 + k]
+    at += 4 * E
+    for p in range(P + 1):
+        o[at + p] = 0
+    out.setflags(write=False)
+    return out
 
 
 @cython.final
@@ -2439,6 +2585,7 @@ cdef class Builder:
         members[comp_off[c]:comp_off[c + 1]] (in depth-first post-order), and every component
         comes after the components it reaches (its targets are final when it is visited)."""
         cdef int n = e - b, p, k, ne, nc, t, top, root, count = 0, q, at, m, finished = 0
+        cdef int e0, c0, lp, x
         cdef int sp = 0, nm = 0
         cdef vector[int] fin
         cdef vector[int64_t] by_fin
@@ -2478,25 +2625,33 @@ cdef class Builder:
             while top >= 0:
                 p = dp[top]
                 k = dk[top]
-                ne = e_off[p + 1] - e_off[p]
-                nc = c_off[p + 1] - c_off[p]
-                if k < ne + nc:
-                    dk[top] = k + 1
-                    if k < ne:
-                        t = e_to[e_off[p] + k]
-                    else:
-                        t = c_to[c_off[p] + k - ne]
-                    if idx[t - b] == -1:
-                        idx[t - b] = count
-                        lw[t - b] = count
-                        count += 1
-                        stk[sp] = t
-                        sp += 1
-                        top += 1
-                        dp[top] = t
-                        dk[top] = 0
-                    elif idx[t - b] >= 0 and idx[t - b] < lw[p - b]:
-                        lw[p - b] = idx[t - b]      # t is on the stack (not yet placed)
+                e0 = e_off[p]
+                ne = e_off[p + 1] - e0
+                c0 = c_off[p] - ne
+                nc = c_off[p + 1] - c0          # (targets k < nc: edges, then calls)
+                # p's targets from the k-th on, in one loop until one is new (descend)
+                lp = lw[p - b]
+                t = -1
+                while k < nc:
+                    t = e_to[e0 + k] if k < ne else c_to[c0 + k]
+                    k += 1
+                    x = idx[t - b]
+                    if x == -1:
+                        break
+                    if x >= 0 and x < lp:
+                        lp = x                  # t is on the stack (not yet placed)
+                    t = -1
+                lw[p - b] = lp
+                dk[top] = k
+                if t >= 0:
+                    idx[t - b] = count
+                    lw[t - b] = count
+                    count += 1
+                    stk[sp] = t
+                    sp += 1
+                    top += 1
+                    dp[top] = t
+                    dk[top] = 0
                     continue
                 top -= 1
                 fn[p - b] = finished
@@ -2525,7 +2680,8 @@ cdef class Builder:
                             mem[at + m] = <int>(<uint32_t>by_fin[m])     # (a C cast: see above)
                     comp_off.push_back(nm)
 
-    def minimize(self, int max_rounds):
+    def minimize(self, int max_rounds, list kept_keys=None, dict kept=None,
+                 dict minimal=None):
         """Merge the positions of each rule that behave alike: the subset construction keeps
         one position per NFA-state set, and front ends copy expressions (the trie of an open
         object's free keys carries a UTF-8 tail per node, an object of few properties a chain
@@ -2544,6 +2700,13 @@ cdef class Builder:
         end in the same classes) for a fraction of the signatures. (Copies of a cycle are not
         merged; a long counted run costs one look per position, where refining from one class
         per flag would take a pass per count.)
+
+        kept_keys and kept as add_rules took them, and minimal (a dict the caller keeps across
+        builds): a rule added from kept positions (call-free, the same packed array each
+        time) is merged once per process. A rule's merging reads nothing but its own
+        positions and max_rounds, so its result for that array is fixed: it is stored under
+        (key, max_rounds) beside the array it was made from, and a later build whose rule
+        holds the same array takes the stored positions instead of merging again.
         Returns (positions before, positions after)."""
         cdef int R = <int>self.starts.size()
         cdef int P = <int>self.finals.size()
@@ -2570,11 +2733,15 @@ cdef class Builder:
         cdef int* cl
         cdef int* sg
         cdef int* np_ = NULL
+        cdef const int[::1] ready
+        cdef bint use_ready, store
+        cdef bint reuse
+        cdef vector[int] entry_of        # a cycle member's entry in the last pass's table
         newpos.assign(P, 0)
         np_ = newpos.data()
         # the longest signature: room for it once
         for p in range(P):
-            k = 2 + 4 * (s_eoff[p + 1] - s_eoff[p]) + 2 * (s_coff[p + 1] - s_coff[p])
+            k = 2 + 2 * (s_eoff[p + 1] - s_eoff[p]) + 2 * (s_coff[p + 1] - s_coff[p])
             if k > widest:
                 widest = k
         sig.assign(widest, 0)
@@ -2592,11 +2759,55 @@ cdef class Builder:
         e_ws.assign(self.e_lo.size(), 0)
         c_rule.assign(self.c_rule.size(), 0)
         c_to.assign(self.c_rule.size(), 0)
+        cdef int* o_fin = finals.data()
+        cdef int* o_rule = pos_rule.data()
+        cdef int* o_eoff = e_off.data()
+        cdef int* o_lo = e_lo.data()
+        cdef int* o_hi = e_hi.data()
+        cdef int* o_to = e_to.data()
+        cdef int* o_ws = e_ws.data()
+        cdef int* o_coff = c_off.data()
+        cdef int* o_crule = c_rule.data()
+        cdef int* o_cto = c_to.data()
         cdef int npos = 0
+        o_eoff[0] = 0
+        o_coff[0] = 0
         for r in range(R):
             b = self.starts[r]
             e = self.starts[r + 1] if r + 1 < R else P
             n = e - b
+            base = npos
+            starts.push_back(base)
+            # a kept rule: its merged positions stored by an earlier build (or to store now)
+            use_ready = store = False
+            if kept_keys is not None and kept_keys[r] is not None and minimal is not None:
+                got = kept.get(kept_keys[r])
+                if got is not None:
+                    done = minimal.get((kept_keys[r], max_rounds))
+                    if done is not None and done[0] is got[0]:
+                        ready = done[1]
+                        use_ready = True
+                    else:
+                        store = True
+            if use_ready:
+                # (packed as add_positions takes them, without calls: P, E, 0, finals[P],
+                # e_off[P+1], e_lo[E], e_hi[E], e_to[E], e_ws[E], c_off[P+1])
+                n = ready[0]
+                m = ready[1]
+                for p in range(n):
+                    o_fin[base + p] = ready[3 + p]
+                    o_rule[base + p] = r
+                    o_eoff[base + p + 1] = ne_out + ready[3 + n + p + 1]
+                    o_coff[base + p + 1] = nc_out
+                j = 3 + 2 * n + 1
+                for k in range(m):
+                    o_lo[ne_out + k] = ready[j + k]
+                    o_hi[ne_out + k] = ready[j + m + k]
+                    o_to[ne_out + k] = base + ready[j + 2 * m + k]
+                    o_ws[ne_out + k] = ready[j + 3 * m + k]
+                ne_out += m
+                npos += n
+                continue
             cls.assign(n, 0)
             cl = cls.data()
             for p in range(n):
@@ -2618,11 +2829,13 @@ cdef class Builder:
                 for ci in range(<int>comp_off.size() - 1):
                     cb = comp_off[ci]
                     ce = comp_off[ci + 1]
+                    reuse = False
                     if ce - cb > 1:
                         # a cycle: passes over its members, each against the others only (one
                         # position, looping to itself or not, has no other to merge with)
                         rounds = 0
                         merged = True
+                        entry_of.resize(ce - cb)
                         while merged and rounds < max_rounds:
                             rounds += 1
                             merged = False
@@ -2635,17 +2848,29 @@ cdef class Builder:
                                 if j >= 0 and local.vals[j] != cl[p - b]:
                                     cl[p - b] = local.vals[j]
                                     merged = True
+                                entry_of[m - cb] = j if j >= 0 else <int>local.vals.size() - 1
                                 work += ns
+                        # a pass that merged nothing read every member's signature in the
+                        # classes the final pass reads: it takes them (and their hashes)
+                        # from that pass, until a class changes
+                        reuse = not merged
                     # final now: merge with what came before (a cycle's members find only
                     # their own entries), then serve the positions that reach it
                     for m in range(cb, ce):
                         p = members[m]
-                        ns = _signature(p, cl, b, s_fin, s_eoff, s_lo, s_hi, s_ws, s_to,
-                                        s_coff, s_crule, s_cto, sg)
-                        j = table.find_or_add(sg, ns, cl[p - b])
+                        if reuse:
+                            j = entry_of[m - cb]
+                            k = local.off[j]
+                            j = table.find_or_add_hashed(&local.data[k], local.off[j + 1] - k,
+                                                         cl[p - b], local.hashes[j])
+                        else:
+                            ns = _signature(p, cl, b, s_fin, s_eoff, s_lo, s_hi, s_ws, s_to,
+                                            s_coff, s_crule, s_cto, sg)
+                            j = table.find_or_add(sg, ns, cl[p - b])
+                            work += ns
                         if j >= 0 and table.vals[j] != cl[p - b]:
                             cl[p - b] = table.vals[j]
-                        work += ns
+                            reuse = False
                     if work >= GIL_YIELD_UNITS:
                         work = 0
                         with nogil:     # a thread waiting for the GIL takes it here
@@ -2658,7 +2883,6 @@ cdef class Builder:
                     ren[cl[p]] = count
                     count += 1
             # the new positions of rule r: one per class, the first member its representative
-            base = npos
             rep.clear()
             count = 0
             for p in range(b, e):
@@ -2667,48 +2891,35 @@ cdef class Builder:
                 if c == count:
                     rep.push_back(p)
                     count += 1
-            starts.push_back(base)
+            # the representatives' edges and calls, targets renumbered (edges and call
+            # returns stay within their rule, so its numbers are all known now)
             for c in range(count):
                 p = rep[c]
-                finals[npos] = s_fin[p]
-                pos_rule[npos] = s_rule[p]
+                o_fin[npos] = s_fin[p]
+                o_rule[npos] = s_rule[p]
+                last = -1
+                for k in range(s_eoff[p], s_eoff[p + 1]):
+                    t = np_[s_to[k]]
+                    if last >= 0 and o_to[last] == t and o_ws[last] == s_ws[k] \
+                            and o_hi[last] == s_lo[k] - 1:
+                        o_hi[last] = s_hi[k]
+                        continue
+                    o_lo[ne_out] = s_lo[k]
+                    o_hi[ne_out] = s_hi[k]
+                    o_to[ne_out] = t
+                    o_ws[ne_out] = s_ws[k]
+                    last = ne_out
+                    ne_out += 1
+                for k in range(s_coff[p], s_coff[p + 1]):
+                    o_crule[nc_out] = s_crule[k]
+                    o_cto[nc_out] = np_[s_cto[k]]
+                    nc_out += 1
                 npos += 1
-        # edges and calls of the representatives, targets renumbered (second pass: a target's
-        # new number is known only once its rule is done, and edges stay within their rule)
-        cdef int* o_eoff = e_off.data()
-        cdef int* o_lo = e_lo.data()
-        cdef int* o_hi = e_hi.data()
-        cdef int* o_to = e_to.data()
-        cdef int* o_ws = e_ws.data()
-        cdef int* o_coff = c_off.data()
-        cdef int* o_crule = c_rule.data()
-        cdef int* o_cto = c_to.data()
-        cdef int q = 0          # positions written
-        o_eoff[0] = 0
-        o_coff[0] = 0
-        for p in range(P):
-            if q != np_[p]:
-                continue            # not its class's first member, the representative
-            last = -1
-            for k in range(s_eoff[p], s_eoff[p + 1]):
-                t = np_[s_to[k]]
-                if last >= 0 and o_to[last] == t and o_ws[last] == s_ws[k] \
-                        and o_hi[last] == s_lo[k] - 1:
-                    o_hi[last] = s_hi[k]
-                    continue
-                o_lo[ne_out] = s_lo[k]
-                o_hi[ne_out] = s_hi[k]
-                o_to[ne_out] = t
-                o_ws[ne_out] = s_ws[k]
-                last = ne_out
-                ne_out += 1
-            for k in range(s_coff[p], s_coff[p + 1]):
-                o_crule[nc_out] = s_crule[k]
-                o_cto[nc_out] = np_[s_cto[k]]
-                nc_out += 1
-            q += 1
-            o_eoff[q] = ne_out
-            o_coff[q] = nc_out
+                o_eoff[npos] = ne_out
+                o_coff[npos] = nc_out
+            if store and o_coff[npos] == o_coff[base]:
+                minimal[(kept_keys[r], max_rounds)] = (
+                    got[0], _pack_call_free(o_fin, o_eoff, o_lo, o_hi, o_to, o_ws, base, npos))
         finals.erase(finals.begin() + (npos), finals.end())
         pos_rule.erase(pos_rule.begin() + (npos), pos_rule.end())
         e_off.erase(e_off.begin() + (npos + 1), e_off.end())
@@ -3058,26 +3269,28 @@ cdef class Builder:
 
         # closure chains. A stack below the top frame is an interned node (head, tail);
         # node 0 is the empty stack. A chain is the node (q, below).
-        cdef vector[int] node_head, node_tail, node_depth, node_chain, node_seen
-        cdef _I64Map node_index = _I64Map()
+        cdef vector[_ChainNode] nodes
+        cdef _ChainNode* nd
+        cdef _StackedNodes node_index = _StackedNodes()
         cdef _I64Map visited = None     # made for the first walk that outgrows walk_keys
-        node_index.reserve(2 * P)
+        node_index.reset(P // 2)
         cdef vector[int64_t] work, walk_keys
-        cdef vector[int] clo_off, clo_chain, chain_nodes
-        node_head.reserve(P + 1)
-        node_tail.reserve(P + 1)
-        node_depth.reserve(P + 1)
-        node_chain.reserve(P + 1)
-        node_seen.reserve(P + 1)
-        clo_off.reserve(P + 1)
-        clo_chain.reserve(P + 1)
+        cdef vector[int] clo_chain, chain_nodes
+        # (room reserved is not touched: a generous guess costs no page faults, growing
+        # copies; the corpus stays below 4 chains per position, about P + calls)
+        nodes.reserve(2 * P + NC + 1)
+        clo_chain.reserve(2 * P + NC + 1)
         chain_nodes.reserve(P + 1)
-        node_head.push_back(-1)
-        node_tail.push_back(0)
-        node_depth.push_back(0)
-        node_chain.push_back(-1)
-        node_seen.push_back(-1)
-        clo_off.push_back(0)
+        cdef _ChainNode empty
+        empty.head = -1
+        empty.tail = 0
+        empty.depth = 0
+        empty.chain = -1
+        empty.seen = -1
+        nodes.push_back(empty)
+        clo_off_a = _new_array(P + 1, _DT_I32, &d)
+        cdef int32_t* clo_off = <int32_t*>d
+        clo_off[0] = 0
         cdef bint pop, big
         cdef size_t i
         # the node of (q, empty stack), once interned: most walks are that one frame
@@ -3112,26 +3325,26 @@ cdef class Builder:
                     if walk_keys.size() > 16:
                         big = True
                         if visited is None:
+                            # (grows with the frames of the long walks: a few walks are)
                             visited = _I64Map()
-                            visited.reserve(4 * P)
                         for i in range(walk_keys.size()):
                             visited.put(walk_keys[i], p)
                 if eoff[q] != eoff[q + 1]:
                     if below == 0 and top_node[q] >= 0:
                         node = top_node[q]
                     else:
-                        node = self._intern(node_index, top_node, node_head, node_tail,
-                                            node_depth, node_chain, node_seen, q, below)
-                    if node_seen[node] != p:
-                        node_seen[node] = p
-                        j = node_chain[node]
+                        node = _intern(node_index, top_node, nodes, q, below)
+                    nd = &nodes[node]
+                    if nd.seen != p:
+                        nd.seen = p
+                        j = nd.chain
                         if j < 0:
-                            j = node_chain[node] = <int>chain_nodes.size()
+                            j = nd.chain = <int>chain_nodes.size()
                             chain_nodes.push_back(node)
                         clo_chain.push_back(j)
                 if fin[q]:
                     if below:
-                        work.push_back(((<int64_t>node_head[below]) << 32) | node_tail[below])
+                        work.push_back(((<int64_t>nodes[below].head) << 32) | nodes[below].tail)
                     else:
                         pop = True
                 for k in range(coff[q], coff[q + 1]):
@@ -3140,26 +3353,34 @@ cdef class Builder:
                     if trivial[t]:
                         nb = below
                     else:
-                        if node_depth[below] + 1 > MAX_CHAIN_DEPTH:
+                        if nodes[below].depth + 1 > MAX_CHAIN_DEPTH:
                             raise LimitError("rule calls nest more than 256 deep without consuming a byte",
                                              rule=names[r])
                         if below == 0 and top_node[t] >= 0:
                             nb = top_node[t]
                         else:
-                            nb = self._intern(node_index, top_node, node_head, node_tail,
-                                              node_depth, node_chain, node_seen, t, below)
+                            nb = _intern(node_index, top_node, nodes, t, below)
                     work.push_back(((<int64_t>starts[r]) << 32) | nb)
-            clo_off.push_back(<int>clo_chain.size())
+            clo_off[p + 1] = <int32_t>clo_chain.size()
             clo_pop[p] = pop
-        cdef vector[int] chain_off, chain_pos
-        chain_off.reserve(chain_nodes.size() + 1)
-        chain_off.push_back(0)
-        for j in range(<int>chain_nodes.size()):
+        # the chains' frames, top first, straight into their arrays (sizes known: one frame
+        # per level of each chain's node)
+        cdef int n_chains = <int>chain_nodes.size(), n_frames = 0
+        for j in range(n_chains):
+            n_frames += nodes[chain_nodes[j]].depth
+        chain_off_a = _new_array(n_chains + 1, _DT_I32, &d)
+        cdef int32_t* chain_off = <int32_t*>d
+        chain_pos_a = _new_array(n_frames, _DT_I32, &d)
+        cdef int32_t* chain_pos = <int32_t*>d
+        chain_off[0] = 0
+        k = 0
+        for j in range(n_chains):
             node = chain_nodes[j]
             while node:
-                chain_pos.push_back(node_head[node])
-                node = node_tail[node]
-            chain_off.push_back(<int>chain_pos.size())
+                chain_pos[k] = nodes[node].head
+                k += 1
+                node = nodes[node].tail
+            chain_off[j + 1] = k
 
         short_len = _i64(self.short_len)
         return dict(
@@ -3167,31 +3388,7 @@ cdef class Builder:
             edge_off=_i32(deref(pe_off)), edge_lo=_u8(deref(pe_lo)), edge_hi=_u8(deref(pe_hi)),
             edge_to=_i32(deref(pe_to)), edge_ws=_u8(deref(pe_ws)), call_off=_i32(deref(pc_off)),
             call_rule=_i32(deref(pc_rule)), call_to=_i32(deref(pc_to)),
-            clo_off=_i32(clo_off), clo_chain=_i32(clo_chain), chain_off=_i32(chain_off),
-            chain_pos=_i32(chain_pos), clo_pop=clo_pop_a, short_len=short_len,
+            clo_off=clo_off_a, clo_chain=_i32(clo_chain), chain_off=chain_off_a,
+            chain_pos=chain_pos_a, clo_pop=clo_pop_a, short_len=short_len,
             short_kind=_u8(self.short_kind), short_byte=_u8(self.short_byte),
             short_rule=_i32(self.short_rule), short_to=_i32(self.short_to))
-
-    cdef int _intern(self, _I64Map index, vector[int]& top, vector[int]& head,
-                     vector[int]& tail, vector[int]& depth, vector[int]& chain,
-                     vector[int]& seen, int q, int below) noexcept:
-        # (q, empty stack), the walks' top frames, are cached by position in `top`: no hash
-        # lookup for them
-        cdef int64_t key
-        cdef int node
-        if below == 0 and top[q] >= 0:
-            return top[q]
-        key = ((<int64_t>q) << 32) | below
-        node = index.get(key)
-        if node >= 0:
-            return node
-        node = <int>head.size()
-        index.put(key, node)
-        if below == 0:
-            top[q] = node
-        head.push_back(q)
-        tail.push_back(below)
-        depth.push_back(depth[below] + 1)
-        chain.push_back(-1)
-        seen.push_back(-1)
-        return node

@@ -236,6 +236,10 @@ def _positions_made_elsewhere(e, rule_index: Dict[str, int]):
 # pass puts in its place, depends on the grammar.
 _KEPT_EXPRS: Dict[int, ir.Expr] = {}
 _KEPT_POSITIONS: Dict[tuple, tuple] = {}
+# the same rules' positions once merged (Builder.minimize): their merging reads only their own
+# positions and the number of rounds, so it is done once per kept array and rounds, stored
+# under (key, rounds) beside the array it was made from
+_KEPT_MERGED: Dict[tuple, tuple] = {}
 
 
 def _calls_nothing(e) -> bool:
@@ -320,11 +324,11 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     # merged anyway, equal suffixes are shared already in the NFA (fewer subset states to
     # make and merge)
     builder = _builder()
+    kept_keys = _kept_keys(grammar, names, minimize)
     try:
         builder.add_rules(names, exprs, [grammar.rules[n].whitespace for n in names],
                           rule_index, _Whitespace, minimize, MAX_NFA_STATES, _MADE_ELSEWHERE,
-                          _positions_made_elsewhere, _kept_keys(grammar, names, minimize),
-                          _KEPT_POSITIONS)
+                          _positions_made_elsewhere, kept_keys, _KEPT_POSITIONS)
     except CompileError as e:
         name = names[builder.failed_rule]
         if builder.failed_phase == _NFA_PHASE:
@@ -339,7 +343,7 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
                 raise LimitError(e.reason, limit=e.limit, **at) from None
         raise
     if minimize:
-        builder.minimize(MINIMIZE_MAX_ROUNDS)
+        builder.minimize(MINIMIZE_MAX_ROUNDS, kept_keys, _KEPT_POSITIONS, _KEPT_MERGED)
 
     cyc = builder.left_cycle()
     if cyc is not None:

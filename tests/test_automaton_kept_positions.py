@@ -46,8 +46,10 @@ FORMATS = ["hostname", "email", "uri", "ipv6", "date-time", "uri-template"]
 @pytest.fixture
 def fresh():
     automaton._KEPT_POSITIONS.clear()
+    automaton._KEPT_MERGED.clear()
     yield
     automaton._KEPT_POSITIONS.clear()
+    automaton._KEPT_MERGED.clear()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -70,6 +72,43 @@ def test_automaton_kept_positions_are_used(fresh, fmt):
     changed[3] ^= 1
     automaton._KEPT_POSITIONS[key] = (changed, units)
     assert _tables(fmt) != first
+
+
+def _merged_for(key):
+    return [(k, v) for k, v in automaton._KEPT_MERGED.items() if k[0] == key]
+
+
+@pytest.mark.parametrize("fmt", ["uri", "email", "hostname"])
+def test_automaton_kept_positions_merged_once(fresh, fmt):
+    # the kept rule's merged positions (Builder.minimize) are stored beside the array they
+    # were made from, and a later build takes them instead of merging again
+    first = _tables(fmt)
+    (key, (packed, _)), = _kept_for(fmt).items()
+    (mkey, (raw, merged)), = _merged_for(key)
+    assert mkey == (key, automaton.MINIMIZE_MAX_ROUNDS) and raw is packed
+    assert merged[0] < packed[0] and merged[2] == 0 and not merged.flags.writeable
+    changed = merged.copy()
+    changed[3] ^= 1
+    automaton._KEPT_MERGED[mkey] = (raw, changed)
+    assert _tables(fmt) != first
+    automaton._KEPT_MERGED[mkey] = (raw, merged)
+    assert _tables(fmt) == first
+    # merged positions stored for another array (kept positions replaced) are not taken
+    automaton._KEPT_MERGED[mkey] = (raw.copy(), changed)
+    assert _tables(fmt) == first
+
+
+def test_automaton_kept_positions_merged_per_rounds(fresh, monkeypatch):
+    first = _tables("uri")
+    monkeypatch.setattr(automaton, "MINIMIZE_MAX_ROUNDS", 1)
+    one_round = _tables("uri")
+    (key, _), = _kept_for("uri").items()
+    assert sorted(k[1] for k, _ in _merged_for(key)) == [1, 64]
+    monkeypatch.undo()
+    assert _tables("uri") == first
+    automaton._KEPT_MERGED.clear()
+    monkeypatch.setattr(automaton, "MINIMIZE_MAX_ROUNDS", 1)
+    assert _tables("uri") == one_round
 
 
 def _least_work(fmt):
