@@ -222,6 +222,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 _SCALARS = (str, int, bool)
+# the keywords of an original schema that _Compiler._lengths_only reads without a validator
+_LENGTH_ENUM_KEYS = ("enum", "type", "minLength", "maxLength")
 
 
 def _json_in(v: Any, values: List[Any]) -> bool:
@@ -661,6 +663,15 @@ class _Compiler:
             # only `type` beside the values (the common case): no validator needed
             types = _type_list(schema.get("type"))
             kept = [v for v in values if types is True or any(_is_type(v, t) for t in types)]
+        elif self._lengths_only(schema, rest, values):
+            # string lengths beside them too (an enum of codes with maxLength): jsonschema's
+            # reading of those (len of a str, others pass) without validating every value
+            # against the whole part, whose enum keyword compares it with every value
+            types = _type_list(schema.get("type"))
+            lo = schema.get("minLength", 0)
+            hi = schema.get("maxLength")
+            kept = [v for v in values if (types is True or any(_is_type(v, t) for t in types))
+                    and (not isinstance(v, str) or (lo <= len(v) and (hi is None or len(v) <= hi)))]
         else:
             kept = [v for v in values if self._valid(v, schema, ptr, kw)]
         t = _type_list(schema.get("type"))
@@ -672,6 +683,29 @@ class _Compiler:
             # literal containers count as one level of nesting
             return self.g.add(self._rule_name(ptr, kw), expr, container=True)
         return expr
+
+    @staticmethod
+    def _lengths_only(schema: dict, rest: List[str], values: list) -> bool:
+        """_valid of each of `values` (from schema's enum) is type, minLength and maxLength
+        alone, read as jsonschema reads them: schema stands for one original schema that
+        holds nothing else that validates (the same enum object and the same bounds), the
+        bounds are counts, and no value is a float (draft 4 types 1.0 apart from the
+        integers, the later drafts not)."""
+        if not rest or "const" in schema or EXCLUDE in schema or \
+                not all(k == "minLength" or k == "maxLength" for k in rest):
+            return False
+        if _type_list(schema.get("type")) is None or any(type(v) is float for v in values):
+            return False
+        if not all(type(schema[k]) is int and schema[k] >= 0 for k in rest):
+            return False
+        if not isinstance(schema, Node):
+            return True
+        if schema.parts is None or len(schema.parts) != 1:
+            return False
+        part = schema.parts[0]
+        return isinstance(part, dict) and part.get("enum") is schema["enum"] and \
+            all(k in _LENGTH_ENUM_KEYS or _is_annotation(k) for k in part) and \
+            all(part.get(k) == schema.get(k) for k in _LENGTH_ENUM_KEYS)
 
     def _validator_class(self):
         import jsonschema
