@@ -1842,8 +1842,20 @@ class _Compiler:
         got = self._member_rules.get((name, id(e)))
         if got is not None and got[0] is e:
             return got[1]
-        rule = self._object_part(_ptr(ptr, "properties", name), "member",
-                                 ir.seq(ir.Bytes(jg.canonical_string(name)), col, e))
+        expr = ir.seq(ir.Bytes(jg.canonical_string(name)), col, e)
+        # most values are calls (an object's, an array's, a $ref's rule): a member that is
+        # the name, col and one call is keyed by the three, not by its expression, whose
+        # hash calls every leaf's __hash__; any member expression of that form gets that key
+        # (the name's spelling is one to one), so equal expressions still share one rule
+        if type(e) is ir.Ref:
+            call = e
+        else:
+            call = expr.items[-1] if type(expr) is ir.Seq else None
+            if type(call) is not ir.Ref or expr != ir.seq(ir.Bytes(jg.canonical_string(name)),
+                                                          col, call):
+                call = None
+        key = ("member", expr) if call is None else ("member-call", name, call.name, col)
+        rule = self._object_part(_ptr(ptr, "properties", name), "member", expr, key=key)
         self._member_rules[(name, id(e))] = (e, rule)
         return rule
 

@@ -229,6 +229,7 @@ _COLON = ir.seq(_WS_REF, ir.lit(":"), _WS_REF)
 _STRING_REF = ir.Ref(STRING)
 _STRING_BODY_REF = ir.Ref(STRING_BODY)
 _STRING_CHAR_REF = ir.Ref(STRING_CHAR)
+_VALUE_REF = ir.Ref(VALUE)
 _STRING_EXPR = ir.seq(ir.lit('"'), _STRING_BODY_REF)
 
 
@@ -508,7 +509,7 @@ def value(g: ir.GrammarIR) -> ir.Ref:
         for name, expr, is_container, is_ws in _value_rules():
             if name not in g.rules:
                 g.add(name, expr, container=is_container, whitespace=is_ws)
-    return ir.Ref(VALUE)
+    return _VALUE_REF
 
 
 @functools.lru_cache(maxsize=1)
