@@ -154,7 +154,7 @@ def _is_type(v, t: str) -> bool:
     return isinstance(v, {"string": str, "array": list, "object": dict}[t])
 
 
-_SLUG_RUN = re.compile(r"[^A-Za-z0-9]+")
+_SLUG_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -167,7 +167,9 @@ def _slug(ptr: str) -> str:
     core = dashed.replace("-", "")
     if core.isascii() and core.isalnum() and "--" not in dashed:
         return dashed.strip("-")[:80] or "root"
-    return _SLUG_RUN.sub("-", ptr).strip("-")[:80] or "root"
+    # each run of other characters one '-', none at the ends: the letter-and-digit runs
+    # joined by '-'
+    return "-".join(_SLUG_WORD.findall(ptr))[:80] or "root"
 
 
 def _is_validating(key: str) -> bool:
@@ -439,7 +441,9 @@ class _Compiler:
     def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
         """A fresh rule name for the schema at ptr; keyword (default: by kind) is what a limit
         met while building the rule names, with its pointer (GrammarIR.sources)."""
-        name = self.g.fresh_name(f"{self.prefix}{_slug(ptr)}-{kind}")
+        name = f"{self.prefix}{_slug(ptr)}-{kind}"
+        if name in self.g.rules:
+            name = self.g.fresh_name(name)
         if not keyword:
             keyword = _RULE_KEYWORDS.get(kind)
             if keyword is None and kind.startswith("after"):
@@ -776,7 +780,7 @@ class _Compiler:
             self.ref_rules[ptr] = name
             self.g.add(name, ir.NOTHING)
             self.g.rules[name].expr = self.compile(schema, ptr)
-        return ir.Ref(name)
+        return ir.ref(name)
 
     # --- allOf / $ref with siblings: one merged schema -------------------------------------
     def _conj_rule(self, schema: Node, ptr: str, kw: str) -> ir.Expr:
@@ -791,7 +795,7 @@ class _Compiler:
             origin = schema.origin or (self._kw(schema, kw), _ptr(ptr, self._kw(schema, kw)))
             merged = self._merged(schema, ptr, origin)
             self.g.rules[name].expr = ir.NOTHING if merged is False else self.compile(merged, ptr)
-        return ir.Ref(name)
+        return ir.ref(name)
 
     def _merged(self, schema: Any, ptr: str, origin: Tuple[str, str]):
         """schema with its allOf and $ref folded in: one Node without either, or False.
@@ -1434,7 +1438,7 @@ class _Compiler:
             name = self._rule_name(ptr, f"{key[0]}-string", key[0])
             self.g.add(name, expr)
             self.shared_strings[key] = name
-        return ir.Ref(name)
+        return ir.ref(name)
 
     # --- arrays ----------------------------------------------------------------------------
     def _array(self, schema: dict, ptr: str) -> ir.Expr:
@@ -1498,7 +1502,7 @@ class _Compiler:
         expr = jg.container(g, "[", members, "]", nullable_members=(lo == 0))
         # schemas repeat arrays too (a list of strings in every rule of a linter's config):
         # equal ones are one rule
-        return ir.Ref(self._object_part(ptr, "array", expr, container=True, keyword=size_kw))
+        return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword=size_kw))
 
     # --- objects ---------------------------------------------------------------------------
     def _value_expr(self, schema: Any, ptr: str) -> ir.Expr:
@@ -1693,7 +1697,7 @@ class _Compiler:
         col = jg.colon(g)
         sep = jg.comma(g)
         extras = [(jg.free_key_rule(g, k) if type(k) is jg.FreeKeys else k, v) for k, v in extras]
-        kvs = [ir.seq(ir.Bytes(jg.canonical_string(n)), col, e) for n, e, _ in present]
+        kvs = [ir.seq(ir.byte_string(jg.canonical_string(n)), col, e) for n, e, _ in present]
         extra = jg.alt(*(ir.seq(k, col, v) for k, v in extras)) if extras else None
         n = len(present)
         n_req = sum(1 for _, _, r in present if r)
@@ -1832,7 +1836,7 @@ class _Compiler:
         jg.ws(g)        # (the root's whitespace rule: its bytes are the node's whitespace)
         node = ir.AnyOrder(members, tuple(r for _, _, r in present), extra, lo, hi,
                            not subsets, jg.ws_bytes())
-        return ir.Ref(self._object_part(ptr, "object", node, container=True))
+        return ir.ref(self._object_part(ptr, "object", node, container=True))
 
     def _member_rule(self, ptr: str, name: str, e: ir.Expr, col: ir.Expr) -> str:
         """The rule of the member `name col e`: _object_part's, looked up first by the value
@@ -1842,7 +1846,7 @@ class _Compiler:
         got = self._member_rules.get((name, id(e)))
         if got is not None and got[0] is e:
             return got[1]
-        expr = ir.seq(ir.Bytes(jg.canonical_string(name)), col, e)
+        expr = ir.seq(ir.byte_string(jg.canonical_string(name)), col, e)
         # most values are calls (an object's, an array's, a $ref's rule): a member that is
         # the name, col and one call is keyed by the three, not by its expression, whose
         # hash calls every leaf's __hash__; any member expression of that form gets that key
@@ -1851,7 +1855,7 @@ class _Compiler:
             call = e
         else:
             call = expr.items[-1] if type(expr) is ir.Seq else None
-            if type(call) is not ir.Ref or expr != ir.seq(ir.Bytes(jg.canonical_string(name)),
+            if type(call) is not ir.Ref or expr != ir.seq(ir.byte_string(jg.canonical_string(name)),
                                                           col, call):
                 call = None
         key = ("member", expr) if call is None else ("member-call", name, call.name, col)

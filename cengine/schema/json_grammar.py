@@ -601,7 +601,7 @@ def value_literal(g: ir.GrammarIR, v, *, integer: bool = False) -> ir.Expr:
     if isinstance(v, (int, float)):
         return number_literal(v, fraction=not integer)
     if isinstance(v, str):
-        return ir.Bytes(canonical_string(v))
+        return ir.byte_string(canonical_string(v))
     if isinstance(v, list):
         if not v:
             return ir.seq(ir.lit("["), ws(g), ir.lit("]"))
@@ -615,7 +615,7 @@ def value_literal(g: ir.GrammarIR, v, *, integer: bool = False) -> ir.Expr:
             return ir.seq(ir.lit("{"), ws(g), ir.lit("}"))
         body = ir.EMPTY
         for i, (k, x) in enumerate(v.items()):
-            member = ir.seq(ir.Bytes(canonical_string(k)), colon(g), value_literal(g, x))
+            member = ir.seq(ir.byte_string(canonical_string(k)), colon(g), value_literal(g, x))
             body = member if i == 0 else ir.seq(body, comma(g), member)
         return container(g, "{", body, "}", nullable_members=False)
     raise TypeError(f"not a JSON value: {v!r}")
