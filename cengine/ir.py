@@ -274,6 +274,14 @@ def ref(name: str) -> Ref:
     return r
 
 
+def seq_of(items: tuple) -> Seq:
+    """Seq(items) for items that are what seq() makes (flat, at least two, no empty or
+    adjacent literals), without the frozen dataclass's __init__."""
+    out = _new(Seq)
+    _set_seq(out, items)
+    return out
+
+
 MAX_UNICODE = 0x10FFFF
 
 

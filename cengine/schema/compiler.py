@@ -434,6 +434,10 @@ class _Compiler:
         self.shared_keys: List[ir.Expr] = []            # extra keys shared_parts keys by id
         # _object_expr_any_order: (name, id of the value expression) -> (it, member rule)
         self._member_rules: Dict[Tuple[str, int], Tuple[ir.Expr, str]] = {}
+        # _member_rule: the colon expression last seen, and its items when a member spelled
+        # with it is the literal, its items and the call (None: ir.seq joins them)
+        self._member_col: Optional[ir.Expr] = None
+        self._member_col_items: Optional[tuple] = None
         self._embedded: Optional[bool] = None
         self._places: Optional[Dict[int, Optional[tuple]]] = None
 
@@ -1846,20 +1850,35 @@ class _Compiler:
         got = self._member_rules.get((name, id(e)))
         if got is not None and got[0] is e:
             return got[1]
-        expr = ir.seq(ir.byte_string(jg.canonical_string(name)), col, e)
         # most values are calls (an object's, an array's, a $ref's rule): a member that is
         # the name, col and one call is keyed by the three, not by its expression, whose
         # hash calls every leaf's __hash__; any member expression of that form gets that key
         # (the name's spelling is one to one), so equal expressions still share one rule
         if type(e) is ir.Ref:
             call = e
+            # what ir.seq makes of them, spelled directly once col is known to join a
+            # literal before it and a call after it unchanged (no literal at its ends)
+            if col is not self._member_col:
+                self._member_col = col
+                self._member_col_items = col.items if type(col) is ir.Seq and \
+                    ir.seq(ir.Bytes(b'"'), col, call).items == (ir.Bytes(b'"'),) + col.items + \
+                    (call,) else None
+            if self._member_col_items is not None:
+                expr = ir.seq_of((ir.byte_string(jg.canonical_string(name)),) +
+                                 self._member_col_items + (e,))
+            else:
+                expr = ir.seq(ir.byte_string(jg.canonical_string(name)), col, e)
         else:
+            expr = ir.seq(ir.byte_string(jg.canonical_string(name)), col, e)
             call = expr.items[-1] if type(expr) is ir.Seq else None
             if type(call) is not ir.Ref or expr != ir.seq(ir.byte_string(jg.canonical_string(name)),
                                                           col, call):
                 call = None
         key = ("member", expr) if call is None else ("member-call", name, call.name, col)
-        rule = self._object_part(_ptr(ptr, "properties", name), "member", expr, key=key)
+        # drafts.pointer's spelling, inline for the usual name that needs no escape
+        mptr = ptr + "/properties/" + name if "~" not in name and "/" not in name \
+            else _ptr(ptr, "properties", name)
+        rule = self._object_part(mptr, "member", expr, key=key)
         self._member_rules[(name, id(e))] = (e, rule)
         return rule
 
