@@ -354,34 +354,51 @@ def _universal_pattern(pattern: Any) -> bool:
     return _pattern_matches(pattern, "", "")
 
 
-def _places_of(root: Any) -> Dict[int, Optional[tuple]]:
-    """The place of every object in the document root, by identity (the first place found
-    when one object stands in several), as a chain (parent's place, token), None for the
-    root: _place_pointer spells it. Only the places asked for are spelled (a document has
-    thousands of objects, and a compile asks for a few)."""
-    places: Dict[int, Optional[tuple]] = {}
-    stack = [(root, None)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        x, where = pop()
-        if isinstance(x, dict):
-            if id(x) in places:
-                continue
-            places[id(x)] = where
-            # pushed last to first: popped in document order
-            for k, v in reversed(x.items()):
-                if isinstance(v, (dict, list)):
-                    push((v, (where, k)))
-        elif isinstance(x, list):
-            for i in range(len(x) - 1, -1, -1):
-                v = x[i]
-                if isinstance(v, (dict, list)):
-                    push((v, (where, i)))
-    return places
+class _Places:
+    """The place of objects in the document root, by identity (the first place found when
+    one object stands in several), as a chain (parent's place, token), None for the root:
+    _place_pointer spells it. Only the places asked for are spelled (a document has
+    thousands of objects, and a compile asks for a few), and the walk over the document,
+    in document order, goes only as far as the objects asked for so far (most are met
+    early, or are the root itself); it resumes where it stopped, so each place is the
+    one a whole walk would have recorded first."""
+    __slots__ = ("places", "stack")
+
+    def __init__(self, root: Any):
+        self.places: Dict[int, Optional[tuple]] = {}
+        self.stack = [(root, None)]
+
+    def get(self, node: Any):
+        """node's place, or False when it is no object of the document."""
+        places = self.places
+        got = places.get(id(node), False)
+        if got is not False:
+            return got
+        want = id(node)
+        stack = self.stack
+        pop, push = stack.pop, stack.append
+        while stack:
+            x, where = pop()
+            if isinstance(x, dict):
+                if id(x) in places:
+                    continue
+                places[id(x)] = where
+                # pushed last to first: popped in document order
+                for k, v in reversed(x.items()):
+                    if isinstance(v, (dict, list)):
+                        push((v, (where, k)))
+                if id(x) == want:
+                    return where
+            elif isinstance(x, list):
+                for i in range(len(x) - 1, -1, -1):
+                    v = x[i]
+                    if isinstance(v, (dict, list)):
+                        push((v, (where, i)))
+        return False
 
 
 def _place_pointer(where: Optional[tuple]) -> str:
-    """The JSON pointer of a place _places_of found."""
+    """The JSON pointer of a place _Places found."""
     tokens = []
     while where is not None:
         where, t = where
@@ -439,7 +456,7 @@ class _Compiler:
         self._member_col: Optional[ir.Expr] = None
         self._member_col_items: Optional[tuple] = None
         self._embedded: Optional[bool] = None
-        self._places: Optional[Dict[int, Optional[tuple]]] = None
+        self._places: Optional[_Places] = None
 
     # --- helpers ------------------------------------------------------------------------
     def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
@@ -552,8 +569,8 @@ class _Compiler:
         oneOf as anyOf) read nodes under pointers of their own, and which of them run first
         could depend on set order, so the record depended on the process."""
         if self._places is None:
-            self._places = _places_of(self.root)
-        place = self._places.get(id(node), False)
+            self._places = _Places(self.root)
+        place = self._places.get(node)
         if place is False:
             return
         where = _place_pointer(place)
