@@ -32,6 +32,7 @@ import itertools
 import json
 import re
 from typing import Any, Dict, List, Optional, Set, Tuple
+from json.encoder import encode_basestring_ascii as _json_ascii
 from urllib.parse import unquote
 
 from .. import ir
@@ -454,6 +455,7 @@ class _Compiler:
         # _member_rule: the colon expression last seen, and its items when a member spelled
         # with it is the literal, its items and the call (None: ir.seq joins them)
         self._member_col: Optional[ir.Expr] = None
+        self._json_texts: Dict[int, Tuple[Any, str]] = {}     # _json_text
         self._member_col_items: Optional[tuple] = None
         self._embedded: Optional[bool] = None
         self._places: Optional[_Places] = None
@@ -599,6 +601,31 @@ class _Compiler:
             elif isinstance(x, list):
                 stack.extend((y, False) for y in x)
         return False
+
+    def _json_text(self, x: Any) -> str:
+        """json.dumps(x). The conjunctions _conj_rule keys by their text hold the same
+        document objects over and over (a base schema merged into every object extending it,
+        a property's schema beside each pattern that matches its name): the text of a dict or
+        list (exactly those types: a Node is spelled from its members each time) is written
+        once per compile and kept, with the object, by identity. Neither the document nor a
+        container the compiler made is ever changed once it stands in a schema node."""
+        t = type(x)
+        if t is dict or t is list:
+            got = self._json_texts.get(id(x))
+            if got is not None and got[0] is x:
+                return got[1]
+            text = json.dumps(x)
+            self._json_texts[id(x)] = (x, text)
+            return text
+        if t is Node and all(type(k) is str for k in x):
+            if not x:
+                return "{}"
+            # json.dumps's own spelling: ", " between members, ": " after an ASCII-escaped key
+            return "{" + ", ".join([_json_ascii(k) + ": " + self._json_text(v)
+                                    for k, v in x.items()]) + "}"
+        if t is str:
+            return _json_ascii(x)
+        return json.dumps(x)
 
     def _uses_ref(self, schema: Any) -> bool:
         text = json.dumps(schema)
@@ -807,7 +834,7 @@ class _Compiler:
     def _conj_rule(self, schema: Node, ptr: str, kw: str) -> ir.Expr:
         """One rule per distinct conjunction (so a conjunction that reaches itself through
         its properties is a recursive rule, not an endless inlining)."""
-        key = json.dumps(schema)
+        key = self._json_text(schema)
         name = self.conj_rules.get(key)
         if name is None:
             name = self._rule_name(ptr, "all")
