@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 import re
 from typing import Any, Dict, List, Optional, Set, Tuple
 from json.encoder import encode_basestring_ascii as _json_ascii
@@ -625,6 +626,17 @@ class _Compiler:
                                     for k, v in x.items()]) + "}"
         if t is str:
             return _json_ascii(x)
+        # the scalars json.dumps spells itself, without its encoder per value
+        if x is True:
+            return "true"
+        if x is False:
+            return "false"
+        if x is None:
+            return "null"
+        if t is int:
+            return int.__repr__(x)
+        if t is float and math.isfinite(x):
+            return float.__repr__(x)
         return json.dumps(x)
 
     def _uses_ref(self, schema: Any) -> bool:
