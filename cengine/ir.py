@@ -258,11 +258,37 @@ def _bytes(data: bytes) -> Bytes:
     _set_bytes(b, data)
     return b
 
+
+def byte_string(data: bytes) -> Bytes:
+    """Bytes(data) for a bytes object, without the frozen dataclass's __init__ (the schema
+    compiler makes one per property name and enum string)."""
+    b = _new(Bytes)
+    _set_bytes(b, data)
+    return b
+
+
+def ref(name: str) -> Ref:
+    """Ref(name), without the frozen dataclass's __init__ (a compile makes thousands)."""
+    r = _new(Ref)
+    _set_ref(r, name)
+    return r
+
+
+def seq_of(items: tuple) -> Seq:
+    """Seq(items) for items that are what seq() makes (flat, at least two, no empty or
+    adjacent literals), without the frozen dataclass's __init__."""
+    out = _new(Seq)
+    _set_seq(out, items)
+    return out
+
+
 MAX_UNICODE = 0x10FFFF
 
 
 def lit(data: Union[str, bytes]) -> Bytes:
-    return Bytes(data.encode("utf-8") if isinstance(data, str) else bytes(data))
+    b = _new(Bytes)
+    _set_bytes(b, data.encode("utf-8") if isinstance(data, str) else bytes(data))
+    return b
 
 
 def seq(*items: Expr) -> Expr:
@@ -438,8 +464,15 @@ class GrammarIR:
 
     def add(self, name: str, expr: Expr, container: bool = False, whitespace: bool = False,
             origin: Optional[Tuple[int, int]] = None) -> Ref:
-        # Rule's fields spelled out (no **flags dict per call: a compile adds thousands)
-        self.rules[name] = Rule(name, expr, container, whitespace, origin)
+        # Rule's fields filled in here (no **flags dict, no __init__ frame per call: a
+        # compile adds thousands)
+        r = _new(Rule)
+        r.name = name
+        r.expr = expr
+        r.container = container
+        r.whitespace = whitespace
+        r.origin = origin
+        self.rules[name] = r
         ref = _new(Ref)
         _set_ref(ref, name)
         return ref

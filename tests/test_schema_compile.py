@@ -245,6 +245,14 @@ ENUM_CASES = [
     ({"const": "é\n\"x"}, ['"é\\n\\"x"'], ['"\\u00e9\\n\\"x"', '"é\n\\"x"']),
     ({"enum": ["a", 1], "type": "string"}, ['"a"'], ["1"]),            # siblings filter values
     ({"enum": ["ab", "abc"], "maxLength": 2}, ['"ab"'], ['"abc"']),
+    # string lengths read as jsonschema reads them (code points; other values pass)
+    ({"enum": ["a", "ab", "abc", "abcd", "éé", 5, None], "minLength": 2, "maxLength": 3},
+     ['"ab"', '"abc"', '"éé"', "5", "null"], ['"a"', '"abcd"']),
+    ({"type": ["string", "null"], "enum": ["ab", None, "x", 7], "minLength": 2},
+     ['"ab"', "null"], ['"x"', "7"]),
+    # draft 4 types 1.0 apart from the integers
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer",
+      "enum": [1.0, 2, "abc"], "maxLength": 2}, ["2"], ["1", '"abc"']),
     ({"enum": [3, 7], "minimum": 5}, ["7"], ["3"]),                    # any sibling, via filtering
     ({"const": "x", "enum": ["x", "y"]}, ['"x"'], ['"y"']),
 ]

@@ -177,6 +177,17 @@ def test_ignored_keywords_are_reported_with_pointers():
     assert cengine.compile_gbnf('root ::= "a"').ignored_keywords == ()
 
 
+def test_ignored_keywords_of_a_shared_object_name_its_first_place():
+    # one object standing in several places (a document built in Python): its ignored
+    # keywords name the first place in document order, whichever place is read first
+    shared = {"type": "string", "_x": 1}
+    schema = {"$schema": D4, "type": "object", "properties": {
+        "a": {"$ref": "#/definitions/late"}, "b": shared, "c": {"items": shared}},
+        "definitions": {"late": shared}}
+    g = cengine.compile_json_schema(schema)
+    assert g.ignored_keywords == (IgnoredKeyword("_x", "/properties/b/_x"),)
+
+
 @pytest.mark.parametrize("uri,draft", [
     (D4, drafts.DRAFT4), ("http://json-schema.org/draft-04/schema", drafts.DRAFT4),
     (D6, drafts.DRAFT6), (D7, drafts.DRAFT7), ("https://json-schema.org/draft-07/schema#",

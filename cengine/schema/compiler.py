@@ -30,8 +30,10 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 import re
 from typing import Any, Dict, List, Optional, Set, Tuple
+from json.encoder import encode_basestring_ascii as _json_ascii
 from urllib.parse import unquote
 
 from .. import ir
@@ -154,7 +156,7 @@ def _is_type(v, t: str) -> bool:
     return isinstance(v, {"string": str, "array": list, "object": dict}[t])
 
 
-_SLUG_RUN = re.compile(r"[^A-Za-z0-9]+")
+_SLUG_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -167,7 +169,9 @@ def _slug(ptr: str) -> str:
     core = dashed.replace("-", "")
     if core.isascii() and core.isalnum() and "--" not in dashed:
         return dashed.strip("-")[:80] or "root"
-    return _SLUG_RUN.sub("-", ptr).strip("-")[:80] or "root"
+    # each run of other characters one '-', none at the ends: the letter-and-digit runs
+    # joined by '-'
+    return "-".join(_SLUG_WORD.findall(ptr))[:80] or "root"
 
 
 def _is_validating(key: str) -> bool:
@@ -222,6 +226,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 _SCALARS = (str, int, bool)
+# the keywords of an original schema that _Compiler._lengths_only reads without a validator
+_LENGTH_ENUM_KEYS = ("enum", "type", "minLength", "maxLength")
 
 
 def _json_in(v: Any, values: List[Any]) -> bool:
@@ -350,34 +356,51 @@ def _universal_pattern(pattern: Any) -> bool:
     return _pattern_matches(pattern, "", "")
 
 
-def _places_of(root: Any) -> Dict[int, Optional[tuple]]:
-    """The place of every object in the document root, by identity (the first place found
-    when one object stands in several), as a chain (parent's place, token), None for the
-    root: _place_pointer spells it. Only the places asked for are spelled (a document has
-    thousands of objects, and a compile asks for a few)."""
-    places: Dict[int, Optional[tuple]] = {}
-    stack = [(root, None)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        x, where = pop()
-        if isinstance(x, dict):
-            if id(x) in places:
-                continue
-            places[id(x)] = where
-            # pushed last to first: popped in document order
-            for k, v in reversed(x.items()):
-                if isinstance(v, (dict, list)):
-                    push((v, (where, k)))
-        elif isinstance(x, list):
-            for i in range(len(x) - 1, -1, -1):
-                v = x[i]
-                if isinstance(v, (dict, list)):
-                    push((v, (where, i)))
-    return places
+class _Places:
+    """The place of objects in the document root, by identity (the first place found when
+    one object stands in several), as a chain (parent's place, token), None for the root:
+    _place_pointer spells it. Only the places asked for are spelled (a document has
+    thousands of objects, and a compile asks for a few), and the walk over the document,
+    in document order, goes only as far as the objects asked for so far (most are met
+    early, or are the root itself); it resumes where it stopped, so each place is the
+    one a whole walk would have recorded first."""
+    __slots__ = ("places", "stack")
+
+    def __init__(self, root: Any):
+        self.places: Dict[int, Optional[tuple]] = {}
+        self.stack = [(root, None)]
+
+    def get(self, node: Any):
+        """node's place, or False when it is no object of the document."""
+        places = self.places
+        got = places.get(id(node), False)
+        if got is not False:
+            return got
+        want = id(node)
+        stack = self.stack
+        pop, push = stack.pop, stack.append
+        while stack:
+            x, where = pop()
+            if isinstance(x, dict):
+                if id(x) in places:
+                    continue
+                places[id(x)] = where
+                # pushed last to first: popped in document order
+                for k, v in reversed(x.items()):
+                    if isinstance(v, (dict, list)):
+                        push((v, (where, k)))
+                if id(x) == want:
+                    return where
+            elif isinstance(x, list):
+                for i in range(len(x) - 1, -1, -1):
+                    v = x[i]
+                    if isinstance(v, (dict, list)):
+                        push((v, (where, i)))
+        return False
 
 
 def _place_pointer(where: Optional[tuple]) -> str:
-    """The JSON pointer of a place _places_of found."""
+    """The JSON pointer of a place _Places found."""
     tokens = []
     while where is not None:
         where, t = where
@@ -430,14 +453,21 @@ class _Compiler:
         self.shared_keys: List[ir.Expr] = []            # extra keys shared_parts keys by id
         # _object_expr_any_order: (name, id of the value expression) -> (it, member rule)
         self._member_rules: Dict[Tuple[str, int], Tuple[ir.Expr, str]] = {}
+        # _member_rule: the colon expression last seen, and its items when a member spelled
+        # with it is the literal, its items and the call (None: ir.seq joins them)
+        self._member_col: Optional[ir.Expr] = None
+        self._json_texts: Dict[int, Tuple[Any, str]] = {}     # _json_text
+        self._member_col_items: Optional[tuple] = None
         self._embedded: Optional[bool] = None
-        self._places: Optional[Dict[int, Optional[tuple]]] = None
+        self._places: Optional[_Places] = None
 
     # --- helpers ------------------------------------------------------------------------
     def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
         """A fresh rule name for the schema at ptr; keyword (default: by kind) is what a limit
         met while building the rule names, with its pointer (GrammarIR.sources)."""
-        name = self.g.fresh_name(f"{self.prefix}{_slug(ptr)}-{kind}")
+        name = f"{self.prefix}{_slug(ptr)}-{kind}"
+        if name in self.g.rules:
+            name = self.g.fresh_name(name)
         if not keyword:
             keyword = _RULE_KEYWORDS.get(kind)
             if keyword is None and kind.startswith("after"):
@@ -542,8 +572,8 @@ class _Compiler:
         oneOf as anyOf) read nodes under pointers of their own, and which of them run first
         could depend on set order, so the record depended on the process."""
         if self._places is None:
-            self._places = _places_of(self.root)
-        place = self._places.get(id(node), False)
+            self._places = _Places(self.root)
+        place = self._places.get(node)
         if place is False:
             return
         where = _place_pointer(place)
@@ -572,6 +602,42 @@ class _Compiler:
             elif isinstance(x, list):
                 stack.extend((y, False) for y in x)
         return False
+
+    def _json_text(self, x: Any) -> str:
+        """json.dumps(x). The conjunctions _conj_rule keys by their text hold the same
+        document objects over and over (a base schema merged into every object extending it,
+        a property's schema beside each pattern that matches its name): the text of a dict or
+        list (exactly those types: a Node is spelled from its members each time) is written
+        once per compile and kept, with the object, by identity. Neither the document nor a
+        container the compiler made is ever changed once it stands in a schema node."""
+        t = type(x)
+        if t is dict or t is list:
+            got = self._json_texts.get(id(x))
+            if got is not None and got[0] is x:
+                return got[1]
+            text = json.dumps(x)
+            self._json_texts[id(x)] = (x, text)
+            return text
+        if t is Node and all(type(k) is str for k in x):
+            if not x:
+                return "{}"
+            # json.dumps's own spelling: ", " between members, ": " after an ASCII-escaped key
+            return "{" + ", ".join([_json_ascii(k) + ": " + self._json_text(v)
+                                    for k, v in x.items()]) + "}"
+        if t is str:
+            return _json_ascii(x)
+        # the scalars json.dumps spells itself, without its encoder per value
+        if x is True:
+            return "true"
+        if x is False:
+            return "false"
+        if x is None:
+            return "null"
+        if t is int:
+            return int.__repr__(x)
+        if t is float and math.isfinite(x):
+            return float.__repr__(x)
+        return json.dumps(x)
 
     def _uses_ref(self, schema: Any) -> bool:
         text = json.dumps(schema)
@@ -661,6 +727,15 @@ class _Compiler:
             # only `type` beside the values (the common case): no validator needed
             types = _type_list(schema.get("type"))
             kept = [v for v in values if types is True or any(_is_type(v, t) for t in types)]
+        elif self._lengths_only(schema, rest, values):
+            # string lengths beside them too (an enum of codes with maxLength): jsonschema's
+            # reading of those (len of a str, others pass) without validating every value
+            # against the whole part, whose enum keyword compares it with every value
+            types = _type_list(schema.get("type"))
+            lo = schema.get("minLength", 0)
+            hi = schema.get("maxLength")
+            kept = [v for v in values if (types is True or any(_is_type(v, t) for t in types))
+                    and (not isinstance(v, str) or (lo <= len(v) and (hi is None or len(v) <= hi)))]
         else:
             kept = [v for v in values if self._valid(v, schema, ptr, kw)]
         t = _type_list(schema.get("type"))
@@ -672,6 +747,29 @@ class _Compiler:
             # literal containers count as one level of nesting
             return self.g.add(self._rule_name(ptr, kw), expr, container=True)
         return expr
+
+    @staticmethod
+    def _lengths_only(schema: dict, rest: List[str], values: list) -> bool:
+        """_valid of each of `values` (from schema's enum) is type, minLength and maxLength
+        alone, read as jsonschema reads them: schema stands for one original schema that
+        holds nothing else that validates (the same enum object and the same bounds), the
+        bounds are counts, and no value is a float (draft 4 types 1.0 apart from the
+        integers, the later drafts not)."""
+        if not rest or "const" in schema or EXCLUDE in schema or \
+                not all(k == "minLength" or k == "maxLength" for k in rest):
+            return False
+        if _type_list(schema.get("type")) is None or any(type(v) is float for v in values):
+            return False
+        if not all(type(schema[k]) is int and schema[k] >= 0 for k in rest):
+            return False
+        if not isinstance(schema, Node):
+            return True
+        if schema.parts is None or len(schema.parts) != 1:
+            return False
+        part = schema.parts[0]
+        return isinstance(part, dict) and part.get("enum") is schema["enum"] and \
+            all(k in _LENGTH_ENUM_KEYS or _is_annotation(k) for k in part) and \
+            all(part.get(k) == schema.get(k) for k in _LENGTH_ENUM_KEYS)
 
     def _validator_class(self):
         import jsonschema
@@ -742,13 +840,13 @@ class _Compiler:
             self.ref_rules[ptr] = name
             self.g.add(name, ir.NOTHING)
             self.g.rules[name].expr = self.compile(schema, ptr)
-        return ir.Ref(name)
+        return ir.ref(name)
 
     # --- allOf / $ref with siblings: one merged schema -------------------------------------
     def _conj_rule(self, schema: Node, ptr: str, kw: str) -> ir.Expr:
         """One rule per distinct conjunction (so a conjunction that reaches itself through
         its properties is a recursive rule, not an endless inlining)."""
-        key = json.dumps(schema)
+        key = self._json_text(schema)
         name = self.conj_rules.get(key)
         if name is None:
             name = self._rule_name(ptr, "all")
@@ -757,7 +855,7 @@ class _Compiler:
             origin = schema.origin or (self._kw(schema, kw), _ptr(ptr, self._kw(schema, kw)))
             merged = self._merged(schema, ptr, origin)
             self.g.rules[name].expr = ir.NOTHING if merged is False else self.compile(merged, ptr)
-        return ir.Ref(name)
+        return ir.ref(name)
 
     def _merged(self, schema: Any, ptr: str, origin: Tuple[str, str]):
         """schema with its allOf and $ref folded in: one Node without either, or False.
@@ -1400,7 +1498,7 @@ class _Compiler:
             name = self._rule_name(ptr, f"{key[0]}-string", key[0])
             self.g.add(name, expr)
             self.shared_strings[key] = name
-        return ir.Ref(name)
+        return ir.ref(name)
 
     # --- arrays ----------------------------------------------------------------------------
     def _array(self, schema: dict, ptr: str) -> ir.Expr:
@@ -1464,7 +1562,7 @@ class _Compiler:
         expr = jg.container(g, "[", members, "]", nullable_members=(lo == 0))
         # schemas repeat arrays too (a list of strings in every rule of a linter's config):
         # equal ones are one rule
-        return ir.Ref(self._object_part(ptr, "array", expr, container=True, keyword=size_kw))
+        return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword=size_kw))
 
     # --- objects ---------------------------------------------------------------------------
     def _value_expr(self, schema: Any, ptr: str) -> ir.Expr:
@@ -1659,7 +1757,7 @@ class _Compiler:
         col = jg.colon(g)
         sep = jg.comma(g)
         extras = [(jg.free_key_rule(g, k) if type(k) is jg.FreeKeys else k, v) for k, v in extras]
-        kvs = [ir.seq(ir.Bytes(jg.canonical_string(n)), col, e) for n, e, _ in present]
+        kvs = [ir.seq(ir.byte_string(jg.canonical_string(n)), col, e) for n, e, _ in present]
         extra = jg.alt(*(ir.seq(k, col, v) for k, v in extras)) if extras else None
         n = len(present)
         n_req = sum(1 for _, _, r in present if r)
@@ -1798,7 +1896,7 @@ class _Compiler:
         jg.ws(g)        # (the root's whitespace rule: its bytes are the node's whitespace)
         node = ir.AnyOrder(members, tuple(r for _, _, r in present), extra, lo, hi,
                            not subsets, jg.ws_bytes())
-        return ir.Ref(self._object_part(ptr, "object", node, container=True))
+        return ir.ref(self._object_part(ptr, "object", node, container=True))
 
     def _member_rule(self, ptr: str, name: str, e: ir.Expr, col: ir.Expr) -> str:
         """The rule of the member `name col e`: _object_part's, looked up first by the value
@@ -1808,8 +1906,35 @@ class _Compiler:
         got = self._member_rules.get((name, id(e)))
         if got is not None and got[0] is e:
             return got[1]
-        rule = self._object_part(_ptr(ptr, "properties", name), "member",
-                                 ir.seq(ir.Bytes(jg.canonical_string(name)), col, e))
+        # most values are calls (an object's, an array's, a $ref's rule): a member that is
+        # the name, col and one call is keyed by the three, not by its expression, whose
+        # hash calls every leaf's __hash__; any member expression of that form gets that key
+        # (the name's spelling is one to one), so equal expressions still share one rule
+        if type(e) is ir.Ref:
+            call = e
+            # what ir.seq makes of them, spelled directly once col is known to join a
+            # literal before it and a call after it unchanged (no literal at its ends)
+            if col is not self._member_col:
+                self._member_col = col
+                self._member_col_items = col.items if type(col) is ir.Seq and \
+                    ir.seq(ir.Bytes(b'"'), col, call).items == (ir.Bytes(b'"'),) + col.items + \
+                    (call,) else None
+            if self._member_col_items is not None:
+                expr = ir.seq_of((ir.byte_string(jg.canonical_string(name)),) +
+                                 self._member_col_items + (e,))
+            else:
+                expr = ir.seq(ir.byte_string(jg.canonical_string(name)), col, e)
+        else:
+            expr = ir.seq(ir.byte_string(jg.canonical_string(name)), col, e)
+            call = expr.items[-1] if type(expr) is ir.Seq else None
+            if type(call) is not ir.Ref or expr != ir.seq(ir.byte_string(jg.canonical_string(name)),
+                                                          col, call):
+                call = None
+        key = ("member", expr) if call is None else ("member-call", name, call.name, col)
+        # drafts.pointer's spelling, inline for the usual name that needs no escape
+        mptr = ptr + "/properties/" + name if "~" not in name and "/" not in name \
+            else _ptr(ptr, "properties", name)
+        rule = self._object_part(mptr, "member", expr, key=key)
         self._member_rules[(name, id(e))] = (e, rule)
         return rule
 

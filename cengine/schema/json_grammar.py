@@ -229,6 +229,7 @@ _COLON = ir.seq(_WS_REF, ir.lit(":"), _WS_REF)
 _STRING_REF = ir.Ref(STRING)
 _STRING_BODY_REF = ir.Ref(STRING_BODY)
 _STRING_CHAR_REF = ir.Ref(STRING_CHAR)
+_VALUE_REF = ir.Ref(VALUE)
 _STRING_EXPR = ir.seq(ir.lit('"'), _STRING_BODY_REF)
 
 
@@ -508,7 +509,7 @@ def value(g: ir.GrammarIR) -> ir.Ref:
         for name, expr, is_container, is_ws in _value_rules():
             if name not in g.rules:
                 g.add(name, expr, container=is_container, whitespace=is_ws)
-    return ir.Ref(VALUE)
+    return _VALUE_REF
 
 
 @functools.lru_cache(maxsize=1)
@@ -600,7 +601,7 @@ def value_literal(g: ir.GrammarIR, v, *, integer: bool = False) -> ir.Expr:
     if isinstance(v, (int, float)):
         return number_literal(v, fraction=not integer)
     if isinstance(v, str):
-        return ir.Bytes(canonical_string(v))
+        return ir.byte_string(canonical_string(v))
     if isinstance(v, list):
         if not v:
             return ir.seq(ir.lit("["), ws(g), ir.lit("]"))
@@ -614,7 +615,7 @@ def value_literal(g: ir.GrammarIR, v, *, integer: bool = False) -> ir.Expr:
             return ir.seq(ir.lit("{"), ws(g), ir.lit("}"))
         body = ir.EMPTY
         for i, (k, x) in enumerate(v.items()):
-            member = ir.seq(ir.Bytes(canonical_string(k)), colon(g), value_literal(g, x))
+            member = ir.seq(ir.byte_string(canonical_string(k)), colon(g), value_literal(g, x))
             body = member if i == 0 else ir.seq(body, comma(g), member)
         return container(g, "{", body, "}", nullable_members=False)
     raise TypeError(f"not a JSON value: {v!r}")

@@ -1,0 +1,37 @@
+"""The text _conj_rule keys conjunctions by (one rule per distinct conjunction) is exactly
+json.dumps of the node, though the compiler writes the texts of the document's dicts and
+lists once per compile and spells nodes from their members."""
+import json
+import math
+
+import pytest
+
+from cengine import ir
+from cengine.schema.compiler import _Compiler
+from cengine.schema.drafts import Node
+
+SHARED = {"type": "string", "enum": ["é", "\u2028", "a\"b"], "minLength": 1.0}
+
+CASES = [
+    Node(),
+    Node({"allOf": [SHARED, {"type": "integer"}]}),
+    Node({"allOf": [SHARED, SHARED], "x": [True, False, None, 1, -0.0, 1e300, math.inf]}),
+    Node({"properties": {"a": Node({"const": math.nan}), "b": SHARED}, "required": ("a",)}),
+    Node({"é\n": Node({"k": Node({})}), "n": 12345678901234567890, "f": 0.1}),
+    Node({"nested": [[], {}, [SHARED, [SHARED]]]}),
+]
+
+
+@pytest.mark.parametrize("node", CASES)
+def test_conj_key_is_the_json_text(node):
+    c = _Compiler(ir.GrammarIR(), {}, "s-", False)
+    assert c._json_text(node) == json.dumps(node)
+    assert c._json_text(node) == json.dumps(node)       # again, from the kept texts
+
+
+def test_conj_key_of_a_kept_object_is_not_another_objects():
+    # a kept text belongs to its object: another object at a reused id is written afresh
+    c = _Compiler(ir.GrammarIR(), {}, "s-", False)
+    for i in range(50):
+        d = {"minimum": i}
+        assert c._json_text(Node({"allOf": [d]})) == json.dumps({"allOf": [d]})
