@@ -1394,6 +1394,17 @@ cdef class RuleNfa:
         return 0
 
 
+cdef inline size_t _table_capacity(int n, int* shift) noexcept nogil:
+    """The slots of an open-addressing table for about n keys (a power of two, at least 64
+    and 2n: half full at most) and its multiplicative hash's shift (64 - log2 of the slots)."""
+    cdef size_t cap = 64
+    shift[0] = 58
+    while cap < <size_t>(2 * n):
+        cap *= 2
+        shift[0] -= 1
+    return cap
+
+
 @cython.final
 cdef class _I64Map:
     """Open-addressing hash map from non-negative int64 keys to ints (the closure-chain pass
@@ -1416,11 +1427,8 @@ cdef class _I64Map:
 
     cdef void clear(self, int n) noexcept:
         """Empty again, sized for about n keys (the memory is kept)."""
-        cdef size_t cap = 64
-        cdef int shift = 58
-        while cap < <size_t>(2 * n):
-            cap *= 2
-            shift -= 1
+        cdef int shift
+        cdef size_t cap = _table_capacity(n, &shift)
         self.keys.assign(cap, -1)
         self.vals.assign(cap, 0)
         self.mask = cap - 1
@@ -1770,11 +1778,8 @@ cdef class _StackedNodes:
 
     cdef void reset(self, int n) noexcept:
         """Empty, with room for about n nodes before growing."""
-        cdef size_t cap = 64
-        cdef int shift = 58
-        while cap < <size_t>(2 * n):
-            cap *= 2
-            shift -= 1
+        cdef int shift
+        cdef size_t cap = _table_capacity(n, &shift)
         cdef _NodeSlot empty
         empty.q = empty.below = empty.unused = 0
         empty.node = -1
@@ -2121,32 +2126,11 @@ cdef class Builder:
     cdef object _packed_since(self, int base):
         """The positions from base to the end (the last rule's), packed as add_positions
         takes them; None when they have calls."""
-        cdef int P = <int>self.finals.size() - base, p, k
-        cdef int e0 = self.e_off[base], E = self.e_off[base + P] - e0
-        if self.c_off[base + P] != self.c_off[base]:
+        cdef int end = <int>self.finals.size()
+        if self.c_off[end] != self.c_off[base]:
             return None
-        out = np.empty(5 + 3 * P + 4 * E, dtype=np.int32)
-        cdef int[::1] o = out
-        o[0] = P
-        o[1] = E
-        o[2] = 0
-        cdef int at = 3
-        for p in range(P):
-            o[at + p] = self.finals[base + p]
-        at += P
-        for p in range(P + 1):
-            o[at + p] = self.e_off[base + p] - e0
-        at += P + 1
-        for k in range(E):
-            o[at + k] = self.e_lo[e0 + k]
-            o[at + E + k] = self.e_hi[e0 + k]
-            o[at + 2 * E + k] = self.e_to[e0 + k] - base
-            o[at + 3 * E + k] = self.e_ws[e0 + k]
-        at += 4 * E
-        for p in range(P + 1):
-            o[at + p] = 0
-        out.setflags(write=False)
-        return out
+        return _pack_call_free(self.finals.data(), self.e_off.data(), self.e_lo.data(),
+                               self.e_hi.data(), self.e_to.data(), self.e_ws.data(), base, end)
 
     def add_rule(self, int rule, RuleNfa nfa, int start, int accept):
         """Determinize one rule's NFA and append its DFA states as positions."""
