@@ -2165,6 +2165,20 @@ cdef class Builder:
             self.e_to.push_back(to)
             self.e_ws.push_back(ws)
 
+    cdef inline int _state_of(self, _SetTable sets, vector[int]& targets, int* nsets) except -1:
+        """The DFA state a byte edge leads to: the closure of targets, found among the rule's
+        sets or added as state nsets[0] (counted, within the position and growth limits)."""
+        self.closure(targets)
+        cdef vector[int]* key = self.dfa_key()
+        cdef int j = sets.find(deref(key))
+        if j < 0:
+            j = sets.add_found(deref(key), nsets[0])
+            nsets[0] += 1
+            if nsets[0] > self.max_positions:
+                raise LimitError(f"grammar needs more than {self.max_positions} positions")
+            self.check_growth(nsets[0])
+        return j
+
     cdef int _add_rule(self, int rule, RuleNfa nfa, int start, int accept) except -1:
         cdef int n = nfa.n
         self._csr(n, nfa.eps_flat, 2, self.n_eoff, self.n_eto)
@@ -2292,15 +2306,7 @@ cdef class Builder:
                     else:
                         targets.clear()
                         targets.push_back(one)
-                        self.closure(targets)
-                        key = self.dfa_key()
-                        j = sets.find(deref(key))
-                        if j < 0:
-                            j = sets.add_found(deref(key), nsets)
-                            nsets += 1
-                            if nsets > self.max_positions:
-                                raise LimitError(f"grammar needs more than {self.max_positions} positions")
-                            self.check_growth(nsets)
+                        j = self._state_of(sets, targets, &nsets)
                         single[one] = j
                     self._add_edge(out_start, a, b, j + base, ws1)
             elif R:
@@ -2388,15 +2394,7 @@ cdef class Builder:
                         self.spend(9)       # what its closure costs: 8 + one state
                         j = single[one]
                     else:
-                        self.closure(targets)
-                        key = self.dfa_key()
-                        j = sets.find(deref(key))
-                        if j < 0:
-                            j = sets.add_found(deref(key), nsets)
-                            nsets += 1
-                            if nsets > self.max_positions:
-                                raise LimitError(f"grammar needs more than {self.max_positions} positions")
-                            self.check_growth(nsets)
+                        j = self._state_of(sets, targets, &nsets)
                         if one >= 0:
                             single[one] = j
                         else:
