@@ -253,12 +253,6 @@ _set_alt = Alt.items.__set__
 _set_ref = Ref.name.__set__
 
 
-def _bytes(data: bytes) -> Bytes:
-    b = _new(Bytes)
-    _set_bytes(b, data)
-    return b
-
-
 def byte_string(data: bytes) -> Bytes:
     """Bytes(data) for a bytes object, without the frozen dataclass's __init__ (the schema
     compiler makes one per property name and enum string)."""
@@ -305,14 +299,14 @@ def seq(*items: Expr) -> Expr:
                     if not x.data:
                         continue
                     if merged and type(merged[-1]) is Bytes:
-                        merged[-1] = _bytes(merged[-1].data + x.data)
+                        merged[-1] = byte_string(merged[-1].data + x.data)
                         continue
                 append(x)
         elif t is Bytes:
             if not it.data:
                 continue
             if merged and type(merged[-1]) is Bytes:
-                merged[-1] = _bytes(merged[-1].data + it.data)
+                merged[-1] = byte_string(merged[-1].data + it.data)
                 continue
             append(it)
         elif t is Nothing:

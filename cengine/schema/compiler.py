@@ -1910,6 +1910,7 @@ class _Compiler:
         # the name, col and one call is keyed by the three, not by its expression, whose
         # hash calls every leaf's __hash__; any member expression of that form gets that key
         # (the name's spelling is one to one), so equal expressions still share one rule
+        name_lit = ir.byte_string(jg.canonical_string(name))
         if type(e) is ir.Ref:
             call = e
             # what ir.seq makes of them, spelled directly once col is known to join a
@@ -1920,15 +1921,13 @@ class _Compiler:
                     ir.seq(ir.Bytes(b'"'), col, call).items == (ir.Bytes(b'"'),) + col.items + \
                     (call,) else None
             if self._member_col_items is not None:
-                expr = ir.seq_of((ir.byte_string(jg.canonical_string(name)),) +
-                                 self._member_col_items + (e,))
+                expr = ir.seq_of((name_lit,) + self._member_col_items + (e,))
             else:
-                expr = ir.seq(ir.byte_string(jg.canonical_string(name)), col, e)
+                expr = ir.seq(name_lit, col, e)
         else:
-            expr = ir.seq(ir.byte_string(jg.canonical_string(name)), col, e)
+            expr = ir.seq(name_lit, col, e)
             call = expr.items[-1] if type(expr) is ir.Seq else None
-            if type(call) is not ir.Ref or expr != ir.seq(ir.byte_string(jg.canonical_string(name)),
-                                                          col, call):
+            if type(call) is not ir.Ref or expr != ir.seq(name_lit, col, call):
                 call = None
         key = ("member", expr) if call is None else ("member-call", name, call.name, col)
         # drafts.pointer's spelling, inline for the usual name that needs no escape
