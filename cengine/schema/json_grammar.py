@@ -661,18 +661,17 @@ def string_not_in(g: ir.GrammarIR, names: Sequence[str]) -> ir.Expr:
     every other character leave the trie through one rule shared by all the trie's nodes
     (and by every names set that uses the same characters).
     """
-    if not names:
-        return string(g)
+    keys = free_keys(g, names)          # (adds the shared body and escape rules)
+    if type(keys) is not FreeKeys:
+        return keys                     # no names: any string
     # the rule depends on the set of names alone (and the grammar's shared rules): objects
     # that declare the same names in any order (a protocol's messages) share one
     memo = g.memo("string_not_in")
-    key = frozenset(names)
-    out = memo.get(key)
+    out = memo.get(keys.names)
     if out is None:
-        body = string_body(g)
-        esc_name = free_key_escape(g, key)
-        out = memo[key] = g.add(g.fresh_name("json-free-key"),
-                                ir.FreeKey(tuple(sorted(key)), body.name, esc_name))
+        out = memo[keys.names] = g.add(g.fresh_name("json-free-key"),
+                                       ir.FreeKey(tuple(sorted(keys.names)), STRING_BODY,
+                                                  keys.escape))
     return out
 
 
