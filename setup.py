@@ -23,6 +23,9 @@ extensions = [
     # the free keys of an open object (the trie of the names), made into positions directly
     Extension("cengine._keytrie", ["cengine/_keytrie.pyx"], language="c++",
               extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
+    # the minimal DFA of a finite set of strings (a schema's enum values)
+    Extension("cengine._strset", ["cengine/_strset.pyx"], language="c++",
+              extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
 ]
 
 setup(

@@ -120,6 +120,10 @@ class Dfa:
     one (a bounded number's DFA of a thousand states is one rule, not a thousand)."""
     edges: Tuple[Tuple[Tuple[int, int, int], ...], ...]
     accepting: Tuple[bool, ...]
+    # what dfa_max_match and dfa_size answer, when the maker knows it already (an enum's
+    # strings: the longest one, and the count its construction made); not part of equality
+    longest: Optional[float] = field(default=None, compare=False)
+    size: Optional[int] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,6 +502,8 @@ class GrammarIR:
 def dfa_max_match(d: Dfa) -> float:
     """Longest string a Dfa matches: the longest path from state 0 to an accepting state
     (inf when a cycle is reachable; the states are live, every one reaches acceptance)."""
+    if d.longest is not None:
+        return d.longest
     n = len(d.accepting)
     longest = [0.0] * n          # longest path from q to acceptance, filled in post-order
     colour = [0] * n             # 0 new, 1 on the path, 2 done
@@ -525,6 +531,8 @@ def dfa_max_match(d: Dfa) -> float:
 
 def dfa_size(d: Dfa) -> int:
     """Node count of a Dfa for the inlining budget: its states and edges."""
+    if d.size is not None:
+        return d.size
     return len(d.accepting) + sum(len(e) for e in d.edges)
 
 

@@ -74,7 +74,7 @@ class ToolUnion:
 
 
 class LargeEnum:
-    params = [100, 1000, 10000]
+    params = [100, 1000, 3000, 10000, 20000]
     param_names = ["values"]
     timeout = 600
 

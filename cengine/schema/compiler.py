@@ -741,8 +741,15 @@ class _Compiler:
         t = _type_list(schema.get("type"))
         # typed integer: integral values are written as integers (no `1.0`)
         integer = t not in (None, True) and "integer" in t and "number" not in t
-        exprs = [jg.value_literal(self.g, v, integer=integer) for v in kept]
-        expr = ir.alt(*exprs)
+        strings = [v for v in kept if isinstance(v, str)]
+        if len(strings) >= jg.STRING_SET_DFA_MIN:
+            # many strings: one automaton of their spellings (linear to make and to build),
+            # then the other values' literals (in the values' order as before)
+            expr = ir.alt(jg.string_set(strings),
+                          *(jg.value_literal(self.g, v, integer=integer)
+                            for v in kept if not isinstance(v, str)))
+        else:
+            expr = ir.alt(*(jg.value_literal(self.g, v, integer=integer) for v in kept))
         if any(isinstance(v, (list, dict)) for v in kept):
             # literal containers count as one level of nesting
             return self.g.add(self._rule_name(ptr, kw), expr, container=True)

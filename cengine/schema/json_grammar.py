@@ -22,6 +22,7 @@ from typing import Iterable, Optional, Sequence, Tuple
 
 from .. import ir
 from .._build import UNROLL_INLINE_MAX
+from .._strset import string_set_dfa
 
 WS = "json-ws"
 STRING_CHAR = "json-string-char"
@@ -619,6 +620,26 @@ def value_literal(g: ir.GrammarIR, v, *, integer: bool = False) -> ir.Expr:
             body = member if i == 0 else ir.seq(body, comma(g), member)
         return container(g, "{", body, "}", nullable_members=False)
     raise TypeError(f"not a JSON value: {v!r}")
+
+
+# strings of an enum from which they are one ir.Dfa (the set's minimal automaton, made in
+# linear time) rather than an alternation of literals (whose subset construction starts from
+# one branch per value: its first states hold every value's NFA state, so the build grows
+# faster than the values). Below it the alternation is as cheap and its tables are those
+# every earlier build made.
+STRING_SET_DFA_MIN = 64
+
+
+def string_set(values: Sequence[str]) -> ir.Expr:
+    """Exactly the JSON strings of `values` (enum/const), each in its canonical spelling (the
+    one value_literal accepts): an alternation of the literals for a few, the minimal DFA of
+    their spellings from STRING_SET_DFA_MIN distinct values on. The two accept the same
+    bytes: a string's literal is one fixed byte string."""
+    spellings = [canonical_string(v) for v in values]
+    if len(spellings) < STRING_SET_DFA_MIN:
+        return ir.alt(*(ir.byte_string(b) for b in spellings))
+    edges, accepting, longest, size = string_set_dfa(spellings)
+    return ir.Dfa(edges, accepting, longest, size)
 
 
 # --- key names outside a set ----------------------------------------------------------------
