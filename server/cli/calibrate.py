@@ -6,6 +6,7 @@ Exit codes: 0 report written and every gate passed; 1 a gate failed; 2 bad usage
 """
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import click
@@ -26,7 +27,7 @@ def _read_decisions(decisions: str, sum_tolerance: float, *, require_logprobs: b
     from calibrate.decisions import DecisionFileError, load_decisions, parse_decisions
     try:
         if decisions == "-":
-            return parse_decisions(click.get_binary_stream("stdin").read(), "<stdin>",
+            return parse_decisions(sys.stdin.buffer.read(), "<stdin>",
                                    sum_tolerance=sum_tolerance,
                                    require_logprobs=require_logprobs)
         return load_decisions(decisions, sum_tolerance=sum_tolerance,
