@@ -26,8 +26,6 @@ from cpython.ref cimport Py_INCREF
 
 cimport cython
 
-from gc import disable as _gc_disable, enable as _gc_enable, isenabled as _gc_isenabled
-
 
 cdef extern from *:
     """
@@ -186,16 +184,8 @@ def string_set_dfa(words):
             path[d - 1].back().to = s
             d -= 1
     start = reg.freeze(path_fin[0], path[0]) if refs.size() else -1
-    # the answer is two tuples per state, nothing cyclic: the collector's passes that so
-    # many new tuples would start (most of the time of a large set) are held off meanwhile
-    paused = _gc_isenabled()
-    if paused:
-        _gc_disable()
-    try:
-        edges, accepting, size = _numbered(reg, start)
-    finally:
-        if paused:
-            _gc_enable()
+    # no collector pause of its own: a compile runs under grammar.COLLECTOR_PAUSE already
+    edges, accepting, size = _numbered(reg, start)
     return edges, accepting, float(longest) if longest >= 0 else float("-inf"), size
 
 

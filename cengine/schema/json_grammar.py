@@ -633,7 +633,7 @@ STRING_SET_DFA_MIN = 64
 def string_set(values: Sequence[str]) -> ir.Expr:
     """Exactly the JSON strings of `values` (enum/const), each in its canonical spelling (the
     one value_literal accepts): an alternation of the literals for a few, the minimal DFA of
-    their spellings from STRING_SET_DFA_MIN distinct values on. The two accept the same
+    their spellings from STRING_SET_DFA_MIN values on (repeats counted). The two accept the same
     bytes: a string's literal is one fixed byte string."""
     spellings = [canonical_string(v) for v in values]
     if len(spellings) < STRING_SET_DFA_MIN:
