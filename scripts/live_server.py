@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -14,6 +15,7 @@ from typing import Optional
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+_LOG_TAIL_BYTES = 8192
 
 
 def free_port() -> int:
@@ -40,10 +42,17 @@ class ServerProcess:
             cmd[4:4] = ["-m", model]
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
+        # read the server's log as it comes: a pipe nobody reads fills (64 KiB) and then
+        # blocks the server on its next log line (a long run of requests whose schemas hold
+        # ignored keywords stalled its compile threads so); the tail is kept for errors
+        self._log_tail = bytearray()
+        self._log_reader = threading.Thread(target=self._read_log, daemon=True)
+        self._log_reader.start()
         deadline = time.monotonic() + startup_timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError("server exited: " + self.proc.stderr.read().decode()[-2000:])
+                self._log_reader.join(5)
+                raise RuntimeError("server exited: " + self.log_tail())
             try:
                 if httpx.get(self.base + "/health", timeout=2).status_code == 200:
                     break
@@ -54,6 +63,15 @@ class ServerProcess:
                 raise RuntimeError("server did not start")
             time.sleep(0.1)
         self.model_name = httpx.get(self.base + "/health", timeout=5).json()["model"]
+
+    def _read_log(self) -> None:
+        for line in self.proc.stderr:
+            self._log_tail += line
+            del self._log_tail[:-_LOG_TAIL_BYTES]
+
+    def log_tail(self) -> str:
+        """The last few KiB the server wrote to stderr."""
+        return bytes(self._log_tail).decode("utf-8", "replace")
 
     def rss_mb(self) -> Optional[float]:
         """Resident memory of the server process (Linux /proc), in MiB."""
