@@ -26,6 +26,9 @@ extensions = [
     # the minimal DFA of a finite set of strings (a schema's enum values)
     Extension("cengine._strset", ["cengine/_strset.pyx"], language="c++",
               extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
+    # a bounded number's automaton (explored, minimized), cengine.schema.numbers
+    Extension("cengine._numdfa", ["cengine/_numdfa.pyx"], language="c++",
+              extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
 ]
 
 setup(

@@ -45,21 +45,23 @@ IDS = [json.dumps(s) for s in SHAPES]
 
 
 def _raw(schema, with_dfa=False):
-    """The explored (unminimized) DFA of schema, as number_expr builds it."""
+    """The explored (unminimized) DFA of schema by the Python reference (_explore), from the
+    _NumberDfa number_expr builds (number_expr itself uses cengine._numdfa, which
+    tests/test_schema_numbers_native.py compares with this reference)."""
     seen = {}
-    real = N._explore
+    real = N._automaton
 
-    def spy(*args):
-        seen["dfa"] = args[0]
-        seen["raw"] = real(*args)
-        return seen["raw"]
+    def spy(dfa, keyword, pointer, **kw):
+        seen["dfa"] = dfa
+        seen["raw"] = N._explore(dfa, keyword, pointer)
+        return real(dfa, keyword, pointer, **kw)
 
     N._AUTOMATA.clear()
-    N._explore = spy
+    N._automaton = spy
     try:
         N.number_expr(ir.GrammarIR(), schema, "#", integer=schema["type"] == "integer", name="n")
     finally:
-        N._explore = real
+        N._automaton = real
         N._AUTOMATA.clear()
     return (seen["raw"], seen["dfa"]) if with_dfa else seen["raw"]
 

@@ -6,7 +6,10 @@ bytes `-`, `.` and `0`..`9`: the DFA reads the digits left to right and keeps, p
 the digits so far compare with the bound's digits, and (for multipleOf) the remainder of the
 digits read so far. It is pruned of dead states, minimized and emitted as one IR Dfa node
 (its states become automaton positions one for one), so the closer and the masks work on it
-as on any other grammar.
+as on any other grammar. The exploration and the one-pass minimization run in C
+(cengine._numdfa, through _automaton); _explore, _minimize and _as_dfa here are the
+reference it is tested against (tests/test_schema_numbers_native.py), and still minimize the
+DFAs with remainder cycles (Moore).
 
 Exactness is checked against two readings of a document at once, and a spelling is accepted
 only when both say it is valid:
@@ -33,6 +36,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .. import ir
+from .._numdfa import number_automaton as _number_automaton
 from ..errors import CompileError, LimitError
 from .drafts import pointer as _ptr
 
@@ -514,6 +518,40 @@ def tighter_bound(a, b, *, lower: bool):
     return None
 
 
+def _comparator_spec(b: _Cmp) -> tuple:
+    """A comparator as cengine._numdfa reads it."""
+    return (b.int_digits.encode(), b.frac_digits.encode(), b.closed, b.upper, b.neg,
+            b.value > 0)
+
+
+def _automaton(dfa: _NumberDfa, keyword: str, pointer: str, *, raw: bool = False):
+    """The minimal automaton of dfa as an ir.Dfa (None: nothing is accepted), built by
+    cengine._numdfa: the same exploration, minimization and numbering as _explore,
+    _minimize and _as_dfa (the reference, which tests compare it with), in C. A live part
+    with remainder cycles comes back explored and is minimized here (Moore). raw=True: the
+    explored automaton, as _explore returns it."""
+    kind, a, b = _number_automaton(dfa.integer, [_comparator_spec(c) for c in dfa.ib],
+                                   [_comparator_spec(c) for c in dfa.fb], dfa.p,
+                                   -1 if dfa.k is None else dfa.k, MAX_NUMBER_STATES * 8, raw)
+    if kind == 1:
+        raise LimitError(f"the number constraints need more than {MAX_NUMBER_STATES} "
+                         f"automaton states", keyword=keyword, pointer=pointer)
+    if raw:
+        return a, b
+    if kind == 0:
+        return None
+    if kind == 2:
+        small = _minimize(a, b)
+        return None if small is None else _as_dfa(*small)
+    return ir.Dfa(a, b)
+
+
+def _reference_automaton(dfa: _NumberDfa, keyword: str, pointer: str):
+    """What _automaton returns, made by the Python reference (_explore, _minimize, _as_dfa)."""
+    small = _minimize(*_explore(dfa, keyword, pointer))
+    return None if small is None else _as_dfa(*small)
+
+
 # --- entry -------------------------------------------------------------------------------
 def has_numeric_keywords(schema: dict) -> bool:
     return any(k in schema for k in NUMERIC_KEYWORDS)
@@ -597,11 +635,8 @@ def number_expr(g: ir.GrammarIR, schema: dict, ptr: str, *, integer: bool, name:
     small = _AUTOMATA.get(key, False)
     if small is False:
         frac_cmps = cmps(frac_lo, frac_hi) if k != 0 else []    # k == 0: no '.' spellings
-        dfa = _NumberDfa(integer, cmps(int_lo, int_hi), frac_cmps, p, k)
-        trans, accepting = _explore(dfa, kw, _ptr(ptr, kw))
-        small = _minimize(trans, accepting)
-        if small is not None:
-            small = (small, _as_dfa(*small))
+        small = _automaton(_NumberDfa(integer, cmps(int_lo, int_hi), frac_cmps, p, k), kw,
+                           _ptr(ptr, kw))
         with _AUTOMATA_LOCK:
             if len(_AUTOMATA) >= _AUTOMATA_MAX:
                 _AUTOMATA.pop(next(iter(_AUTOMATA)))      # oldest first out
@@ -609,11 +644,11 @@ def number_expr(g: ir.GrammarIR, schema: dict, ptr: str, *, integer: bool, name:
     if small is None:
         expr: ir.Expr = ir.NOTHING
     else:
-        if len(small[0][0]) > MAX_NUMBER_STATES:
-            raise LimitError(f"the number constraints need {len(small[0][0])} automaton "
+        if len(small.accepting) > MAX_NUMBER_STATES:
+            raise LimitError(f"the number constraints need {len(small.accepting)} automaton "
                              f"states, more than the limit of {MAX_NUMBER_STATES}", keyword=kw,
                              pointer=_ptr(ptr, kw))
-        expr = g.add(g.fresh_name(name), small[1])
+        expr = g.add(g.fresh_name(name), small)
     if cache is not None:
         cache[key] = expr
     return expr
