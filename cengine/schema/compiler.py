@@ -32,6 +32,8 @@ import itertools
 import json
 import math
 import re
+import threading
+from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Set, Tuple
 from json.encoder import encode_basestring_ascii as _json_ascii
 from urllib.parse import unquote
@@ -311,19 +313,49 @@ def _all_of(schemas: list, origin: Optional[Tuple[str, str]] = None):
     return Node({"allOf": items}, parts=_parts_of(*items), origin=origin)
 
 
-@functools.lru_cache(maxsize=512)
-def _pattern_grammar(pattern: str):
-    from ..grammar import Grammar
+# patternProperties patterns' grammars (a declared name matched against a pattern), by
+# pattern, at most _PATTERN_GRAMMARS_MAX of them (least recently used dropped)
+_PATTERN_GRAMMARS: "OrderedDict[str, Any]" = OrderedDict()
+_PATTERN_GRAMMARS_MAX = 512
+_PATTERN_GRAMMARS_LOCK = threading.Lock()
+
+
+def _pattern_expr(pattern: str, exprs: Optional[Dict[str, ir.Expr]]) -> ir.Expr:
+    """regex_to_expr(pattern, anchored=False), read once per compile: exprs is the compile's
+    memo (_Compiler._regex_exprs), shared by the name matches' grammars and the key
+    languages (strings.pattern_expr), which parse the same pattern alike. Only a parse that
+    succeeded is kept: a refused pattern is parsed again by each, so each names its error."""
     from ..regex import regex_to_expr
+    if exprs is None:
+        return regex_to_expr(pattern, anchored=False)
+    e = exprs.get(pattern)
+    if e is None:
+        e = exprs[pattern] = regex_to_expr(pattern, anchored=False)
+    return e
+
+
+def _pattern_grammar(pattern: str, exprs: Optional[Dict[str, ir.Expr]] = None):
+    from ..grammar import Grammar
+    with _PATTERN_GRAMMARS_LOCK:
+        got = _PATTERN_GRAMMARS.get(pattern)
+        if got is not None:
+            _PATTERN_GRAMMARS.move_to_end(pattern)
+            return got
     g = ir.GrammarIR()
-    g.add("root", regex_to_expr(pattern, anchored=False))
-    return Grammar.from_ir(g)
+    g.add("root", _pattern_expr(pattern, exprs))
+    got = Grammar.from_ir(g)
+    with _PATTERN_GRAMMARS_LOCK:
+        _PATTERN_GRAMMARS[pattern] = got
+        while len(_PATTERN_GRAMMARS) > _PATTERN_GRAMMARS_MAX:
+            _PATTERN_GRAMMARS.popitem(last=False)
+    return got
 
 
-def _pattern_matches(pattern: str, s: str, ptr: str) -> bool:
+def _pattern_matches(pattern: str, s: str, ptr: str,
+                     exprs: Optional[Dict[str, ir.Expr]] = None) -> bool:
     """The decoded string s contains a match of pattern (ECMA-262, as the grammar reads it)."""
     try:
-        g = _pattern_grammar(pattern)
+        g = _pattern_grammar(pattern, exprs)
     except CompileError as e:
         raise CompileError(f"pattern {pattern!r}: {e.reason}", keyword="patternProperties",
                            pointer=ptr) from None
@@ -336,7 +368,8 @@ def _pattern_matches(pattern: str, s: str, ptr: str) -> bool:
     return m.accept_bytes(data) and m.is_accepting()
 
 
-def _name_matches(pattern: str, name: str, ptr: str) -> bool:
+def _name_matches(pattern: str, name: str, ptr: str,
+                  exprs: Optional[Dict[str, ir.Expr]] = None) -> bool:
     """A declared name matches a patternProperties pattern, read alike by ECMA-262 and
     Python's re (refused where the two could disagree, see PATTERN_KEY_ALPHABET)."""
     lo, hi = _key_alphabet([pattern])
@@ -344,16 +377,16 @@ def _name_matches(pattern: str, name: str, ptr: str) -> bool:
         raise CompileError(f"the name {name!r} beside the pattern {pattern!r}: ECMA-262 and "
                            "Python's re may read it differently", keyword="patternProperties",
                            pointer=ptr)
-    return _pattern_matches(pattern, name, ptr)
+    return _pattern_matches(pattern, name, ptr, exprs)
 
 
-def _universal_pattern(pattern: Any) -> bool:
+def _universal_pattern(pattern: Any, exprs: Optional[Dict[str, ir.Expr]] = None) -> bool:
     """Every string contains a match: no anchors or lookaround, and the empty string matches."""
     if not isinstance(pattern, str):
         return False
     if "^" in pattern or "$" in pattern:      # an anchor can make the empty match position-bound
         return pattern in ("^.*", ".*$", "^[\\s\\S]*$")
-    return _pattern_matches(pattern, "", "")
+    return _pattern_matches(pattern, "", "", exprs)
 
 
 class _Places:
@@ -446,6 +479,7 @@ class _Compiler:
         # _property_value: id of a document's schema object -> (it, its expression)
         self._property_values: Dict[int, Tuple[dict, ir.Expr]] = {}
         self._pattern_languages: Dict[str, ir.Expr] = {}    # _pattern_language
+        self._regex_exprs: Dict[str, ir.Expr] = {}          # _pattern_expr
         self._validator = None
         self.number_rules: Dict = {}
         self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
@@ -1022,7 +1056,7 @@ class _Compiler:
         props = side.get("properties", {})
         res = [props[name]] if isinstance(props, dict) and name in props else []
         pats = side.get("patternProperties", {})
-        matched = [s for p, s in pats.items() if _name_matches(p, name, ptr)] \
+        matched = [s for p, s in pats.items() if _name_matches(p, name, ptr, self._regex_exprs)] \
             if isinstance(pats, dict) else []
         res += matched
         if not res and "additionalProperties" in side:
@@ -1584,7 +1618,10 @@ class _Compiler:
             return js.pattern_expr(pattern, pp_ptr)     # (refused, naming pp_ptr)
         e = self._pattern_languages.get(pattern)
         if e is None:
-            e = self._pattern_languages[pattern] = js.pattern_expr(pattern, pp_ptr)
+            e = self._regex_exprs.get(pattern)
+            if e is None:
+                e = self._regex_exprs[pattern] = js.pattern_expr(pattern, pp_ptr)
+            self._pattern_languages[pattern] = e
         return e
 
     def _extra_keys(self, schema: dict, ptr: str, declared: List[str], addl: Any,
@@ -1606,7 +1643,7 @@ class _Compiler:
         if not isinstance(pats, dict):
             raise CompileError("'patternProperties' must be an object", keyword="patternProperties",
                                pointer=pp_ptr)
-        universal = [p for p in pats if _universal_pattern(p)]
+        universal = [p for p in pats if _universal_pattern(p, self._regex_exprs)]
         narrow = [p for p in pats if p not in universal]
         # every name matches the universal patterns: they act like additionalProperties
         # beside the narrow ones, which then replace it (a name matching a pattern never
@@ -1695,7 +1732,8 @@ class _Compiler:
         if "additionalProperties" in schema:
             addl, addl_ptr = schema["additionalProperties"], _ptr(ptr, "additionalProperties")
         elif ("properties" in schema or (isinstance(pats, dict) and pats and
-                                         not all(_universal_pattern(p) for p in pats))) \
+                                         not all(_universal_pattern(p, self._regex_exprs)
+                                                 for p in pats))) \
                 and self.closed:
             addl, addl_ptr = False, ptr     # documented departure: closed by default
         else:
@@ -1716,13 +1754,14 @@ class _Compiler:
         patterned = isinstance(pats, dict) and bool(pats)
         pp_ptr = _ptr(ptr, "patternProperties") if patterned else None
         props_ptr = ptr + "/properties/"
+        rx = self._regex_exprs
         for name, sub, req in decl:
             # drafts.pointer's spelling, inline for the usual name that needs no escape
             prop_ptr = props_ptr + name if "~" not in name and "/" not in name \
                 else _ptr(ptr, "properties", name)
             where = prop_ptr if sub is not None else addl_ptr
             matching = [s for p, s in pats.items()
-                        if _universal_pattern(p) or _name_matches(p, name, pp_ptr)] \
+                        if _universal_pattern(p, rx) or _name_matches(p, name, pp_ptr, rx)] \
                 if patterned else []
             conj = [sub] + matching if sub is not None else (matching or [addl])
             if names_schema is not True and self._valid_parts(name, names_schema) is not True:

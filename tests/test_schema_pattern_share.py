@@ -1,0 +1,98 @@
+"""A patternProperties pattern is parsed once per compile, for both of its uses: matching the
+declared names (compiler._pattern_grammar) and the extra keys' language
+(compiler._Compiler._pattern_language, strings.pattern_expr). A refused pattern keeps each
+use's own error, and the process's pattern grammars stay bounded."""
+import itertools
+
+import pytest
+
+from cengine import regex
+from cengine.errors import CompileError
+from cengine.schema import compiler, schema_to_ir
+from cengine.schema import strings
+
+_fresh = itertools.count()
+
+OPTS = dict(closed_objects=False, whitespace_budget=None, property_order="any")
+
+
+def _pattern() -> str:
+    # a pattern no other test compiles, so the process's grammar cache misses
+    return f"^x{next(_fresh)}q[a-c]+$"
+
+
+def _count_parses(monkeypatch, pattern: str) -> list:
+    calls = []
+    real = regex.regex_to_expr
+
+    def counting(p, *args, **kw):
+        if p == pattern:
+            calls.append(p)
+        return real(p, *args, **kw)
+
+    monkeypatch.setattr(regex, "regex_to_expr", counting)
+    monkeypatch.setattr(strings, "regex_to_expr", counting)
+    return calls
+
+
+def test_one_parse_for_names_and_keys(monkeypatch):
+    p = _pattern()
+    calls = _count_parses(monkeypatch, p)
+    # the declared names are matched against the pattern (its grammar) and the extra keys
+    # are split by it (its language): both need the parse
+    name = p[1:p.index("[")] + "ab"         # matches the pattern
+    schema = {"type": "object",
+              "properties": {"aa": {"type": "string"}, name: {"type": "integer"}},
+              "patternProperties": {p: {"type": "integer"}},
+              "additionalProperties": {"type": "boolean"}}
+    schema_to_ir(schema, **OPTS)
+    assert len(calls) == 1
+
+
+def test_every_object_of_a_compile_shares_the_parse(monkeypatch):
+    p = _pattern()
+    calls = _count_parses(monkeypatch, p)
+    obj = {"type": "object", "properties": {"title": {"type": "string"}},
+           "patternProperties": {p: {"type": "string"}}, "additionalProperties": False}
+    schema = {"type": "object",
+              "properties": {f"o{i}": dict(obj) for i in range(5)}}
+    schema_to_ir(schema, **OPTS)
+    assert len(calls) == 1
+
+
+def test_same_language_as_a_separate_parse():
+    p = _pattern()
+    schema = {"type": "object", "properties": {"aa": {"type": "string"}},
+              "patternProperties": {p: {"type": "integer"}},
+              "additionalProperties": {"type": "boolean"}}
+    g = schema_to_ir(schema, **OPTS)
+    # what a compile that parsed the pattern on its own makes (the grammar cached, so the
+    # names' matches do not parse it again here)
+    g2 = schema_to_ir(schema, **OPTS)
+    assert {n: r.expr for n, r in g.rules.items()} == {n: r.expr for n, r in g2.rules.items()}
+
+
+@pytest.mark.parametrize("declared, keyword, pointer", [
+    # the names' match refuses first, naming patternProperties
+    ({"ab": {"type": "string"}}, "patternProperties", "/patternProperties"),
+    # no declared name: the key language refuses, naming the pattern keyword
+    ({}, "pattern", "/patternProperties/pattern"),
+])
+def test_refused_pattern_keeps_its_error(declared, keyword, pointer):
+    schema = {"type": "object", "patternProperties": {"^a(": {"type": "integer"}}}
+    if declared:
+        schema["properties"] = declared
+    for _ in range(2):      # a refused parse is never kept: the same error again
+        with pytest.raises(CompileError) as e:
+            schema_to_ir(schema, **OPTS)
+        assert (e.value.keyword, e.value.pointer) == (keyword, pointer)
+
+
+def test_pattern_grammars_bounded(monkeypatch):
+    monkeypatch.setattr(compiler, "_PATTERN_GRAMMARS_MAX", 4)
+    for _ in range(10):
+        p = _pattern()
+        schema = {"type": "object", "properties": {"ab": {"type": "string"}},
+                  "patternProperties": {p: {"type": "integer"}}}
+        schema_to_ir(schema, **OPTS)
+    assert len(compiler._PATTERN_GRAMMARS) <= 4
