@@ -17,7 +17,8 @@ order (tie-breaking of the completion pointers), the same DFS order for closure 
 same compile-work units spent at the same moments, and the same error messages.
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t, uint32_t, uintptr_t
-from libc.string cimport memcpy, memcmp
+from libc.string cimport memcpy, memcmp, memset
+from libc.stdlib cimport malloc, free
 from libcpp.vector cimport vector
 from libcpp.pair cimport pair
 from libcpp.unordered_map cimport unordered_map
@@ -3063,6 +3064,32 @@ cdef class Builder:
         for p in range(P):
             if fin[p]:
                 L[p] = 0
+        # the byte edges a look reads: per position, the first edge to each target other than
+        # the position itself. A later edge to the same target offers the same 1 + L[t], and a
+        # self loop 1 + L[p], neither strictly less than what the look holds by then, so
+        # neither can be the recorded edge: the same updates from fewer reads (a string's
+        # character class is many ranges to a few targets)
+        cdef size_t ne = self.e_to.size(), nq = 0
+        cdef int* qo = <int*>malloc((P + 1) * sizeof(int))
+        cdef int* qt = <int*>malloc((ne + 1) * sizeof(int))
+        cdef int* ql = <int*>malloc((ne + 1) * sizeof(int))
+        cdef int* sa = <int*>malloc((P + 1) * sizeof(int))
+        if qo == NULL or qt == NULL or ql == NULL or sa == NULL:
+            free(qo); free(qt); free(ql); free(sa)
+            raise MemoryError()
+        memset(sa, 0xff, (P + 1) * sizeof(int))
+        for p in range(P):
+            qo[p] = <int>nq
+            sa[p] = p
+            for k in range(e_off[p], e_off[p + 1]):
+                t = e_to[k]
+                if sa[t] != p:
+                    sa[t] = p
+                    qt[nq] = t
+                    ql[nq] = e_lo[k]
+                    nq += 1
+        qo[P] = <int>nq
+        free(sa)
         # the runs of positions of one rule (blocks, descending as the sweeps go), each with
         # its distinct callees (CSR), whether it leads forward only, and whether its targets
         # stay inside it (else: whole sweeps)
@@ -3136,13 +3163,13 @@ cdef class Builder:
                 any_changed = False
                 for p in range(e - 1, b - 1, -1):
                     best = L[p]
-                    for k in range(e_off[p], e_off[p + 1]):
-                        t = e_to[k]
+                    for k in range(qo[p], qo[p + 1]):
+                        t = qt[k]
                         v = 1 + L[t]
                         if v < best:
                             best = v
                             s_kind[p] = 1
-                            s_byte[p] = e_lo[k]
+                            s_byte[p] = ql[k]
                             s_to[p] = t
                     for k in range(c_off[p], c_off[p + 1]):
                         r = c_rule[k]
@@ -3162,6 +3189,7 @@ cdef class Builder:
                     blk_changed[bi] = <int>any_changed
                 if any_changed:
                     changed = True
+        free(qo); free(qt); free(ql)
         return [L[starts[r]] for r in range(R)]
 
     def finish(self, list rule_ws, list rule_container, list names):
