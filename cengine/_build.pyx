@@ -17,7 +17,8 @@ order (tie-breaking of the completion pointers), the same DFS order for closure 
 same compile-work units spent at the same moments, and the same error messages.
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t, uint32_t, uintptr_t
-from libc.string cimport memcpy, memcmp
+from libc.string cimport memcpy, memcmp, memset
+from libc.stdlib cimport malloc, free
 from libcpp.vector cimport vector
 from libcpp.pair cimport pair
 from libcpp.unordered_map cimport unordered_map
@@ -3063,6 +3064,46 @@ cdef class Builder:
         for p in range(P):
             if fin[p]:
                 L[p] = 0
+        # what a look reads, per position: the first byte edge to each target other than the
+        # position itself, then its calls but those returning to the position itself. A later
+        # edge to the same target offers the same 1 + L[t], a self loop 1 + L[p] and a call
+        # back to p L[start] + L[p], none strictly less than what the look holds by then, so
+        # none can be the recorded one: the same updates from fewer reads (a string's
+        # character class is many ranges to a few targets). Each record is (the position
+        # whose value it adds: P for a byte edge, whose slot holds 1, or the callee's start;
+        # target; byte or rule), so one loop prices both kinds.
+        cdef size_t ne = self.e_to.size() + self.c_to.size(), nq = 0
+        cdef int* qo = <int*>malloc((P + 1) * sizeof(int))
+        cdef int* qa = <int*>malloc((ne + 1) * sizeof(int))
+        cdef int* qt = <int*>malloc((ne + 1) * sizeof(int))
+        cdef int* ql = <int*>malloc((ne + 1) * sizeof(int))
+        cdef int* sa = <int*>malloc((P + 1) * sizeof(int))
+        if qo == NULL or qa == NULL or qt == NULL or ql == NULL or sa == NULL:
+            free(qo); free(qa); free(qt); free(ql); free(sa)
+            raise MemoryError()
+        memset(sa, 0xff, (P + 1) * sizeof(int))
+        for p in range(P):
+            qo[p] = <int>nq
+            sa[p] = p
+            for k in range(e_off[p], e_off[p + 1]):
+                t = e_to[k]
+                if sa[t] != p:
+                    sa[t] = p
+                    qa[nq] = P
+                    qt[nq] = t
+                    ql[nq] = e_lo[k]
+                    nq += 1
+            for k in range(c_off[p], c_off[p + 1]):
+                t = c_to[k]
+                if t != p:
+                    qa[nq] = starts[c_rule[k]]
+                    qt[nq] = t
+                    ql[nq] = c_rule[k]
+                    nq += 1
+        qo[P] = <int>nq
+        free(sa)
+        self.short_len.push_back(1)     # the slot P a byte edge adds (popped at the end)
+        L = self.short_len.data()
         # the runs of positions of one rule (blocks, descending as the sweeps go), each with
         # its distinct callees (CSR), whether it leads forward only, and whether its targets
         # stay inside it (else: whole sweeps)
@@ -3136,23 +3177,18 @@ cdef class Builder:
                 any_changed = False
                 for p in range(e - 1, b - 1, -1):
                     best = L[p]
-                    for k in range(e_off[p], e_off[p + 1]):
-                        t = e_to[k]
-                        v = 1 + L[t]
+                    for k in range(qo[p], qo[p + 1]):
+                        t = qt[k]
+                        v = L[qa[k]] + L[t]
                         if v < best:
                             best = v
-                            s_kind[p] = 1
-                            s_byte[p] = e_lo[k]
                             s_to[p] = t
-                    for k in range(c_off[p], c_off[p + 1]):
-                        r = c_rule[k]
-                        t = c_to[k]
-                        v = L[starts[r]] + L[t]
-                        if v < best:
-                            best = v
-                            s_kind[p] = 2
-                            s_rule[p] = r
-                            s_to[p] = t
+                            if qa[k] == P:
+                                s_kind[p] = 1
+                                s_byte[p] = ql[k]
+                            else:
+                                s_kind[p] = 2
+                                s_rule[p] = ql[k]
                     if best < L[p]:
                         L[p] = best
                         any_changed = True
@@ -3162,6 +3198,8 @@ cdef class Builder:
                     blk_changed[bi] = <int>any_changed
                 if any_changed:
                     changed = True
+        free(qo); free(qa); free(qt); free(ql)
+        self.short_len.pop_back()
         return [L[starts[r]] for r in range(R)]
 
     def finish(self, list rule_ws, list rule_container, list names):

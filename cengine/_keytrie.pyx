@@ -332,6 +332,25 @@ cdef class _Trie:
         self.region(p, 0x23, 0x5B, T_FREE, xb, xt, &at)
         self.region(p, 0x5C, 0x5C, -1, xb, xt, &at)
         self.region(p, 0x5D, 0x7F, T_FREE, xb, xt, &at)
+        # no non-ASCII child (most nodes) and the lead bytes' tails made: the eight edges the
+        # regions below would add (one per region, to its tail), without their walk
+        if kid_pos.size() == 0 and self.tails[T_C1] >= 0 and self.tails[T_E0] >= 0 \
+                and self.tails[T_C2] >= 0 and self.tails[T_ED] >= 0 \
+                and self.tails[T_F0] >= 0 and self.tails[T_C3] >= 0 \
+                and self.tails[T_F4] >= 0:
+            self.edge(p, 0xC2, 0xDF, self.tails[T_C1])
+            self.edge(p, 0xE0, 0xE0, self.tails[T_E0])
+            self.edge(p, 0xE1, 0xEC, self.tails[T_C2])
+            self.edge(p, 0xED, 0xED, self.tails[T_ED])
+            self.edge(p, 0xEE, 0xEF, self.tails[T_C2])
+            self.edge(p, 0xF0, 0xF0, self.tails[T_F0])
+            self.edge(p, 0xF1, 0xF3, self.tails[T_C3])
+            self.edge(p, 0xF4, 0xF4, self.tails[T_F4])
+            self.c_from.push_back(p)
+            self.c_rule.push_back(self.escape)
+            self.c_to.push_back(self.end)
+            self._swap_scratch(xb, xt, kid_pos, kid_first, esc, esc_to, lb, lt)
+            return
         # non-ASCII children, grouped by lead byte (ascending: the spellings are sorted)
         k = 0
         while k < <int>kid_pos.size():
