@@ -238,10 +238,11 @@ def _near(v) -> st.SearchStrategy:
     return delta.map(lambda d: base + d)
 
 
-def _spellings(schema) -> st.SearchStrategy:
+def _spellings(schema, reach: int = 10 ** 6) -> st.SearchStrategy:
+    """Spellings of numbers anywhere within +-reach (three decimals) or near a bound."""
     bounds = [schema[k] for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
               if k in schema]
-    free = st.builds(lambda i, f: Decimal(i) + Decimal(f) / 1000, st.integers(-10 ** 6, 10 ** 6),
+    free = st.builds(lambda i, f: Decimal(i) + Decimal(f) / 1000, st.integers(-reach, reach),
                      st.integers(0, 999))
     values = st.one_of([free] + [_near(b) for b in bounds])
     return st.tuples(values, st.integers(0, 3), st.booleans()).map(_spell)

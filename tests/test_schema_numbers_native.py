@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import struct
-from decimal import Decimal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +18,7 @@ from hypothesis import strategies as st
 from cengine import LimitError, ir
 from cengine.schema import numbers as N
 from cengine.schema import schema_to_ir
-from test_schema_numbers import _near, _spell, documented, valid
+from test_schema_numbers import _spellings, documented, valid
 
 CASES = [
     {"type": "number", "exclusiveMinimum": 0},
@@ -70,8 +69,9 @@ EMPTY = {IDS[i] for i, s in enumerate(CASES)
          or s.get("exclusiveMaximum") == 5e-324}
 
 
-def _number_dfa(schema):
-    """The _NumberDfa (and its keyword, pointer) number_expr builds for schema."""
+def _number_dfa(schema, *, refused: bool = False):
+    """The _NumberDfa (and its keyword, pointer) number_expr builds for schema; refused:
+    number_expr must raise LimitError on it."""
     seen = []
     real = N._automaton
 
@@ -79,11 +79,18 @@ def _number_dfa(schema):
         seen.append((dfa, keyword, pointer))
         return real(dfa, keyword, pointer, **kw)
 
+    def build():
+        N.number_expr(ir.GrammarIR(), schema, "#", integer=schema.get("type") == "integer",
+                      name="n")
+
     N._AUTOMATA.clear()
     N._automaton = spy
     try:
-        N.number_expr(ir.GrammarIR(), schema, "#", integer=schema.get("type") == "integer",
-                      name="n")
+        if refused:
+            with pytest.raises(LimitError):
+                build()
+        else:
+            build()
     finally:
         N._automaton = real
         N._AUTOMATA.clear()
@@ -127,12 +134,7 @@ def _accepts(dfa, doc: str) -> bool:
 
 
 def _near_spellings(schema) -> st.SearchStrategy:
-    bounds = [schema[k] for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-              if k in schema]
-    free = st.builds(lambda i, f: Decimal(i) + Decimal(f) / 1000, st.integers(-10 ** 4, 10 ** 4),
-                     st.integers(0, 999))
-    values = st.one_of([free] + [_near(b) for b in bounds])
-    return st.tuples(values, st.integers(0, 3), st.booleans()).map(_spell)
+    return _spellings(schema, reach=10 ** 4)
 
 
 def _check_membership(schema, dfa, doc):
@@ -194,7 +196,7 @@ def test_native_number_automaton_equals_reference_on_generated_bounds(schema):
     except LimitError:
         # a limit: the explored one is reached by both with the same keyword, pointer and
         # message; past it (the minimal automaton's size) both give the same tables
-        dfa, keyword, pointer = _number_dfa_or_limit(schema)
+        dfa, keyword, pointer = _number_dfa(schema, refused=True)
         try:
             native = N._automaton(dfa, keyword, pointer)
         except LimitError as e:
@@ -205,26 +207,6 @@ def test_native_number_automaton_equals_reference_on_generated_bounds(schema):
         else:
             assert native == N._reference_automaton(dfa, keyword, pointer)
             assert len(native.accepting) > N.MAX_NUMBER_STATES
-
-
-def _number_dfa_or_limit(schema):
-    seen = []
-    real = N._automaton
-
-    def spy(dfa, keyword, pointer, **kw):
-        seen.append((dfa, keyword, pointer))
-        return real(dfa, keyword, pointer, **kw)
-
-    N._AUTOMATA.clear()
-    N._automaton = spy
-    try:
-        with pytest.raises(LimitError):
-            N.number_expr(ir.GrammarIR(), schema, "#", integer=schema["type"] == "integer",
-                          name="n")
-    finally:
-        N._automaton = real
-        N._AUTOMATA.clear()
-    return seen[0]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
@@ -246,7 +228,7 @@ def test_limit_error_keeps_keyword_and_pointer():
     with pytest.raises(LimitError) as native:
         schema_to_ir(LIMITED)
     assert (native.value.keyword, native.value.pointer) == ("maximum", "/properties/x/maximum")
-    dfa, keyword, pointer = _number_dfa_or_limit(LIMITED["properties"]["x"])
+    dfa, keyword, pointer = _number_dfa(LIMITED["properties"]["x"], refused=True)
     with pytest.raises(LimitError) as ref:
         N._reference_automaton(dfa, "maximum", "/properties/x/maximum")
     assert str(ref.value) == str(native.value)
