@@ -478,8 +478,7 @@ class _Compiler:
         self._flat_depth = -1
         # _property_value: id of a document's schema object -> (it, its expression)
         self._property_values: Dict[int, Tuple[dict, ir.Expr]] = {}
-        self._pattern_languages: Dict[str, ir.Expr] = {}    # _pattern_language
-        self._regex_exprs: Dict[str, ir.Expr] = {}          # _pattern_expr
+        self._regex_exprs: Dict[str, ir.Expr] = {}   # _pattern_expr, _pattern_language
         self._validator = None
         self.number_rules: Dict = {}
         self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
@@ -1616,12 +1615,9 @@ class _Compiler:
         also makes the key languages' memo hit by identity."""
         if not isinstance(pattern, str):
             return js.pattern_expr(pattern, pp_ptr)     # (refused, naming pp_ptr)
-        e = self._pattern_languages.get(pattern)
+        e = self._regex_exprs.get(pattern)
         if e is None:
-            e = self._regex_exprs.get(pattern)
-            if e is None:
-                e = self._regex_exprs[pattern] = js.pattern_expr(pattern, pp_ptr)
-            self._pattern_languages[pattern] = e
+            e = self._regex_exprs[pattern] = js.pattern_expr(pattern, pp_ptr)
         return e
 
     def _extra_keys(self, schema: dict, ptr: str, declared: List[str], addl: Any,
