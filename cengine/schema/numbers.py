@@ -541,15 +541,19 @@ def _automaton(dfa: _NumberDfa, keyword: str, pointer: str, *, raw: bool = False
     if kind == 0:
         return None
     if kind == 2:
-        small = _minimize(a, b)
-        return None if small is None else _as_dfa(*small)
+        return _minimal_dfa(a, b)
     return ir.Dfa(a, b)
+
+
+def _minimal_dfa(trans, accepting) -> Optional[ir.Dfa]:
+    """The explored automaton (as _explore returns it) minimized, as an ir.Dfa (None: empty)."""
+    small = _minimize(trans, accepting)
+    return None if small is None else _as_dfa(*small)
 
 
 def _reference_automaton(dfa: _NumberDfa, keyword: str, pointer: str):
     """What _automaton returns, made by the Python reference (_explore, _minimize, _as_dfa)."""
-    small = _minimize(*_explore(dfa, keyword, pointer))
-    return None if small is None else _as_dfa(*small)
+    return _minimal_dfa(*_explore(dfa, keyword, pointer))
 
 
 # --- entry -------------------------------------------------------------------------------
