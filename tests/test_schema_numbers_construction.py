@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from cengine import ir
+from cengine import LimitError, ir
 from cengine.schema import numbers as N
 
 SHAPES = [
@@ -44,26 +44,42 @@ SHAPES = [
 IDS = [json.dumps(s) for s in SHAPES]
 
 
-def _raw(schema, with_dfa=False):
-    """The explored (unminimized) DFA of schema by the Python reference (_explore), from the
-    _NumberDfa number_expr builds (number_expr itself uses cengine._numdfa, which
-    tests/test_schema_numbers_native.py compares with this reference)."""
-    seen = {}
+def number_dfa(schema, *, refused: bool = False):
+    """The _NumberDfa (and its keyword, pointer) number_expr builds for schema; refused:
+    number_expr must raise LimitError on it."""
+    seen = []
     real = N._automaton
 
     def spy(dfa, keyword, pointer, **kw):
-        seen["dfa"] = dfa
-        seen["raw"] = N._explore(dfa, keyword, pointer)
+        seen.append((dfa, keyword, pointer))
         return real(dfa, keyword, pointer, **kw)
+
+    def build():
+        N.number_expr(ir.GrammarIR(), schema, "#", integer=schema.get("type") == "integer",
+                      name="n")
 
     N._AUTOMATA.clear()
     N._automaton = spy
     try:
-        N.number_expr(ir.GrammarIR(), schema, "#", integer=schema["type"] == "integer", name="n")
+        if refused:
+            with pytest.raises(LimitError):
+                build()
+        else:
+            build()
     finally:
         N._automaton = real
         N._AUTOMATA.clear()
-    return (seen["raw"], seen["dfa"]) if with_dfa else seen["raw"]
+    assert len(seen) == 1
+    return seen[0]
+
+
+def _raw(schema, with_dfa=False):
+    """The explored (unminimized) DFA of schema by the Python reference (_explore), from the
+    _NumberDfa number_expr builds (number_expr itself uses cengine._numdfa, which
+    tests/test_schema_numbers_native.py compares with this reference)."""
+    dfa, keyword, pointer = number_dfa(schema)
+    raw = N._explore(dfa, keyword, pointer)
+    return (raw, dfa) if with_dfa else raw
 
 
 def _explore_by_step(dfa):

@@ -19,6 +19,7 @@ from cengine import LimitError, ir
 from cengine.schema import numbers as N
 from cengine.schema import schema_to_ir
 from test_schema_numbers import _spellings, documented, valid
+from test_schema_numbers_construction import number_dfa
 
 CASES = [
     {"type": "number", "exclusiveMinimum": 0},
@@ -69,38 +70,9 @@ EMPTY = {IDS[i] for i, s in enumerate(CASES)
          or s.get("exclusiveMaximum") == 5e-324}
 
 
-def _number_dfa(schema, *, refused: bool = False):
-    """The _NumberDfa (and its keyword, pointer) number_expr builds for schema; refused:
-    number_expr must raise LimitError on it."""
-    seen = []
-    real = N._automaton
-
-    def spy(dfa, keyword, pointer, **kw):
-        seen.append((dfa, keyword, pointer))
-        return real(dfa, keyword, pointer, **kw)
-
-    def build():
-        N.number_expr(ir.GrammarIR(), schema, "#", integer=schema.get("type") == "integer",
-                      name="n")
-
-    N._AUTOMATA.clear()
-    N._automaton = spy
-    try:
-        if refused:
-            with pytest.raises(LimitError):
-                build()
-        else:
-            build()
-    finally:
-        N._automaton = real
-        N._AUTOMATA.clear()
-    assert len(seen) == 1
-    return seen[0]
-
-
 def _same(schema):
     """Native and reference agree, raw and minimal; returns the native ir.Dfa (None: empty)."""
-    dfa, keyword, pointer = _number_dfa(schema)
+    dfa, keyword, pointer = number_dfa(schema)
     raw = N._automaton(dfa, keyword, pointer, raw=True)
     assert raw == N._explore(dfa, keyword, pointer)
     native = N._automaton(dfa, keyword, pointer)
@@ -196,7 +168,7 @@ def test_native_number_automaton_equals_reference_on_generated_bounds(schema):
     except LimitError:
         # a limit: the explored one is reached by both with the same keyword, pointer and
         # message; past it (the minimal automaton's size) both give the same tables
-        dfa, keyword, pointer = _number_dfa(schema, refused=True)
+        dfa, keyword, pointer = number_dfa(schema, refused=True)
         try:
             native = N._automaton(dfa, keyword, pointer)
         except LimitError as e:
@@ -228,7 +200,7 @@ def test_limit_error_keeps_keyword_and_pointer():
     with pytest.raises(LimitError) as native:
         schema_to_ir(LIMITED)
     assert (native.value.keyword, native.value.pointer) == ("maximum", "/properties/x/maximum")
-    dfa, keyword, pointer = _number_dfa(LIMITED["properties"]["x"], refused=True)
+    dfa, keyword, pointer = number_dfa(LIMITED["properties"]["x"], refused=True)
     with pytest.raises(LimitError) as ref:
         N._reference_automaton(dfa, "maximum", "/properties/x/maximum")
     assert str(ref.value) == str(native.value)
@@ -237,7 +209,7 @@ def test_limit_error_keeps_keyword_and_pointer():
 def test_native_raw_limit_is_the_reference_limit():
     """max_raw counts explored states as _explore does: a limit of the explored size passes,
     one less is refused."""
-    dfa, keyword, pointer = _number_dfa({"type": "number", "exclusiveMinimum": 0})
+    dfa, keyword, pointer = number_dfa({"type": "number", "exclusiveMinimum": 0})
     n = len(N._explore(dfa, keyword, pointer)[0])
     spec = ([N._comparator_spec(c) for c in dfa.ib], [N._comparator_spec(c) for c in dfa.fb])
     from cengine._numdfa import number_automaton
