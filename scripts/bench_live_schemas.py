@@ -63,10 +63,14 @@ def error_message(e) -> str:
     return str(getattr(e, "error", None) or e)
 
 
-def ask_openai(srv, schema, args):
+def openai_client(srv):
     import openai
-    client = openai.OpenAI(base_url=srv.base + "/v1", api_key="unused", max_retries=0,
-                           timeout=600)
+    return openai.OpenAI(base_url=srv.base + "/v1", api_key="unused", max_retries=0,
+                         timeout=600)
+
+
+def ask_openai(client, srv, schema, args):
+    import openai
     try:
         r = client.chat.completions.create(
             model=srv.model_name, messages=[{"role": "user", "content": PROMPT}],
@@ -78,9 +82,13 @@ def ask_openai(srv, schema, args):
     return r.choices[0].message.content, r.choices[0].finish_reason, 200, None
 
 
-def ask_ollama(srv, schema, args):
+def ollama_client(srv):
     import ollama
-    client = ollama.Client(host=srv.base)
+    return ollama.Client(host=srv.base)
+
+
+def ask_ollama(client, srv, schema, args):
+    import ollama
     try:
         r = client.chat(model=srv.model_name, messages=[{"role": "user", "content": PROMPT}],
                         format=schema, options={"num_predict": args.max_tokens,
@@ -91,9 +99,13 @@ def ask_ollama(srv, schema, args):
     return r.message.content, r.done_reason, 200, None
 
 
-def ask_anthropic(srv, schema, args):
+def anthropic_client(srv):
     import anthropic
-    client = anthropic.Anthropic(base_url=srv.base, api_key="unused", max_retries=0)
+    return anthropic.Anthropic(base_url=srv.base, api_key="unused", max_retries=0)
+
+
+def ask_anthropic(client, srv, schema, args):
+    import anthropic
     try:
         r = client.messages.create(
             model=srv.model_name, max_tokens=args.max_tokens,
@@ -109,7 +121,9 @@ def ask_anthropic(srv, schema, args):
     return text, r.stop_reason, 200, None
 
 
-ASK = {"openai": ask_openai, "ollama": ask_ollama, "anthropic": ask_anthropic}
+# per API: (the client, made once per run; one request)
+APIS = {"openai": (openai_client, ask_openai), "ollama": (ollama_client, ask_ollama),
+        "anthropic": (anthropic_client, ask_anthropic)}
 
 
 def validation_error(schema, text):
@@ -126,7 +140,7 @@ def validation_error(schema, text):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path)
-    ap.add_argument("--api", choices=sorted(ASK), default="openai")
+    ap.add_argument("--api", choices=sorted(APIS), default="openai")
     ap.add_argument("-n", type=int, default=400, help="schemas to send (default 400)")
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--temperature", type=float, default=1.0)
@@ -139,11 +153,13 @@ def main(argv=None) -> int:
     finishes: collections.Counter = collections.Counter()
     refusals: collections.Counter = collections.Counter()
     failures, seconds = [], []
+    make_client, ask = APIS[args.api]
     srv = ServerProcess(args.model)
     try:
+        client = make_client(srv)
         for name, schema in schemas:
             t0 = time.perf_counter()
-            text, finish, status, message = ASK[args.api](srv, schema, args)
+            text, finish, status, message = ask(client, srv, schema, args)
             seconds.append(time.perf_counter() - t0)
             if status != 200:
                 kind = "refused (4xx)" if 400 <= status < 500 else f"failed ({status})"
