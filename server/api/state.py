@@ -8,6 +8,7 @@ from typing import Any, Optional
 from starlette.requests import Request
 
 from ..runtime.types import GenerationModel
+from ..tools import DEFAULT_DIALECT, Dialect
 from .errors import InvalidRequest, ModelNotFound
 from .scheduler import Scheduler
 from .settings import Settings
@@ -20,6 +21,8 @@ class ServerState:
     scheduler: Scheduler
     started: float = field(default_factory=time.time)
     compiles: Any = None            # compiling.CompilePool (constraints off the event loop)
+    # the tool-call dialect of the model's family, bound to its special tokens
+    dialect: Dialect = DEFAULT_DIALECT
 
     @property
     def model_name(self) -> str:

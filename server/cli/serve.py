@@ -32,13 +32,20 @@ from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Limits, Settings
 @click.option("--limit", "limit_items", multiple=True, metavar="NAME=VALUE",
               help="Set one request limit (repeatable): " + ", ".join(Limits.names())
                    + ". Defaults and meaning: docs/reliability.md.")
+@click.option("--tool-dialect", default=None, metavar="NAME",
+              help="Write and read tool calls in this dialect instead of the one detected from "
+                   "the model's chat template (docs/server.md lists them).")
 @click.option("--shutdown-timeout", default=60.0, show_default=True, type=float,
               help="Seconds in-flight requests get to finish after SIGTERM.")
 def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_tokens, model_alias,
-          calibration_path, api_key, limit_items, shutdown_timeout):
+          calibration_path, api_key, limit_items, tool_dialect, shutdown_timeout):
     """Serve one model over HTTP (OpenAI, Anthropic and Ollama APIs)."""
     import cengine
     from ..api.app import create_app, serve_app
+    from ..tools import registry
+    if tool_dialect is not None and tool_dialect not in registry.names():
+        raise click.BadParameter(f"unknown dialect {tool_dialect!r}; known: "
+                                 f"{', '.join(registry.names())}", param_hint="--tool-dialect")
     limits = Limits()
     for item in limit_items:
         name, eq, value = item.partition("=")
@@ -52,7 +59,7 @@ def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_token
                         n_threads=n_threads, max_queue=max_queue,
                         default_max_tokens=default_max_tokens, model_alias=model_alias,
                         decision_correction=decision_correction(calibration_path),
-                        api_key=api_key or None, limits=limits)
+                        api_key=api_key or None, limits=limits, tool_dialect=tool_dialect)
     try:
         app = create_app(settings)
     except FileNotFoundError as exc:
@@ -67,8 +74,9 @@ def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_token
     gc.freeze()
     cengine.freeze_after_compiles()
     key_note = " (API key required)" if settings.api_key else ""
-    click.echo(f"llamay: serving {app.state.llamay.model_name} on http://{host}:{port}{key_note}",
-               err=True)
+    st = app.state.llamay
+    click.echo(f"llamay: serving {st.model_name} on http://{host}:{port}{key_note} "
+               f"(tool dialect: {st.dialect.name})", err=True)
     serve_app(app, host, port, shutdown_timeout)
 
 

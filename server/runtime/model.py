@@ -58,7 +58,11 @@ class Model:
         self.metadata: Dict[str, str] = self.runtime.metadata
         self.chat_template: Optional[str] = self.metadata.get("tokenizer.chat_template") or None
         self.n_ctx = self.runtime.n_ctx
-        self.vocab = cengine.Vocabulary.from_gguf(self.path)
+        # the matcher's vocabulary: special tokens (framing such as <tool_call>, [TOOL_CALLS],
+        # <|channel|>) spelled as cengine.Special spells them, so a grammar can ask for exactly
+        # that token; what each token prints is token_bytes()
+        self.vocab = cengine.Vocabulary.from_gguf(self.path).with_special_tokens()
+        self.special_tokens = self.vocab.special_token_texts()
         # the token trie and the shared JSON tables, so the first request doesn't pay for them
         cengine.prepare(self.vocab)
         if self.vocab.size > self.runtime.n_vocab:
@@ -106,14 +110,21 @@ class Model:
 
     def token_bytes(self, token_id: int) -> bytes:
         """What a generated token adds to the output: the vocabulary's bytes (what the matcher
-        consumed), or llama.cpp's piece for tokens the vocabulary leaves empty."""
+        consumed; a special token's text without the marks), or llama.cpp's piece for tokens
+        the vocabulary leaves empty."""
         b = self._pieces.get(token_id)
         if b is None:
             b = self.vocab.tokens[token_id] if token_id < self.vocab.size else b""
-            if not b:
+            if b:
+                b = cengine.plain_text(b)
+            else:
                 b = self.runtime.token_to_piece(token_id)
             self._pieces[token_id] = b
         return b
+
+    def matcher_bytes(self, token_id: int) -> bytes:
+        """The bytes a matcher consumes for this token (a special token's marked spelling)."""
+        return self.vocab.tokens[token_id] if token_id < self.vocab.size else b""
 
     def _byte_index(self) -> Dict[bytes, int]:
         if self._by_bytes is None:
@@ -223,7 +234,11 @@ class Model:
         vsize = self.vocab.size
         mask = self._mask
         matcher = grammar.matcher(self.vocab) if grammar is not None else None
-        trigger = lazy[0].encode("utf-8") if lazy is not None else None
+        # the trigger as the matcher's bytes spell it (a special token's marked spelling)
+        trigger = None
+        if lazy is not None:
+            trigger = lazy[0] if isinstance(lazy[0], bytes) else lazy[0].encode("utf-8")
+        seen = bytearray()      # the matcher's bytes of the output so far (for the trigger)
         lazy_grammar = lazy[1] if lazy is not None else None
         # inside a constrained document stop sequences are not honoured: cutting there would
         # break the document the grammar guarantees (docs/generation.md)
@@ -244,7 +259,7 @@ class Model:
 
         def closing(reason: str) -> Iterator[Event]:
             yield from stream.release_all()
-            closer = matcher.completion() if matcher is not None else b""
+            closer = cengine.plain_text(matcher.completion()) if matcher is not None else b""
             if closer and recorder is not None:
                 recorder.closer(closer)
             if closer:
@@ -342,25 +357,33 @@ class Model:
 
             trig_at = None
             if trigger is not None and matcher is None:
-                found = self._find_trigger(stream.out, text, trigger)
+                mbytes = self.matcher_bytes(tok)
+                found = self._find_trigger(seen, mbytes, trigger)
+                seen += mbytes
+                del seen[:-len(trigger)]
                 if found is not None:
-                    trig_at, tail_len = found
+                    # where the trigger ends in the output text (a marked trigger prints as
+                    # its text, two bytes shorter)
+                    trig_at = len(stream.out) + len(text) - found[1] - len(
+                        cengine.plain_text(trigger))
+                    tail_len = found[1]
                     matcher = lazy_grammar.matcher(self.vocab)
-                    tail = text[len(text) - tail_len:] if tail_len else b""
+                    tail = mbytes[len(mbytes) - tail_len:] if tail_len else b""
                     if tail and matcher.accept_bytes(tail):
                         if recorder is not None:
-                            recorder.forced(matcher, 1, tail)
+                            recorder.forced(matcher, 1, cengine.plain_text(tail))
                     elif tail:
                         # the token ran past the trigger into bytes the grammar refuses: keep
                         # only its head (up to the trigger's end), spelled by other tokens
-                        head = text[:len(text) - tail_len]
+                        head = mbytes[:len(mbytes) - tail_len]
                         ids, covered = self.tokens_for_bytes(head)
                         if covered == len(head) and ids:
                             pending = ids
                             n_gen += len(ids) - 1
                             history.pop()
                             history.extend(ids)
-                            ev = TokenEvent(ids[0] if len(ids) == 1 else -1, head, lp, top, False)
+                            ev = TokenEvent(ids[0] if len(ids) == 1 else -1,
+                                            cengine.plain_text(head), lp, top, False)
                         else:
                             log.warning("could not respell the token that completed the trigger")
             hit = stream.add(ev)

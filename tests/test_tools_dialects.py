@@ -1,0 +1,301 @@
+"""Every tool-call dialect under its family's real chat template (llama.cpp's models/templates
+from the llama-cpp-python sdist) and a vocabulary carrying the family's special tokens
+(tests/families.py): detection, what the template writes for an earlier call is what the call
+grammar accepts (token by token, special tokens as themselves), and a live server on the
+family's fixture model: the truncation gate in three API shapes, required / named / auto /
+parallel_tool_calls false, streaming, and an agent loop with tool results across turns."""
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+import cengine
+from families import FAMILIES
+from server.runtime.chat_template import render_chat
+from server.tools import ToolSpec, dialect_for, get_dialect
+
+openai = pytest.importorskip("openai")
+
+ORDER = {"type": "object",
+         "properties": {"item": {"type": "string", "minLength": 2, "maxLength": 20},
+                        "qty": {"type": "integer"},
+                        "urgent": {"type": "boolean"},
+                        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 1,
+                                 "maxItems": 3}},
+         "required": ["item", "qty", "tags"]}
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
+                                            "days": {"type": "integer", "minimum": 1,
+                                                     "maximum": 7}},
+           "required": ["city"]}
+SCHEMAS = {"place_order": ORDER, "get_weather": WEATHER}
+SPECS = [ToolSpec(n, f"the {n} tool", s) for n, s in SCHEMAS.items()]
+OA_TOOLS = [{"type": "function", "function": {"name": n, "description": f"the {n} tool",
+                                              "parameters": s}}
+            for n, s in SCHEMAS.items()]
+AN_TOOLS = [{"name": n, "description": f"the {n} tool", "input_schema": s}
+            for n, s in SCHEMAS.items()]
+USER = {"role": "user", "content": "What is the weather in Paris?"}
+EARLIER_CALL = {"role": "assistant", "content": "",
+                "tool_calls": [{"id": "call_1", "type": "function",
+                                "function": {"name": "get_weather",
+                                             "arguments": json.dumps({"city": "Paris",
+                                                                      "days": 2})}}]}
+TOOL_RESULT = {"role": "tool", "tool_call_id": "call_1", "name": "get_weather",
+               "content": json.dumps({"temperature": 21, "sky": "clear"})}
+BUDGETS = [1, 2, 3, 5, 8, 16, 64]
+
+KEYS = sorted(FAMILIES)
+
+
+def _valid(name, args):
+    assert name in SCHEMAS, name
+    jsonschema.validate(args, SCHEMAS[name])
+
+
+@pytest.fixture(scope="module", params=KEYS)
+def family(request):
+    fam = FAMILIES[request.param]
+    try:
+        path = fam.model_path()
+    except FileNotFoundError as e:      # a template or vocabulary the sdist does not ship
+        pytest.fail(f"{request.param}: {e}")
+    return request.param, fam, path
+
+
+@pytest.fixture(scope="module")
+def family_model(family):
+    from server.runtime.model import Model
+    key, fam, path = family
+    m = Model(str(path), n_ctx=2048)
+    yield key, fam, m
+    m.close()
+
+
+# --- detection ------------------------------------------------------------------------------
+
+def test_detected_from_the_template_and_vocabulary(family_model):
+    key, fam, m = family_model
+    d = dialect_for(m.chat_template, m.special_tokens)
+    assert d.name == fam.dialect, f"{key}: {fam.template} detected as {d.name}"
+    assert get_dialect(fam.dialect).name == fam.dialect
+
+
+# --- what the model is shown is what it is held to -------------------------------------------
+
+def _rendered_call(m, messages_before, call_message, **kw):
+    """The text the template writes for the assistant turn holding the call: the rendering
+    with the call minus the rendering up to the generation prompt."""
+    head = m.render_chat(messages_before, add_generation_prompt=True, tools=OA_TOOLS, **kw)
+    full = m.render_chat(messages_before + [call_message, TOOL_RESULT],
+                         add_generation_prompt=False, tools=OA_TOOLS, **kw)
+    assert full.startswith(head), "the template renders the conversation's start differently " \
+                                  "once a call follows"
+    return full[len(head):]
+
+
+def _accept_tokens(m, matcher, text):
+    """Feed text as the family's tokenizer spells it (special tokens parsed); stop at the first
+    token refused. -> (bytes of the accepted tokens, the text of the rest)."""
+    ids = m.tokenize(text, add_bos=False, special=True)
+    done = b""
+    for i, t in enumerate(ids):
+        if t in m.stop_ids or not matcher.accept_token(t):
+            return done, m.detokenize(ids[i:]).decode("utf-8", "replace"), t
+        done += m.token_bytes(t)
+    return done, "", None
+
+
+def test_template_call_is_accepted_by_the_call_grammar(family_model):
+    key, fam, m = family_model
+    d = dialect_for(m.chat_template, m.special_tokens)
+    written = _rendered_call(m, [USER], EARLIER_CALL)
+    matcher = d.call_grammar(SPECS, parallel=True).matcher(m.vocab)
+    accepted, rest, refused = _accept_tokens(m, matcher, written)
+    assert matcher.is_accepting(), (
+        f"{key}: the grammar stopped inside what the template wrote for a call:\n"
+        f"accepted {accepted!r}\nrest {rest!r}")
+    # what follows the call is the end of the turn (and the tool result's turn), never call text
+    assert refused is None or refused in m.stop_ids or not rest.strip() \
+        or _turn_end(m, rest), f"{key}: after the call the template wrote {rest[:80]!r}"
+    text, calls = d.parse_output(accepted.decode("utf-8"), SPECS)
+    assert [(c.name, c.arguments) for c in calls] == [("get_weather", {"city": "Paris",
+                                                                       "days": 2})], text
+
+
+def _turn_end(m, rest: str) -> bool:
+    """rest starts (after whitespace) with one of the vocabulary's end-of-generation texts or
+    special tokens: the end of the assistant's turn."""
+    r = rest.lstrip()
+    ends = {m.token_bytes(i).decode("utf-8", "replace") for i in m.stop_ids}
+    ends |= {m.runtime.token_text(i) for i in m.stop_ids}
+    ends |= set(m.special_tokens)
+    return any(e and r.startswith(e) for e in ends)
+
+
+def test_calls_prompt_renders_tools(family_model):
+    """The template itself writes the tools into the prompt (no generic block)."""
+    key, fam, m = family_model
+    prompt = m.render_chat([USER], tools=OA_TOOLS)
+    assert "get_weather" in prompt and "place_order" in prompt
+    assert "You can call tools. Their signatures" not in prompt
+
+
+# --- live server on the family's model --------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def live_family(family):
+    from server_harness import LiveServer
+    from server.api.settings import Settings
+    key, fam, path = family
+    srv = LiveServer(Settings(model_path=str(path), n_ctx=2048))
+    yield key, fam, srv
+    srv.stop()
+
+
+def test_health_names_the_dialect(live_family):
+    import httpx
+    key, fam, srv = live_family
+    h = httpx.get(srv.base + "/health").json()
+    assert h["tool_dialect"] == fam.dialect
+
+
+@pytest.mark.truncation
+@pytest.mark.parametrize("mode", ["required", "named"])
+def test_truncation_gate_three_apis(live_family, mode):
+    key, fam, srv = live_family
+    oa, an, ol = srv.openai(), srv.anthropic(), srv.ollama()
+    for budget in BUDGETS:
+        choice = ("required" if mode == "required"
+                  else {"type": "function", "function": {"name": "place_order"}})
+        r = oa.chat.completions.create(model=srv.model_name, messages=[USER], tools=OA_TOOLS,
+                                       tool_choice=choice, max_tokens=budget, seed=budget)
+        ch = r.choices[0]
+        assert ch.message.tool_calls, (key, budget, ch.message.content)
+        for c in ch.message.tool_calls:
+            _valid(c.function.name, json.loads(c.function.arguments))
+            if mode == "named":
+                assert c.function.name == "place_order"
+        assert ch.finish_reason in ("tool_calls", "length")
+
+        a_choice = {"type": "any"} if mode == "required" else {"type": "tool",
+                                                                "name": "place_order"}
+        r = an.messages.create(model=srv.model_name, max_tokens=budget, tools=AN_TOOLS,
+                               tool_choice=a_choice, messages=[USER])
+        uses = [b for b in r.content if b.type == "tool_use"]
+        assert uses, (key, budget, r.content)
+        for u in uses:
+            _valid(u.name, u.input)
+        assert r.stop_reason in ("tool_use", "max_tokens")
+
+        body = {"model": srv.model_name, "messages": [USER], "tools": OA_TOOLS,
+                "stream": False, "options": {"num_predict": budget, "seed": budget},
+                "tool_choice": choice}
+        import httpx
+        resp = httpx.post(srv.base + "/api/chat", json=body, timeout=120).json()
+        calls = resp["message"].get("tool_calls") or []
+        assert calls, (key, budget, resp)
+        for c in calls:
+            _valid(c["function"]["name"], c["function"]["arguments"])
+
+
+def test_auto_free_text_or_a_whole_call(live_family):
+    key, fam, srv = live_family
+    oa = srv.openai()
+    for seed in range(6):
+        r = oa.chat.completions.create(model=srv.model_name, messages=[USER], tools=OA_TOOLS,
+                                       tool_choice="auto", max_tokens=48, seed=seed)
+        m = r.choices[0].message
+        for c in m.tool_calls or []:
+            _valid(c.function.name, json.loads(c.function.arguments))
+        d = get_dialect(fam.dialect)
+        assert d.trigger_text not in (m.content or "") or not m.tool_calls
+
+
+def test_single_call_when_parallel_is_off(live_family):
+    key, fam, srv = live_family
+    oa = srv.openai()
+    for seed in range(3):
+        r = oa.chat.completions.create(model=srv.model_name, messages=[USER], tools=OA_TOOLS,
+                                       tool_choice="required", parallel_tool_calls=False,
+                                       max_tokens=96, seed=seed)
+        calls = r.choices[0].message.tool_calls
+        assert calls and len(calls) == 1
+        _valid(calls[0].function.name, json.loads(calls[0].function.arguments))
+
+
+def test_streaming_holds_each_call_until_whole(live_family):
+    key, fam, srv = live_family
+    oa = srv.openai()
+    stream = oa.chat.completions.create(model=srv.model_name, messages=[USER], tools=OA_TOOLS,
+                                        tool_choice="required", max_tokens=64, seed=3,
+                                        stream=True)
+    calls, content = [], ""
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        content += delta.content or ""
+        for c in delta.tool_calls or []:
+            # each streamed call arrives whole: its arguments parse on their own
+            _valid(c.function.name, json.loads(c.function.arguments))
+            calls.append(c)
+    assert calls
+    assert get_dialect(fam.dialect).trigger_text not in content
+
+
+def test_agent_loop_across_turns(live_family):
+    """Call, result, call again: each turn's prompt is the template's rendering of the earlier
+    calls and results, and each call parses and validates."""
+    key, fam, srv = live_family
+    oa = srv.openai()
+    messages = [USER]
+    for turn in range(3):
+        r = oa.chat.completions.create(model=srv.model_name, messages=messages, tools=OA_TOOLS,
+                                       tool_choice="required", max_tokens=48, seed=turn)
+        msg = r.choices[0].message
+        assert msg.tool_calls
+        for c in msg.tool_calls:
+            _valid(c.function.name, json.loads(c.function.arguments))
+        messages.append({"role": "assistant", "content": msg.content or "",
+                         "tool_calls": [c.model_dump() for c in msg.tool_calls]})
+        for c in msg.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": c.id, "name": c.function.name,
+                             "content": json.dumps({"ok": True, "turn": turn})})
+        messages.append({"role": "user", "content": "And then?"})
+
+
+def test_choice_logprobs_on_the_tool_name(live_family):
+    key, fam, srv = live_family
+    d = get_dialect(fam.dialect)
+    if d.CALL_POINTERS is None:
+        pytest.skip(f"{fam.dialect}: the tool name is not inside a JSON object")
+    import httpx
+    body = {"model": srv.model_name, "messages": [USER], "tools": OA_TOOLS,
+            "tool_choice": "required", "max_tokens": 48, "seed": 1,
+            "llamay_choice_logprobs": True}
+    r = httpx.post(srv.base + "/v1/chat/completions", json=body, timeout=120).json()
+    tools = [x for x in r["llamay_choice_logprobs"] if x["pointer"] == "tool"]
+    assert tools and sorted(tools[0]["alternatives"]) == sorted(SCHEMAS)
+    assert tools[0]["chosen"] == r["choices"][0]["message"]["tool_calls"][0]["function"]["name"]
+
+
+def test_special_framing_tokens_are_the_only_spelling(family_model):
+    """Where the vocabulary has the framing as a special token, the call grammar's mask allows
+    that token and not the same text spelled with ordinary tokens."""
+    key, fam, m = family_model
+    d = dialect_for(m.chat_template, m.special_tokens)
+    trigger = d.trigger_text
+    if trigger not in m.special_tokens:
+        pytest.skip(f"{key}: the trigger {trigger!r} is text in this vocabulary")
+    matcher = d.call_grammar(SPECS).matcher(m.vocab)
+    special_id = next(i for i, t in m.vocab.special_ids.items() if t == trigger)
+    mask = __import__("numpy").zeros(cengine.mask_words(m.vocab.size), "int32")
+    matcher.fill_mask(mask)
+    bits = __import__("numpy").unpackbits(mask.view("uint8"), bitorder="little")
+    assert bits[special_id]
+    # the text's first character as an ordinary token is not allowed
+    ordinary = m.tokenize(trigger[0], add_bos=False, special=False)
+    assert ordinary and ordinary[0] != special_id and not bits[ordinary[0]]
+    assert m.token_bytes(ordinary[0]) == trigger[0].encode()
