@@ -37,7 +37,7 @@ from . import ir
 from .automaton import CompileBudget, budget_scope
 from .errors import CompileError
 from .grammar import CACHE, Grammar
-from .special import special_bytes
+from .special import has_marks, special_bytes
 
 __all__ = ["Part", "Text", "Special", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat",
            "Tagged", "TriggeredRegion", "TriggeredGrammar", "compile_structural",
@@ -262,11 +262,15 @@ class TriggeredRegion(Part):
 
     __slots__ = ("trigger", "region", "end", "repeat", "separator")
 
-    def __init__(self, trigger: Union[str, "Special"], region: PartLike, end: PartLike, *,
+    def __init__(self, trigger: PartLike, region: PartLike, end: PartLike, *,
                  repeat: bool = False, separator: PartLike = ""):
         if isinstance(trigger, Text):
             trigger = trigger.text
-        if isinstance(trigger, Special):
+        if isinstance(trigger, Part):
+            # special tokens and text (a Special, or a Concat of Specials and Texts): fixed bytes
+            if not _fixed_bytes(trigger):
+                raise CompileError("the trigger of a TriggeredRegion must be text or special "
+                                   "tokens and must not be empty")
             tkey = trigger.key
         elif not _string(trigger, "the trigger"):
             raise CompileError("the trigger of a TriggeredRegion must not be empty")
@@ -281,8 +285,8 @@ class TriggeredRegion(Part):
     @property
     def trigger_bytes(self) -> bytes:
         """What the decode loop looks for in the matcher's bytes (marked for a Special)."""
-        if isinstance(self.trigger, Special):
-            return special_bytes(self.trigger.text)
+        if isinstance(self.trigger, Part):
+            return _fixed_bytes(self.trigger)
         return self.trigger.encode("utf-8")
 
     def _lit(self, b, x) -> ir.Expr:
@@ -300,6 +304,18 @@ class TriggeredRegion(Part):
 
     def _expr(self, b):
         return ir.seq(self._lit(b, self.trigger), self._after_trigger(b))
+
+
+def _fixed_bytes(part: Part) -> Optional[bytes]:
+    """The bytes of a part made of Text, Special and Concat alone (None for anything else)."""
+    if isinstance(part, Text):
+        return part.text.encode("utf-8")
+    if isinstance(part, Special):
+        return special_bytes(part.text)
+    if isinstance(part, Concat):
+        pieces = [_fixed_bytes(p) for p in part.parts]
+        return None if any(p is None for p in pieces) else b"".join(pieces)
+    return None
 
 
 class TriggeredGrammar(NamedTuple):
@@ -400,7 +416,9 @@ def compile_triggered(region: TriggeredRegion, *, whitespace_budget: Optional[in
         with budget_scope(budget):
             return Grammar.from_ir(b.finish(region._after_trigger(b), "region"), "triggered",
                                    region)
-    trigger = region.trigger_bytes if isinstance(region.trigger, Special) else region.trigger
+    trigger = region.trigger_bytes if isinstance(region.trigger, Part) else region.trigger
+    if isinstance(trigger, bytes) and not has_marks(trigger):
+        trigger = trigger.decode("utf-8")
     return TriggeredGrammar(trigger,
                             CACHE.get_or_compile(("triggered", region.key) + opts, build))
 
