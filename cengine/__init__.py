@@ -23,7 +23,8 @@ __all__ = [
     "Grammar", "GrammarCache", "Vocabulary", "Matcher",
     "compile_json_schema", "compile_gbnf", "compile_regex", "compile_lexicon", "compile_any_json",
     "apply_mask", "mask_words", "prepare", "freeze_after_compiles",
-    "Part", "Text", "Special", "special_bytes", "plain_text", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat", "Tagged",
+    "Part", "Text", "Special", "special_bytes", "plain_text", "JsonSchema", "Gbnf", "Regex",
+    "Concat", "OneOf", "Repeat", "Tagged",
     "TriggeredRegion", "TriggeredGrammar", "compile_structural", "compile_triggered",
     "Alternative", "value_alternatives", "value_key",
 ]

@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from ..runtime.types import SamplingParams
 from ..tools import parse_tools, tool_choice_mode
-from . import structured
+from . import structured, thinking
 from .compiling import compile_constraint, compile_turn
 from .endpoint import endpoint
 from .errors import InvalidRequest
@@ -22,6 +22,7 @@ from .state import state_of
 API = "anthropic"
 # fields whose names look like constraints and that this route understands
 CONSTRAINT_FIELDS = {"tool_choice", "output_config", "output_format", "llamay_choice_logprobs",
+                     thinking.BUDGET_FIELD,
                      *structured.EXTENSIONS}
 
 
@@ -62,6 +63,7 @@ def chat_messages(body: dict, f: Fields) -> List[dict]:
         if not isinstance(content, list):
             raise InvalidRequest(f"{where}.content must be a string or a list of blocks")
         text: List[str] = []
+        thoughts: List[str] = []
         calls: List[dict] = []
         results: List[dict] = []
         for j, b in enumerate(content):
@@ -71,6 +73,10 @@ def chat_messages(body: dict, f: Fields) -> List[dict]:
                 if not isinstance(b.get("text"), str):
                     raise InvalidRequest(f"{bw}.text must be a string")
                 text.append(b["text"])
+            elif kind in ("thinking", "redacted_thinking") and m["role"] == "assistant":
+                # an earlier turn's thought: the template renders it back (most drop it)
+                if isinstance(b.get("thinking"), str):
+                    thoughts.append(b["thinking"])
             elif kind == "tool_use" and m["role"] == "assistant":
                 if not isinstance(b.get("name"), str):
                     raise InvalidRequest(f"{bw}.name must be a string")
@@ -92,6 +98,8 @@ def chat_messages(body: dict, f: Fields) -> List[dict]:
         out.extend(results)
         if text or calls or not results:
             msg = {"role": m["role"], "content": "".join(text)}
+            if thoughts:
+                msg["reasoning_content"] = "".join(thoughts)
             if calls:
                 msg["tool_calls"] = calls
             out.append(msg)
@@ -137,7 +145,7 @@ async def messages(request: Request):
     stream = f.bool("stream", False)
     turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode, tool_name=tool_name,
                 parallel_tool_calls=parallel, constraint=constraint, choice_logprobs=choice,
-                dialect=st.dialect)
+                dialect=st.dialect, **thinking.anthropic(body).turn_fields(st.reasoning))
     reader = TurnReader(turn, correct=st.settings.decision_correction)
     await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())
@@ -145,6 +153,8 @@ async def messages(request: Request):
     if not stream:
         await run_to_end(request, job, reader.feed)
         content = []
+        if reader.reasoning:
+            content.append({"type": "thinking", "thinking": reader.reasoning, "signature": ""})
         if reader.text or not reader.calls:
             content.append({"type": "text", "text": reader.text})
         content += [_tool_block(c) for c in reader.calls]
@@ -168,8 +178,24 @@ async def messages(request: Request):
             "usage": {"input_tokens": 0, "output_tokens": 0}})
         index = -1
         text_open = False
+        thought_open = False
         async for e in events:
             for d in reader.feed(e):
+                if d.kind == "reasoning" and d.text:
+                    if not thought_open:
+                        index += 1
+                        thought_open = True
+                        yield ev("content_block_start", index=index,
+                                 content_block={"type": "thinking", "thinking": "",
+                                                "signature": ""})
+                    yield ev("content_block_delta", index=index,
+                             delta={"type": "thinking_delta", "thinking": d.text})
+                    continue
+                if thought_open and d.kind in ("text", "call", "finish"):
+                    yield ev("content_block_delta", index=index,
+                             delta={"type": "signature_delta", "signature": ""})
+                    yield ev("content_block_stop", index=index)
+                    thought_open = False
                 if d.kind == "text" and d.text:
                     if not text_open:
                         if reader.calls and not d.text.strip():
@@ -192,7 +218,11 @@ async def messages(request: Request):
                              delta={"type": "input_json_delta",
                                     "partial_json": json.dumps(block["input"], ensure_ascii=False)})
                     yield ev("content_block_stop", index=index)
-        if index < 0:
+        if thought_open:
+            yield ev("content_block_stop", index=index)
+            thought_open = False
+        if index < 0 or (not text_open and not reader.calls and reader.reasoning
+                         and not reader.text):
             index += 1
             text_open = True
             yield ev("content_block_start", index=index, content_block={"type": "text", "text": ""})

@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from ..runtime.reasoning import ReasoningFormat, detect_format, get_format
 from ..runtime.types import GenerationModel
 from ..tools import Dialect, dialect_for
 from . import anthropic, ollama, openai
@@ -32,7 +33,7 @@ async def health(request: Request) -> JSONResponse:
                          "queued": st.scheduler.queued(),
                          "busy": st.scheduler.running is not None,
                          "tool_dialect": st.dialect.name,
-                         "reasoning": None,
+                         "reasoning": st.reasoning.describe() if st.reasoning else None,
                          "queue_wait": st.scheduler.wait_percentiles()})
 
 
@@ -67,6 +68,15 @@ def model_dialect(model: GenerationModel, forced: Optional[str] = None) -> Diale
                        getattr(model, "special_tokens", ()), forced)
 
 
+def model_reasoning(model: GenerationModel, forced: Optional[str] = None
+                    ) -> Optional[ReasoningFormat]:
+    """The model's reasoning format: forced by name ("none": off), or detected from its chat
+    template."""
+    if forced is not None:
+        return get_format(forced)
+    return detect_format(getattr(model, "chat_template", None))
+
+
 def create_app(settings: Optional[Settings] = None) -> Starlette:
     settings = settings or Settings()
     model = load_model(settings)
@@ -75,6 +85,7 @@ def create_app(settings: Optional[Settings] = None) -> Starlette:
     dialect = model_dialect(model, settings.tool_dialect)
     log.info("tool dialect: %s (%s)", dialect.name,
              "forced" if settings.tool_dialect else "detected from the chat template")
+    reasoning = model_reasoning(model, settings.reasoning_format)
     routes = [Route("/health", health, methods=["GET"])]
     routes += openai.routes() + anthropic.routes() + ollama.routes()
 
@@ -93,7 +104,7 @@ def create_app(settings: Optional[Settings] = None) -> Starlette:
                     exception_handlers={404: _not_found, 405: _method_not_allowed,
                                         Exception: _any_error})
     app.state.llamay = ServerState(settings, model, scheduler, compiles=compiles,
-                                   dialect=dialect)
+                                   dialect=dialect, reasoning=reasoning)
     return app
 
 

@@ -118,5 +118,5 @@ async def compile_constraint(request, candidates: list, **options) -> structured
 async def compile_turn(request, turn) -> None:
     """A turn's tool-call grammar (runner.Turn.compile_grammars) on the compile pool, like a
     constraint; a turn without tools has nothing to compile and does not wait for a thread."""
-    if turn.tool_mode != "none":
+    if turn.needs_compile():
         await compile_off_loop(request, turn.compile_grammars)

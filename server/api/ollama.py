@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from ..runtime.types import SamplingParams
 from ..tools import parse_tools, tool_choice_mode
-from . import structured
+from . import structured, thinking
 from .compiling import compile_constraint, compile_turn
 from .endpoint import endpoint
 from .errors import InvalidRequest, ModelNotFound, NotFound
@@ -49,8 +49,9 @@ def _params(st: ServerState, opts: Fields) -> SamplingParams:
 
 # fields whose names look like constraints and that these routes understand (tool_choice and
 # parallel_tool_calls: llamay extensions on /api/chat, in the OpenAI forms)
-CONSTRAINT_FIELDS = {"format", "tool_choice"}
-OPTION_CONSTRAINT_FIELDS = {"llamay_choice_logprobs", *structured.EXTENSIONS}
+CONSTRAINT_FIELDS = {"format", "tool_choice", thinking.BUDGET_FIELD}
+OPTION_CONSTRAINT_FIELDS = {"llamay_choice_logprobs", thinking.BUDGET_FIELD,
+                            *structured.EXTENSIONS}
 
 
 def _dropped(reader: TurnReader) -> dict:
@@ -85,6 +86,8 @@ def chat_messages(msgs: Any) -> List[dict]:
         if m.get("images"):
             raise InvalidRequest(f"{where}: images are not supported")
         msg = {"role": m["role"], "content": content}
+        if m["role"] == "assistant" and isinstance(m.get("thinking"), str) and m["thinking"]:
+            msg["reasoning_content"] = m["thinking"]     # an earlier turn's thought
         if m["role"] == "assistant" and m.get("tool_calls"):
             calls = []
             for j, c in enumerate(m["tool_calls"] if isinstance(m["tool_calls"], list) else [None]):
@@ -128,6 +131,7 @@ async def _serve(request: Request, chat: bool):
     opts = Fields(opts_body, prefix="options.")
     params = _params(st, opts)
     constraint, choice = await _constraint(request, body, opts_body, chat)
+    think = thinking.ollama(body, opts_body)
     stream = f.bool("stream", True)
     tools, mode, tool_name = [], "none", None
     if chat:
@@ -141,7 +145,8 @@ async def _serve(request: Request, chat: bool):
         mode, tool_name = tool_choice_mode(body.get("tool_choice"), tools, "openai")
         turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode,
                     tool_name=tool_name, parallel_tool_calls=f.bool("parallel_tool_calls", True),
-                    constraint=constraint, choice_logprobs=choice, dialect=st.dialect)
+                    constraint=constraint, choice_logprobs=choice, dialect=st.dialect,
+                    **think.turn_fields(st.reasoning))
     else:
         prompt = f.str("prompt", "")
         if not prompt:
@@ -154,7 +159,7 @@ async def _serve(request: Request, chat: bool):
             msgs = ([{"role": "system", "content": f.str("system")}] if f.str("system") else [])
             msgs.append({"role": "user", "content": prompt})
             turn = Turn(params=params, messages=msgs, constraint=constraint,
-                        choice_logprobs=choice)
+                        choice_logprobs=choice, **think.turn_fields(st.reasoning))
     reader = TurnReader(turn, correct=st.settings.decision_correction)
     await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())
@@ -163,11 +168,15 @@ async def _serve(request: Request, chat: bool):
         out = {"model": model_name, "created_at": _now()}
         if chat:
             message = {"role": "assistant", "content": reader.text}
+            if reader.reasoning:
+                message["thinking"] = reader.reasoning
             if reader.calls:
                 message["tool_calls"] = [_call(c) for c in reader.calls]
             out["message"] = message
         else:
             out["response"] = reader.text
+            if reader.reasoning:
+                out["thinking"] = reader.reasoning
         out.update({"done": True, "done_reason": _done_reason(reader.finish_kind()),
                     **_timings(reader, t0)})
         reader.add_choice_logprobs(out)
@@ -175,21 +184,27 @@ async def _serve(request: Request, chat: bool):
         return JSONResponse(out)
     events = await first_then_rest(job)
 
-    def piece(text: str, calls=None) -> bytes:
+    def piece(text: str, calls=None, thought: str = "") -> bytes:
         out = {"model": model_name, "created_at": _now()}
         if chat:
             out["message"] = {"role": "assistant", "content": text}
+            if thought:
+                out["message"]["thinking"] = thought
             if calls:
                 out["message"]["tool_calls"] = calls
         else:
             out["response"] = text
+            if thought:
+                out["thinking"] = thought
         out["done"] = False
         return ndjson(out)
 
     async def lines():
         async for e in events:
             for d in reader.feed(e):
-                if d.kind == "text" and d.text:
+                if d.kind == "reasoning" and d.text:
+                    yield piece("", thought=d.text)
+                elif d.kind == "text" and d.text:
                     if reader.calls and not d.text.strip():
                         continue
                     yield piece(d.text)

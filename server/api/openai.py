@@ -12,7 +12,7 @@ from starlette.routing import Route
 
 from ..runtime.types import SamplingParams
 from ..tools import parse_tools, tool_choice_mode
-from . import structured
+from . import structured, thinking
 from .compiling import compile_constraint, compile_turn
 from .endpoint import endpoint
 from .errors import InvalidRequest
@@ -140,8 +140,10 @@ def chat_messages(messages: Any) -> List[dict]:
 
 # fields of the chat and completion routes whose names look like constraints and that they
 # understand; other such names are refused (structured.refuse_unknown)
-CHAT_CONSTRAINT_FIELDS = structured.OPENAI_CONSTRAINT_FIELDS | {"response_format", "tool_choice"}
-RESPONSES_CONSTRAINT_FIELDS = structured.OPENAI_CONSTRAINT_FIELDS | {"tool_choice"}
+CHAT_CONSTRAINT_FIELDS = structured.OPENAI_CONSTRAINT_FIELDS | {"response_format", "tool_choice",
+                                                               thinking.BUDGET_FIELD}
+RESPONSES_CONSTRAINT_FIELDS = structured.OPENAI_CONSTRAINT_FIELDS | {"tool_choice",
+                                                                    thinking.BUDGET_FIELD}
 
 
 async def _constraint(request: Request, body: dict, f: Fields, rf_param: Optional[str],
@@ -206,7 +208,8 @@ async def chat_completions(request: Request):
     include_usage = bool(so.get("include_usage", False))
     turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
                 tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
-                choice_logprobs=choice, dialect=st.dialect)
+                choice_logprobs=choice, dialect=st.dialect,
+                **thinking.openai_chat(body).turn_fields(st.reasoning))
     reader = TurnReader(turn, correct=st.settings.decision_correction)
     await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())
@@ -215,6 +218,8 @@ async def chat_completions(request: Request):
         await run_to_end(request, job, reader.feed)
         message = {"role": "assistant",
                    "content": reader.text if (reader.text or not reader.calls) else None}
+        if reader.reasoning:
+            message["reasoning_content"] = reader.reasoning
         if reader.calls:
             message["tool_calls"] = [_call_json(c) for c in reader.calls]
         out = {"id": cid, "object": "chat.completion", "created": created, "model": model_name,
@@ -245,7 +250,9 @@ async def chat_completions(request: Request):
         n_calls = 0
         async for ev in events:
             for d in reader.feed(ev):
-                if d.kind == "text" and (d.text or d.logprobs):
+                if d.kind == "reasoning" and d.text:
+                    yield chunk({"reasoning_content": d.text})
+                elif d.kind == "text" and (d.text or d.logprobs):
                     lps = ({"content": [_lp_entry(lp, top_k) for lp in d.logprobs], "refusal": None}
                            if want_lp else None)
                     yield chunk({"content": d.text}, logprobs=lps)
@@ -420,10 +427,12 @@ async def responses(request: Request):
     stream = f.bool("stream", False)
     turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
                 tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
-                choice_logprobs=choice, dialect=st.dialect)
+                choice_logprobs=choice, dialect=st.dialect,
+                **thinking.openai_responses(body).turn_fields(st.reasoning))
     reader = TurnReader(turn, correct=st.settings.decision_correction)
     await compile_turn(request, turn)
     job = st.scheduler.submit(turn.job())
+    rs_id = "rs_" + uuid.uuid4().hex[:24]
     rid, created = "resp_" + uuid.uuid4().hex[:24], int(time.time())
     msg_id = "msg_" + uuid.uuid4().hex[:24]
     echo = {"instructions": f.str("instructions"), "parallel_tool_calls": parallel,
@@ -437,6 +446,10 @@ async def responses(request: Request):
         return {"type": "message", "id": msg_id, "status": status, "role": "assistant",
                 "content": [{"type": "output_text", "text": text, "annotations": [],
                              "logprobs": []}]}
+
+    def reasoning_item(text: str, status: str = "completed") -> dict:
+        return {"type": "reasoning", "id": rs_id, "status": status, "summary": [],
+                "content": [{"type": "reasoning_text", "text": text}]}
 
     def call_item(call, status: str = "completed") -> dict:
         return {"type": "function_call", "id": "fc_" + call.id[len("call_"):],
@@ -465,6 +478,8 @@ async def responses(request: Request):
     if not stream:
         await run_to_end(request, job, reader.feed)
         output = []
+        if reader.reasoning:
+            output.append(reasoning_item(reader.reasoning))
         if reader.text or not reader.calls:
             output.append(message_item(reader.text))
         output += [call_item(c) for c in reader.calls]
@@ -493,8 +508,25 @@ async def responses(request: Request):
                        content_index=0, part={"type": "output_text", "text": "", "annotations": [],
                                               "logprobs": []})]
 
+        rs_index, thought = -1, ""
         async for e in events:
             for d in reader.feed(e):
+                if d.kind == "reasoning" and d.text:
+                    if rs_index < 0:
+                        output.append(reasoning_item("", "in_progress"))
+                        rs_index = len(output) - 1
+                        yield ev("response.output_item.added", output_index=rs_index,
+                                 item=reasoning_item("", "in_progress"))
+                    thought += d.text
+                    yield ev("response.reasoning_text.delta", item_id=rs_id,
+                             output_index=rs_index, content_index=0, delta=d.text)
+                    continue
+                if rs_index >= 0 and output[rs_index]["status"] == "in_progress":
+                    output[rs_index] = reasoning_item(thought.strip())
+                    yield ev("response.reasoning_text.done", item_id=rs_id, output_index=rs_index,
+                             content_index=0, text=thought.strip())
+                    yield ev("response.output_item.done", output_index=rs_index,
+                             item=output[rs_index])
                 if d.kind == "text" and d.text:
                     if msg_index < 0:
                         if reader.calls and not d.text.strip():

@@ -14,8 +14,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Tuple, Union
 
+import cengine
+
+from ..runtime.reasoning import ReasoningFormat, opened_thought, template_switches
 from ..runtime.types import (ChoiceScope, DecisionsEvent, FinishEvent, GenerationModel,
-                             SamplingParams, TokenEvent)
+                             ReasoningPlan, SamplingParams, TokenEvent)
 from ..tools import DEFAULT_DIALECT, ToolCall, ToolDialect, ToolSpec
 from .errors import InvalidRequest
 from .structured import Constraint, report_ignored
@@ -34,6 +37,13 @@ class Turn:
     constraint: Constraint = field(default_factory=Constraint)
     choice_logprobs: bool = False
     dialect: ToolDialect = DEFAULT_DIALECT
+    # the model's reasoning format (None: it does not think), and what the request asked:
+    # thinking on or off, a thought budget in tokens (None: only max_tokens bounds it), and the
+    # named effort for templates that take one (gpt-oss)
+    reasoning: Optional[ReasoningFormat] = None
+    thinking: bool = True
+    thought_budget: Optional[int] = None
+    effort: Optional[str] = None
     # (grammar, lazy grammar) of the output, set by compile_grammars
     _grammars: Optional[tuple] = field(default=None, init=False, repr=False)
 
@@ -48,6 +58,38 @@ class Turn:
             raise InvalidRequest("llamay_choice_logprobs needs a choice among alternatives: JSON "
                                  "output (a schema or JSON mode), tools, a choice list or "
                                  "llamay_lexicon", param="llamay_choice_logprobs")
+
+    def answer_prefix(self) -> str:
+        """What opens this model's text answer (harmony's final channel), or ""."""
+        return self.reasoning.answer_prefix if self.reasoning is not None else ""
+
+    def needs_compile(self) -> bool:
+        """Whether compile_grammars has work beyond the constraint compiled already."""
+        return self.tool_mode != "none" or bool(self.answer_prefix()
+                                                 and self.constraint.grammar is not None)
+
+    def template_switches(self, model: GenerationModel) -> dict:
+        """The chat-template variables that turn this model's thinking on or off."""
+        if self.reasoning is None:
+            return {}
+        return template_switches(getattr(model, "chat_template", None), self.thinking,
+                                 self.effort)
+
+    def reasoning_plan(self, prompt: str) -> Optional[ReasoningPlan]:
+        """How the decode loop treats the thought of this turn (None: no thought)."""
+        fmt = self.reasoning
+        if fmt is None:
+            return None
+        opened = opened_thought(prompt, fmt)
+        if opened is False:
+            return None             # the template closed the thought itself: thinking is off
+        budget = self.thought_budget
+        if not self.thinking:
+            if not opened and fmt.can_disable:
+                return None
+            budget = 0              # the prompt opened a thought: it is closed at once
+        return ReasoningPlan(fmt.start, fmt.end, fmt.separator, opened=bool(opened),
+                             budget=budget)
 
     def offered_tools(self) -> List[ToolSpec]:
         if self.tool_mode == "named":
@@ -86,11 +128,23 @@ class Turn:
         grammar, lazy = self.constraint.grammar, None
         tools = self.offered_tools()
         parallel = self.parallel_tool_calls
+        answer = self.constraint.part
+        prefix = self.answer_prefix() if grammar is not None else ""
+        if prefix and self.tool_mode not in ("required", "named"):
+            # the family opens a text answer with its own framing (harmony's final channel)
+            if answer is None:
+                raise InvalidRequest(f"'{self.constraint.param}' cannot follow this model's "
+                                     f"answer framing ({prefix}); send a JSON Schema, regex "
+                                     f"or GBNF constraint", param=self.constraint.param)
+            answer = cengine.Concat(self.dialect.framing(prefix), answer)
+            if self.tool_mode == "none":
+                grammar = cengine.compile_structural(
+                    answer, whitespace_budget=0 if self.constraint.compact else 64)
         if self.tool_mode in ("required", "named"):
             # the output is the call: the constraint is for a later answer in text
             grammar = self.dialect.call_grammar(tools, parallel=parallel)
         elif self.tool_mode == "auto" and grammar is not None:
-            grammar = self.dialect.answer_or_call_grammar(self.constraint.part, tools,
+            grammar = self.dialect.answer_or_call_grammar(answer, tools,
                                                           parallel=parallel,
                                                           compact=self.constraint.compact)
         elif self.tool_mode == "auto":
@@ -109,13 +163,17 @@ class Turn:
             turn.compile_grammars()     # done already when the route compiled it off the loop
             grammar, lazy = turn._grammars
             tools = turn.offered_tools()
+            extra = {"choice": turn.choice_scope()} if turn.choice_logprobs else {}
             if turn.messages is not None:
+                switches = turn.template_switches(model)
                 prompt = model.render_chat(
                     turn.messages, tools=[t.openai_shape() for t in tools] or None,
-                    tool_format=turn.dialect)
+                    tool_format=turn.dialect, **({"template_vars": switches} if switches else {}))
+                plan = turn.reasoning_plan(prompt)
+                if plan is not None:
+                    extra["reasoning"] = plan
             else:
                 prompt = turn.prompt
-            extra = {"choice": turn.choice_scope()} if turn.choice_logprobs else {}
             yield from model.generate(prompt, grammar=grammar, params=turn.params,
                                       lazy_grammar=lazy, cancel=cancel, **extra)
         return run
@@ -131,7 +189,8 @@ class TokenLogprob:
 
 @dataclass
 class Delta:
-    """One piece of output, in order: kind is text | call | finish."""
+    """One piece of output, in order: kind is reasoning (a thought's text) | text | call |
+    finish."""
     kind: str
     text: str = ""
     call: Optional[ToolCall] = None
@@ -151,6 +210,12 @@ class TurnReader:
         self.turn = turn
         self.correct = correct      # the server's calibration of decision posteriors, if any
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.thought_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.reasoning_parts: List[str] = []
+        # the family's answer framing, dropped from the answer's start (harmony's final
+        # channel); None once decided
+        self.prefix_left: Optional[str] = turn.answer_prefix() or None
+        self.prefix_held = ""
         self.calls_stream = (turn.dialect.call_reader(turn.offered_tools())
                              if turn.calls_expected() else None)
         self.text_parts: List[str] = []
@@ -161,7 +226,23 @@ class TurnReader:
         self.dropped_call = False
         self.created = int(time.time())
 
+    def _strip_prefix(self, s: str) -> str:
+        """The answer text with the family's answer framing removed from its start."""
+        if self.prefix_left is None:
+            return s
+        self.prefix_held += s
+        p = self.prefix_left
+        if self.prefix_held.startswith(p):
+            s, self.prefix_left = self.prefix_held[len(p):], None
+        elif p.startswith(self.prefix_held):
+            return ""                   # may still be the framing: wait
+        else:
+            s, self.prefix_left = self.prefix_held, None
+        self.prefix_held = ""
+        return s
+
     def _split(self, s: str) -> List[Delta]:
+        s = self._strip_prefix(s)
         if self.calls_stream is None:
             return [Delta("text", text=s)] if s else []
         out = []
@@ -175,13 +256,29 @@ class TurnReader:
             self.decisions = ev
             return []
         if isinstance(ev, FinishEvent):
+            rest = self.thought_decoder.decode(b"", final=True)
+            if rest:
+                self.reasoning_parts.append(rest)
+                out.append(Delta("reasoning", text=rest))
             tail = self.decoder.decode(b"", final=True)
             out += self._split(tail)
+            if self.prefix_left is not None and self.prefix_held:
+                # the answer ended inside what could have been the framing: it was text
+                held, self.prefix_left, self.prefix_held = self.prefix_held, None, ""
+                out += self._split(held)
             if self.calls_stream is not None:
                 for kind, v in self.calls_stream.finish():
                     out.append(Delta("text", text=v))
             self.finish = ev
             out.append(Delta("finish", finish=ev))
+        elif ev.part == "marker":
+            pass        # the thought's markers belong to neither the thought nor the answer
+        elif ev.part == "thought":
+            s = self.thought_decoder.decode(ev.text)
+            if s:
+                self.reasoning_parts.append(s)
+                out.append(Delta("reasoning", text=s))
+            return out
         elif ev.closer and self.calls and self.calls_stream is not None:
             # whatever the closer would finish after a complete call is a further call (held
             # back, or not begun past a separator): drop it rather than close it
@@ -209,6 +306,12 @@ class TurnReader:
             elif d.kind == "call":
                 self.calls.append(d.call)
         return out
+
+    @property
+    def reasoning(self) -> Optional[str]:
+        """The thought's text (None: the model wrote none)."""
+        s = "".join(self.reasoning_parts)
+        return s.strip() or None
 
     @property
     def text(self) -> str:

@@ -99,6 +99,8 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     # the tool-call dialect by name (`--tool-dialect`); None: detected from the chat template
     tool_dialect: Optional[str] = None
+    # the reasoning format by name, or "none" (`--reasoning-format`); None: detected
+    reasoning_format: Optional[str] = None
 
     def resolved_model_path(self) -> str:
         if self.model_path:

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from starlette.requests import Request
 
+from ..runtime.reasoning import ReasoningFormat
 from ..runtime.types import GenerationModel
 from ..tools import DEFAULT_DIALECT, Dialect
 from .errors import InvalidRequest, ModelNotFound
@@ -23,6 +24,8 @@ class ServerState:
     compiles: Any = None            # compiling.CompilePool (constraints off the event loop)
     # the tool-call dialect of the model's family, bound to its special tokens
     dialect: Dialect = DEFAULT_DIALECT
+    # the model's reasoning markers (None: it does not think, or --reasoning-format none)
+    reasoning: Optional[ReasoningFormat] = None
 
     @property
     def model_name(self) -> str:

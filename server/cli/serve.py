@@ -35,14 +35,25 @@ from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Limits, Settings
 @click.option("--tool-dialect", default=None, metavar="NAME",
               help="Write and read tool calls in this dialect instead of the one detected from "
                    "the model's chat template (docs/server.md lists them).")
+@click.option("--reasoning-format", default=None, metavar="NAME|none",
+              help="Treat the model's thought in this format (think, mistral, seed, gemma4, "
+                   "harmony), or 'none' to treat none, instead of the format detected from its "
+                   "chat template.")
 @click.option("--shutdown-timeout", default=60.0, show_default=True, type=float,
               help="Seconds in-flight requests get to finish after SIGTERM.")
 def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_tokens, model_alias,
-          calibration_path, api_key, limit_items, tool_dialect, shutdown_timeout):
+          calibration_path, api_key, limit_items, tool_dialect, reasoning_format,
+          shutdown_timeout):
     """Serve one model over HTTP (OpenAI, Anthropic and Ollama APIs)."""
     import cengine
     from ..api.app import create_app, serve_app
+    from ..runtime.reasoning import get_format
     from ..tools import registry
+    if reasoning_format is not None:
+        try:
+            get_format(reasoning_format)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--reasoning-format") from None
     if tool_dialect is not None and tool_dialect not in registry.names():
         raise click.BadParameter(f"unknown dialect {tool_dialect!r}; known: "
                                  f"{', '.join(registry.names())}", param_hint="--tool-dialect")
@@ -59,7 +70,8 @@ def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_token
                         n_threads=n_threads, max_queue=max_queue,
                         default_max_tokens=default_max_tokens, model_alias=model_alias,
                         decision_correction=decision_correction(calibration_path),
-                        api_key=api_key or None, limits=limits, tool_dialect=tool_dialect)
+                        api_key=api_key or None, limits=limits, tool_dialect=tool_dialect,
+                        reasoning_format=reasoning_format)
     try:
         app = create_app(settings)
     except FileNotFoundError as exc:
@@ -76,7 +88,8 @@ def serve(model_path, host, port, n_ctx, n_threads, max_queue, default_max_token
     key_note = " (API key required)" if settings.api_key else ""
     st = app.state.llamay
     click.echo(f"llamay: serving {st.model_name} on http://{host}:{port}{key_note} "
-               f"(tool dialect: {st.dialect.name})", err=True)
+               f"(tool dialect: {st.dialect.name}; reasoning: "
+               f"{st.reasoning.name if st.reasoning else 'none'})", err=True)
     serve_app(app, host, port, shutdown_timeout)
 
 

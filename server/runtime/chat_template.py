@@ -94,6 +94,9 @@ def uses_tools(messages: List[dict], tools: Optional[List[dict]]) -> bool:
     return bool(tools) or any(m.get("tool_calls") or m.get("role") == "tool" for m in messages)
 
 
+_THOUGHT_KEYS = ("reasoning_content", "thinking", "reasoning")
+
+
 def plain_messages(messages: List[dict]) -> List[dict]:
     """Messages as templates (and tool formats) take them: content as text, tool-call
     arguments as objects."""
@@ -101,6 +104,12 @@ def plain_messages(messages: List[dict]) -> List[dict]:
     for m in messages:
         m2 = dict(m)
         m2["content"] = _text_content(m.get("content"))
+        thought = next((m.get(k) for k in _THOUGHT_KEYS if m.get(k)), None)
+        if thought and m.get("role") == "assistant":
+            # an earlier turn's thought, under every name templates read it by (Qwen3:
+            # reasoning_content, gpt-oss: thinking, Gemma 4: reasoning); most drop it
+            for k in _THOUGHT_KEYS:
+                m2[k] = _text_content(thought)
         calls = m2.get("tool_calls")
         if calls:
             # templates that know tools expect arguments as an object, not JSON text
@@ -115,14 +124,14 @@ def plain_messages(messages: List[dict]) -> List[dict]:
 def render_chat(template: Optional[str], messages: List[dict], *,
                 tools: Optional[List[dict]] = None, tool_format: Optional[ToolPromptFormat] = None,
                 add_generation_prompt: bool = True, bos_token: str = "",
-                eos_token: str = "") -> str:
+                eos_token: str = "", template_vars: Optional[dict] = None) -> str:
     """The prompt text for `messages` (OpenAI-shaped dicts) under `template` (None: ChatML).
     When tools are in play and the template does not handle them, `tool_format` writes them as
     text; without one that is a ChatTemplateError (dropping the tools silently would be a lie)."""
     source = template or FALLBACK_TEMPLATE
     tmpl = _compile(source)
     msgs = plain_messages(messages)
-    extra: Dict[str, Any] = {}
+    extra: Dict[str, Any] = dict(template_vars or {})
     if uses_tools(messages, tools):
         if template_knows_tools(source):
             if tools:

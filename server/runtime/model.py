@@ -26,8 +26,8 @@ from .decisions import DecisionRecorder
 from .llama_backend import DEFAULT_BRANCHES, LlamaRuntime
 from .sampling import REPEAT_LAST_N, NoTokenAllowed, Sampler, apply_repeat_penalty, logprobs_of
 from .stops import StopScanner
-from .types import (ChoiceScope, DecisionsEvent, Event, FinishEvent, LazyGrammar, SamplingParams,
-                    TokenEvent, ToolPromptFormat)
+from .types import (ChoiceScope, DecisionsEvent, Event, FinishEvent, LazyGrammar,
+                    ReasoningPlan, SamplingParams, TokenEvent, ToolPromptFormat)
 
 log = logging.getLogger("llamay.generate")
 
@@ -102,9 +102,11 @@ class Model:
 
     def render_chat(self, messages: List[dict], *, tools: Optional[List[dict]] = None,
                     tool_format: Optional[ToolPromptFormat] = None,
-                    add_generation_prompt: bool = True) -> str:
+                    add_generation_prompt: bool = True,
+                    template_vars: Optional[dict] = None) -> str:
         return _chat.render_chat(self.chat_template, messages, tools=tools, tool_format=tool_format,
                                  add_generation_prompt=add_generation_prompt,
+                                 template_vars=template_vars,
                                  bos_token=self.runtime.token_text(self.runtime.bos_id),
                                  eos_token=self.runtime.token_text(self.runtime.eos_id))
 
@@ -121,6 +123,24 @@ class Model:
                 b = self.runtime.token_to_piece(token_id)
             self._pieces[token_id] = b
         return b
+
+    def marked(self, text: str) -> bytes:
+        """`text` as the matcher's bytes spell it: each special token of the vocabulary that
+        occurs in it (longest first) as its marked spelling, the rest as UTF-8."""
+        if not text:
+            return b""
+        specials = sorted((t for t in self.special_tokens if t in text), key=len, reverse=True)
+        out, i = bytearray(), 0
+        while i < len(text):
+            for s in specials:
+                if text.startswith(s, i):
+                    out += cengine.special_bytes(s)
+                    i += len(s)
+                    break
+            else:
+                out += text[i].encode("utf-8")
+                i += 1
+        return bytes(out)
 
     def matcher_bytes(self, token_id: int) -> bytes:
         """The bytes a matcher consumes for this token (a special token's marked spelling)."""
@@ -188,7 +208,8 @@ class Model:
                  grammar: Optional["cengine.Grammar"] = None,
                  params: SamplingParams, lazy_grammar: Optional[LazyGrammar] = None,
                  cancel: Optional[threading.Event] = None,
-                 choice: Optional[ChoiceScope] = None) -> Iterator[Event]:
+                 choice: Optional[ChoiceScope] = None,
+                 reasoning: Optional[ReasoningPlan] = None) -> Iterator[Event]:
         """Events of one generation (see the module doc). Arguments are checked here, before
         the first event, so callers can map mistakes to a 400. With `choice`, the decision
         points of the constrained output are probed as they are met (server/runtime/
@@ -215,11 +236,13 @@ class Model:
         bad = [t for t in ids if t < 0 or t >= self.runtime.n_vocab]
         if bad:
             raise ValueError(f"prompt token id {bad[0]} is outside the vocabulary")
+        thought = _Thought(self, reasoning) if reasoning is not None else None
         if choice is None:
-            return self._run(ids, grammar, params, sampler, lazy_grammar, cancel, None)
+            return self._run(ids, grammar, params, sampler, lazy_grammar, cancel, None, thought)
         recorder = DecisionRecorder(self, choice)
         return self._with_decisions(
-            self._run(ids, grammar, params, sampler, lazy_grammar, cancel, recorder), recorder)
+            self._run(ids, grammar, params, sampler, lazy_grammar, cancel, recorder, thought),
+            recorder)
 
     @staticmethod
     def _with_decisions(events: Iterator[Event], recorder: DecisionRecorder) -> Iterator[Event]:
@@ -229,11 +252,15 @@ class Model:
             yield ev
 
     def _run(self, prompt_ids: List[int], grammar, params: SamplingParams, sampler: Sampler,
-             lazy, cancel, recorder: Optional[DecisionRecorder]) -> Iterator[Event]:
+             lazy, cancel, recorder: Optional[DecisionRecorder],
+             thought: Optional["_Thought"] = None) -> Iterator[Event]:
         rt = self.runtime
         vsize = self.vocab.size
         mask = self._mask
-        matcher = grammar.matcher(self.vocab) if grammar is not None else None
+        # inside a thought no constraint applies: the answer's matcher starts after it
+        matcher = grammar.matcher(self.vocab) if grammar is not None and (
+            thought is None or thought.phase != THINK) else None
+        answer_grammar = grammar
         # the trigger as the matcher's bytes spell it (a special token's marked spelling)
         trigger = None
         if lazy is not None:
@@ -243,7 +270,7 @@ class Model:
         # inside a constrained document stop sequences are not honoured: cutting there would
         # break the document the grammar guarantees (docs/generation.md)
         stops = [params.stop] if isinstance(params.stop, str) else list(params.stop or [])
-        stream = StopScanner(stops if matcher is None else [])
+        stream = StopScanner(stops if grammar is None else [])
         want_lp = params.logprobs is not None
         k_top = params.logprobs or 0
 
@@ -258,13 +285,44 @@ class Model:
                                closer, len(prompt_ids), n_gen, passes, n_ff)
 
         def closing(reason: str) -> Iterator[Event]:
+            nonlocal matcher
+            marker = b""
+            if thought is not None and thought.phase != ANSWER:
+                if thought.phase == MAYBE and thought.answer_alive:
+                    for e in thought.resolve(answer=True):   # the held tokens were the answer
+                        stream.add(e)
+                else:
+                    # the budget ended inside the thought: close it, then the shortest answer
+                    for e in thought.resolve(answer=False):
+                        stream.add(e)
+                    marker = cengine.plain_text(thought.closing_bytes())
+                    matcher = answer_grammar.matcher(self.vocab) \
+                        if answer_grammar is not None else None
+                thought.phase = ANSWER
             yield from stream.release_all()
             closer = cengine.plain_text(matcher.completion()) if matcher is not None else b""
             if closer and recorder is not None:
                 recorder.closer(closer)
+            if marker:
+                yield TokenEvent(-1, marker, None, None, True, closer=True, part="marker")
             if closer:
                 yield TokenEvent(-1, closer, None, None, True, closer=True)
-            yield finish(reason, closer=closer)
+            yield finish(reason, closer=marker + closer)
+
+        def answer_starts(forced_ids: List[int]) -> Iterator[Event]:
+            """The thought is over (its end marker written or forced): the separator's tokens
+            are appended, and the answer's constraint or call trigger starts."""
+            nonlocal matcher, n_gen, n_ff
+            for t in forced_ids:
+                pending.append(t)
+                history.append(t)
+                n_gen += 1
+                n_ff += 1
+                stream.add(TokenEvent(t, self.token_bytes(t), None, None, True, part="marker"))
+            thought.phase = ANSWER
+            matcher = answer_grammar.matcher(self.vocab) if answer_grammar is not None else None
+            seen.clear()
+            yield from stream.ready()
 
         while True:
             if cancel is not None and cancel.is_set():
@@ -277,7 +335,27 @@ class Model:
                 yield from closing("length")
                 return
 
-            if matcher is not None:
+            if thought is not None and thought.phase == THINK and thought.spent():
+                # the thought budget is spent: the end marker is written for the model
+                for e in thought.resolve(answer=False):
+                    stream.add(e)
+                ids, covered = self.tokens_for_bytes(thought.end_b + thought.sep_b)
+                if remaining is not None and len(ids) > remaining:
+                    yield from closing("length")
+                    return
+                yield from answer_starts(ids)
+                continue
+
+            in_maybe = thought is not None and thought.phase == MAYBE
+            if in_maybe and not thought.answer_alive:
+                # only the thought's start marker can go on
+                mask[:] = 0
+                thought.allow_start(mask)
+            elif matcher is not None and in_maybe:
+                # the answer, or the start of a thought
+                matcher.fill_mask(mask)
+                thought.allow_start(mask)
+            elif matcher is not None:
                 matcher.fill_mask(mask)
                 if not np.any(mask & self._not_eos):
                     if matcher.is_accepting():
@@ -318,13 +396,21 @@ class Model:
                 logits = rt.eval(pending)
             passes += 1
             pending = []
-            constrained = matcher is not None
+            in_thought = thought is not None and thought.phase == THINK
+            in_maybe = thought is not None and thought.phase == MAYBE
+            masked = not in_thought and (matcher is not None or (
+                in_maybe and not thought.answer_alive))
             # the raw logits, before the mask: a decision's probe reads the model's own mass
-            raw = logits.copy() if recorder is not None and constrained else None
-            if matcher is not None:
+            raw = logits.copy() if recorder is not None and matcher is not None and \
+                not in_thought else None
+            if masked:
                 if vsize < logits.shape[0]:
                     logits[vsize:] = -np.inf
                 self._apply_mask(logits[:vsize], mask)
+            elif in_thought and answer_grammar is not None:
+                # an answer must follow: the thought cannot end the generation
+                for t in self.stop_ids:
+                    logits[t] = -np.inf
             apply_repeat_penalty(logits, history, params.repeat_penalty)
             try:
                 tok = sampler.sample(logits)
@@ -336,6 +422,42 @@ class Model:
             if want_lp:
                 lp, top_ids = logprobs_of(logits, tok, k_top)
                 top = [(self.token_bytes(t), v) for t, v in top_ids]
+
+            if thought is not None and thought.phase != ANSWER:
+                was_thinking = thought.phase == THINK
+                routed = self._thought_step(thought, tok, matcher, lp, top)
+                if routed is None:
+                    # the thought ended the generation (no answer was asked for)
+                    for e in thought.resolve(answer=False):
+                        stream.add(e)
+                    yield from stream.release_all()
+                    yield finish("stop")
+                    return
+                events, answer_now, ended = routed
+                if not answer_now:
+                    for e in events:
+                        stream.add(e)
+                    pending = [tok]
+                    history.append(tok)
+                    n_gen += 1
+                    if was_thinking:
+                        thought.n_thought += 1      # the start marker is not thought
+                    if thought.phase == THINK:
+                        matcher = None
+                    if ended:
+                        ids, _ = self.tokens_for_bytes(thought.sep_b)
+                        yield from answer_starts(ids)
+                    else:
+                        yield from stream.ready()
+                    continue
+                # the token starts the answer: the held tokens were the answer's (and the
+                # trigger's) first bytes; the token itself goes the answer's way below
+                for e in events:
+                    stream.add(e)
+                if events and recorder is not None and matcher is not None:
+                    recorder.forced(matcher, len(events), b"".join(e.text for e in events))
+                seen += thought.held_bytes
+                thought.held_bytes = b""
 
             if tok in self.stop_ids:
                 if matcher is not None and not matcher.accept_token(tok):
@@ -396,6 +518,47 @@ class Model:
             else:
                 yield from stream.ready()
 
+    def _thought_step(self, th: "_Thought", tok: int, matcher, lp, top):
+        """One sampled token before the answer (phase MAYBE or THINK). -> (events, the token
+        starts the answer (it then goes the answer's way), the thought ended with this
+        token), or None for an end token inside the thought."""
+        mb = self.matcher_bytes(tok)
+        if th.phase == THINK:
+            if tok in self.stop_ids:
+                return None
+            ev = TokenEvent(tok, self.token_bytes(tok), lp, top, False, part="thought")
+            return th.thought_token(ev, mb)
+        rest = th.start_b[th.pos:]
+        continues = bool(mb) and rest.startswith(mb)
+        overruns = bool(mb) and not continues and mb.startswith(rest)
+        answer_ok = th.answer_alive and tok not in self.stop_ids and (
+            matcher is None or matcher.accept_token(tok))
+        ev = TokenEvent(tok, self.token_bytes(tok), lp, top, False)
+        if continues or overruns:
+            th.held.append(ev)
+            th.held_bytes += mb
+            th.pos += len(mb)
+            if th.pos >= len(th.start_b):
+                # the start marker is whole: a thought, whatever the answer's matcher read
+                extra = mb[len(rest):] if overruns else b""
+                events = th.resolve(answer=False)
+                th.phase = THINK
+                if extra:
+                    events += th.thought_token(
+                        TokenEvent(-1, cengine.plain_text(extra), None, None, False,
+                                   part="thought"), extra)[0]
+                return events, False, False
+            if not answer_ok:
+                th.answer_alive = False
+            return [], False, False
+        if answer_ok or (th.answer_alive and tok in self.stop_ids):
+            if matcher is not None and tok not in self.stop_ids:
+                matcher.rollback(1)     # the answer's path accepts it again
+            th.phase = ANSWER
+            return th.resolve(answer=True), True, False
+        raise RuntimeError(f"engine fault: token {tok} continues neither the thought's start "
+                           f"marker nor the answer")
+
     @staticmethod
     def _find_trigger(out: bytearray, text: bytes, trigger: bytes) -> Optional[Tuple[int, int]]:
         """Where the trigger first appears once `text` is appended to `out`, if it ends inside
@@ -433,6 +596,93 @@ class Model:
 
     def close(self) -> None:
         self.runtime.close()
+
+
+MAYBE, THINK, ANSWER = "maybe", "think", "answer"
+
+
+class _Thought:
+    """Where one generation of a reasoning model is: MAYBE (the prompt did not open a thought:
+    the model may start one or answer at once; tokens that could be either are held), THINK
+    (inside the thought: free text, held back only where it may be the start of the end
+    marker), ANSWER. Markers are in the matcher's bytes (special tokens marked)."""
+
+    def __init__(self, model: Model, plan: ReasoningPlan):
+        self.model = model
+        self.start_b = model.marked(plan.start)
+        self.end_b = model.marked(plan.end)
+        self.sep_b = model.marked(plan.separator)
+        self.budget = plan.budget
+        if plan.opened:
+            self.phase = THINK
+        elif plan.budget == 0 or not self.start_b:
+            self.phase = ANSWER             # thinking is off
+        else:
+            self.phase = MAYBE
+        self.n_thought = 0
+        self.pos = 0                        # MAYBE: bytes of the start marker written
+        self.answer_alive = True            # MAYBE: the held tokens may also be the answer
+        self.held: List[TokenEvent] = []
+        self.held_sizes: List[int] = []     # THINK: matcher bytes of each held token
+        self.held_bytes = b""
+
+    def spent(self) -> bool:
+        return self.budget is not None and self.n_thought >= self.budget
+
+    def allow_start(self, mask: np.ndarray) -> None:
+        """Add to the mask the tokens that go on writing the start marker."""
+        words = mask.view(np.uint32)
+        for t in self.model.prefix_tokens(self.start_b[self.pos:]):
+            words[t // 32] |= np.uint32(1 << (t % 32))
+
+    def resolve(self, answer: bool) -> List[TokenEvent]:
+        """The held tokens, now known to be the answer's start, thought text, or markers."""
+        part = "answer" if answer else ("thought" if self.phase == THINK else "marker")
+        out = [TokenEvent(e.token_id, e.text, e.logprob, e.top_logprobs, e.forced, e.closer,
+                          part) for e in self.held]
+        self.held, self.held_sizes = [], []
+        if not answer:
+            self.held_bytes = b""
+        return out
+
+    def thought_token(self, ev: TokenEvent, mb: bytes):
+        """A token inside the thought: (events to emit, False, whether the end marker is now
+        complete). Text that may be the start of the end marker waits for the next token."""
+        self.held.append(ev)
+        self.held_sizes.append(len(mb))
+        self.held_bytes += mb
+        i = self.held_bytes.find(self.end_b)
+        if i >= 0:
+            before, marker = self.held_bytes[:i], self.held_bytes[i:]
+            events = []
+            if before:
+                events.append(TokenEvent(-1 if len(self.held) > 1 else ev.token_id,
+                                         cengine.plain_text(before), None, None, False,
+                                         part="thought"))
+            events.append(TokenEvent(-1 if before else ev.token_id, cengine.plain_text(marker),
+                                     ev.logprob, ev.top_logprobs, False, part="marker"))
+            self.held, self.held_sizes, self.held_bytes = [], [], b""
+            return events, False, True
+        keep = _suffix_prefix(self.held_bytes, self.end_b)
+        out: List[TokenEvent] = []
+        while self.held and len(self.held_bytes) - self.held_sizes[0] >= keep:
+            out.append(self.held.pop(0))
+            self.held_bytes = self.held_bytes[self.held_sizes.pop(0):]
+        return out, False, False
+
+    def closing_bytes(self) -> bytes:
+        """What closes the thought when the budget runs out inside it (matcher bytes)."""
+        if self.phase == MAYBE:
+            return self.start_b[self.pos:] + self.end_b + self.sep_b
+        return self.end_b + self.sep_b
+
+
+def _suffix_prefix(data: bytes, marker: bytes) -> int:
+    """Length of the longest suffix of data that is a proper prefix of marker."""
+    for n in range(min(len(data), len(marker) - 1), 0, -1):
+        if data.endswith(marker[:n]):
+            return n
+    return 0
 
 
 def _valid_utf8_prefix(data: bytes) -> bytes:

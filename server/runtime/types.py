@@ -37,6 +37,20 @@ class TokenEvent:
     top_logprobs: Optional[List[Tuple[bytes, float]]]
     forced: bool             # appended without sampling (fast-forward) or by the closer
     closer: bool = False     # these are the closer's bytes (the budget or context ran out)
+    # which part of the output: "answer", "thought" (a reasoning model's thought), or
+    # "marker" (the thought's start / end markers and what separates it from the answer)
+    part: str = "answer"
+
+
+@dataclass
+class ReasoningPlan:
+    """How one generation of a reasoning model treats its thought (server/runtime/reasoning.py).
+    Markers are text; the decode loop spells them with the model's special tokens."""
+    start: str
+    end: str
+    separator: str = ""
+    opened: bool = False             # the prompt ends inside the thought
+    budget: Optional[int] = None     # thought tokens at most (None: only max_tokens bounds it)
 
 
 @dataclass
@@ -134,7 +148,8 @@ class GenerationModel(Protocol):
 
     def render_chat(self, messages: List[dict], *, tools: Optional[List[dict]] = None,
                     tool_format: Optional[ToolPromptFormat] = None,
-                    add_generation_prompt: bool = True) -> str: ...
+                    add_generation_prompt: bool = True,
+                    template_vars: Optional[dict] = None) -> str: ...
 
     def tokenize(self, text: str, *, add_bos: bool = True, special: bool = True) -> List[int]: ...
 
@@ -142,4 +157,5 @@ class GenerationModel(Protocol):
                  grammar: Optional["cengine.Grammar"] = None, params: SamplingParams,
                  lazy_grammar: Optional[LazyGrammar] = None,
                  cancel: Optional[threading.Event] = None,
-                 choice: Optional[ChoiceScope] = None) -> Iterator[Event]: ...
+                 choice: Optional[ChoiceScope] = None,
+                 reasoning: Optional[ReasoningPlan] = None) -> Iterator[Event]: ...

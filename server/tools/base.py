@@ -61,6 +61,25 @@ class Dialect:
         """Framing text: the model's special token where its vocabulary has one, else text."""
         return cengine.Special(text) if text in self.specials else cengine.Text(text)
 
+    def framing(self, text: str) -> cengine.Part:
+        """Text that may hold several special tokens (`<|channel|>final<|message|>`): each one
+        the vocabulary has as a Special (longest first), the rest as Text."""
+        found = sorted((s for s in self.specials if s in text), key=len, reverse=True)
+        parts: List[cengine.Part] = []
+        i = start = 0
+        while i < len(text):
+            s = next((s for s in found if text.startswith(s, i)), None)
+            if s is None:
+                i += 1
+                continue
+            if i > start:
+                parts.append(cengine.Text(text[start:i]))
+            parts.append(cengine.Special(s))
+            i = start = i + len(s)
+        if start < len(text):
+            parts.append(cengine.Text(text[start:]))
+        return parts[0] if len(parts) == 1 else cengine.Concat(*parts)
+
     # --- what a family defines ----------------------------------------------------------------
     @classmethod
     def detect(cls, template: str, specials: FrozenSet[str]) -> int:
