@@ -17,8 +17,8 @@ from typing import Callable, List, Optional, Tuple, Union
 import cengine
 
 from ..runtime.reasoning import ReasoningFormat, opened_thought, template_switches
-from ..runtime.types import (ChoiceScope, DecisionsEvent, FinishEvent, GenerationModel,
-                             ReasoningPlan, SamplingParams, TokenEvent)
+from ..runtime.types import (NAME_MARKED, ChoiceScope, DecisionsEvent, FinishEvent,
+                             GenerationModel, ReasoningPlan, SamplingParams, TokenEvent)
 from ..tools import DEFAULT_DIALECT, ToolCall, ToolDialect, ToolSpec
 from .errors import InvalidRequest
 from .structured import Constraint, report_ignored
@@ -102,12 +102,17 @@ class Turn:
     def choice_scope(self) -> Optional[ChoiceScope]:
         """Where the decision points of this turn's output are (None: it has none)."""
         if self.tool_mode != "none":
-            name, arguments = self.dialect.CALL_POINTERS
-            answer = {}
+            marks = getattr(self.dialect, "NAME_MARKS", None)
+            name, arguments = self.dialect.CALL_POINTERS or (NAME_MARKED, "")
+            if self.dialect.CALL_POINTERS is None and marks is None:
+                raise InvalidRequest(f"llamay_choice_logprobs is not available with the "
+                                     f"{self.dialect.name} tool dialect", param=
+                                     "llamay_choice_logprobs")
+            answer = {"name_marks": marks} if self.dialect.CALL_POINTERS is None else {}
             if self.tool_mode == "auto" and self.constraint.kind in ("schema", "json", "object"):
                 # the output may be the response format's document instead of calls
-                answer = {"schema": self.constraint.part.schema,
-                          "call_open": self.dialect.CALL_OPEN}
+                answer.update(schema=self.constraint.part.schema,
+                              call_open=self.dialect.CALL_OPEN)
             return ChoiceScope("calls", name_pointer=name, arguments_pointer=arguments,
                                tools=[(t.name, t.parameters) for t in self.offered_tools()],
                                **answer)

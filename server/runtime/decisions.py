@@ -38,7 +38,7 @@ from cengine import Alternative
 
 from .pointer import PointerTracker, ValueEnd, ValueStart
 from .schema_order import in_listed_order, listed_values
-from .types import ChoiceScope, Decision
+from .types import NAME_MARKED, ChoiceScope, Decision
 
 
 def _logsumexp(row: np.ndarray) -> float:
@@ -233,6 +233,38 @@ class _Deferred:
     need: int = 0               # no path is longer: positions past base + need are not needed
 
 
+class _NameScanner:
+    """Tool names written outside JSON: a value starts where the text before a name ends
+    and ends after the text that follows the name (both included in the alternatives)."""
+
+    def __init__(self, before: str, after: str):
+        self.before = before.encode("utf-8")
+        self.after = after.encode("utf-8")
+        self.buf = bytearray()
+        self.calls = 0
+        self.open: Optional[int] = None      # the start of a name not yet ended
+
+    def feed(self, data: bytes) -> list:
+        base = len(self.buf)
+        self.buf += data
+        out: list = []
+        pos = max(0, base - len(self.before) + 1)
+        while True:
+            if self.open is None:
+                i = self.buf.find(self.before, pos)
+                if i < 0:
+                    return out
+                self.open = i + len(self.before)
+                out.append(ValueStart(self.open, self.calls, NAME_MARKED))
+                self.calls += 1
+                pos = self.open
+            j = self.buf.find(self.after, max(self.open, pos - len(self.after) + 1))
+            if j < 0:
+                return out
+            out.append(ValueEnd(j + len(self.after), self.open))
+            pos, self.open = j + len(self.after), None
+
+
 class DecisionRecorder:
     """Follows one constrained generation and probes its decision points (driven by the
     decode loop in model.py: forced(), sampled(), closer(), then decisions())."""
@@ -248,6 +280,8 @@ class DecisionRecorder:
                                        and scope.call_open else False)
         self.tracker = (None if scope.kind == "words" or self.answer is None else
                         PointerTracker("objects" if scope.kind == "calls" else "single"))
+        self.names = (_NameScanner(*scope.name_marks)
+                      if scope.kind == "calls" and scope.name_marks else None)
         self.out = bytearray()
         self.pending: List[_Pending] = []
         self.records: List[_Record] = []
@@ -270,7 +304,7 @@ class DecisionRecorder:
                 if before is None:
                     before = matcher.copy()
                     before.rollback(n_steps)
-                alts = self._alternatives(before, bytes(self.out[base:ev.offset]))
+                alts = self._alternatives(before, bytes(self.out[base:ev.offset]), ev)
                 if alts is not None:
                     self.pending.append(_Pending(ev.offset, ev.pointer, ev.document, alts))
             else:
@@ -300,7 +334,7 @@ class DecisionRecorder:
         self.pending = []
         for ev in starts:
             prefix = bytes(self.out[b:ev.offset])
-            alts = self._alternatives(at_b, prefix)
+            alts = self._alternatives(at_b, prefix, ev)
             if alts is not None:
                 jobs.append((ev.offset, ev.pointer, ev.document, alts,
                              [prefix + a.text for a in alts]))
@@ -366,9 +400,20 @@ class DecisionRecorder:
         if self.answer is None and data:
             self.answer = data[:1] != self.scope.call_open.encode("utf-8")[:1]
             self.tracker = PointerTracker("single" if self.answer else "objects")
-        return self.tracker.feed(data) if self.tracker is not None else []
+        events = self.tracker.feed(data) if self.tracker is not None else []
+        if self.names is not None and not self.answer:
+            events = sorted(events + self.names.feed(data),
+                            key=lambda e: (e.offset, isinstance(e, ValueStart)))
+        return events
 
-    def _alternatives(self, matcher, prefix: bytes) -> Optional[List[Alternative]]:
+    def _alternatives(self, matcher, prefix: bytes, ev: Optional[ValueStart] = None
+                      ) -> Optional[List[Alternative]]:
+        if ev is not None and ev.pointer == NAME_MARKED:
+            # a name outside JSON: each offered tool's name and the text after it
+            after = self.scope.name_marks[1].encode("utf-8")
+            alts = [Alternative(name.encode("utf-8") + after, name)
+                    for name, _ in self.scope.tools]
+            return alts if len(alts) >= 2 else None
         m = matcher.copy()
         if prefix and not m.accept_bytes(prefix):
             raise RuntimeError("the matcher refused bytes it had accepted")
@@ -434,7 +479,7 @@ class DecisionRecorder:
         pointer, call = r.pointer, None
         if self.scope.kind == "calls" and not self.answer:
             call = r.document
-            if pointer == self.scope.name_pointer:
+            if pointer in (self.scope.name_pointer, NAME_MARKED):
                 pointer = "tool"
             elif pointer.startswith(self.scope.arguments_pointer + "/"):
                 pointer = pointer[len(self.scope.arguments_pointer):]

@@ -86,9 +86,17 @@ class ChoiceScope:
     words: Sequence[str] = ()
     name_pointer: str = "/name"
     arguments_pointer: str = "/arguments"
+    # dialects that write the tool name outside JSON ([TOOL_CALLS]NAME[ARGS]{...}): the text
+    # just before and just after every name; the name is then the decision "tool" and each
+    # top-level JSON object is a call's arguments (name_pointer NAME_MARKED, arguments "")
+    name_marks: Optional[Tuple[str, str]] = None
     schema: Any = None
     tools: Sequence[Tuple[str, Any]] = ()
     call_open: str = ""
+
+
+# the name_pointer of a ChoiceScope whose tool names are found by name_marks
+NAME_MARKED = "#tool-name"
 
 
 @dataclass

@@ -46,6 +46,10 @@ class Dialect:
     # (pointer of the tool name, pointer of the arguments) inside one call's JSON object, for
     # llamay_choice_logprobs; None where the tool name is not inside a JSON object
     CALL_POINTERS: Optional[Tuple[str, str]] = ("/name", "/arguments")
+    # where CALL_POINTERS is None: the text just before and just after each tool name
+    # (`("[TOOL_CALLS]", "[ARGS]")`), so llamay_choice_logprobs finds the name, and each call's
+    # arguments as the top-level JSON object after it
+    NAME_MARKS: Optional[Tuple[str, str]] = None
     # False: the family writes one call per turn (the grammar never allows a second)
     parallel_calls: bool = True
     specials: FrozenSet[str] = frozenset()
