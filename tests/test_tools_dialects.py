@@ -285,12 +285,16 @@ def test_agent_loop_across_turns(live_family):
 def test_choice_logprobs_on_the_tool_name(live_family):
     key, fam, srv = live_family
     d = get_dialect(fam.dialect)
-    if d.CALL_POINTERS is None:
-        pytest.skip(f"{fam.dialect}: the tool name is not inside a JSON object")
     import httpx
     body = {"model": srv.model_name, "messages": [USER], "tools": OA_TOOLS,
             "tool_choice": "required", "max_tokens": 48, "seed": 1,
             "llamay_choice_logprobs": True}
+    if d.CALL_POINTERS is None:
+        # the tool name is not inside a JSON object: refused, naming the field
+        r = httpx.post(srv.base + "/v1/chat/completions", json=body, timeout=120)
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["param"] == "llamay_choice_logprobs"
+        return
     r = httpx.post(srv.base + "/v1/chat/completions", json=body, timeout=120).json()
     tools = [x for x in r["llamay_choice_logprobs"] if x["pointer"] == "tool"]
     assert tools and sorted(tools[0]["alternatives"]) == sorted(SCHEMAS)

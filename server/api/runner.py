@@ -44,6 +44,11 @@ class Turn:
         if c.grammar is not None and self.tool_mode == "auto" and c.part is None:
             raise InvalidRequest(f"'{c.param}' cannot be combined with tool_choice auto; send "
                                  f"tool_choice none, required or a named tool", param=c.param)
+        if self.choice_logprobs and self.tool_mode != "none" \
+                and self.dialect.CALL_POINTERS is None:
+            raise InvalidRequest(f"llamay_choice_logprobs is not available with tools in the "
+                                 f"{self.dialect.name} tool-call format: its tool name is not "
+                                 f"inside a JSON object", param="llamay_choice_logprobs")
         if self.choice_logprobs and self.choice_scope() is None:
             raise InvalidRequest("llamay_choice_logprobs needs a choice among alternatives: JSON "
                                  "output (a schema or JSON mode), tools, a choice list or "
