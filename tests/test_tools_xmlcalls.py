@@ -255,7 +255,8 @@ def test_grammar_refuses_framing_variants():
     assert not _accepts(qg, ok_q.replace("<parameter=city>\n", "<parameter=city>"))
     assert not _accepts(qg, ok_q.replace("</function>\n", "</function>"))
     assert not _accepts(qg, ok_q.replace("get_weather", "get_time"))
-    assert not _accepts(qg, ok_q + ok_q)                      # blocks are newline-separated
+    assert _accepts(qg, ok_q + ok_q)                          # StepFun: no newline between
+    assert not _accepts(qg, ok_q + "\n\n" + ok_q)
     ok_g = g.call_text(*CALLS[0])
     assert _accepts(gg, ok_g.replace("\n", ""))               # GLM-4.7's spelling
     assert not _accepts(gg, ok_g.replace("\n", "\n\n"))

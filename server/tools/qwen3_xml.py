@@ -11,7 +11,8 @@ Their templates write an earlier call as
     </function>
     </tool_call>
 
-one block per call, blocks separated by a newline (`</tool_call>\\n<tool_call>`), a value
+one block per call, blocks separated by a newline (`</tool_call>\\n<tool_call>`; StepFun 3.5
+Flash, which writes the same calls, writes none: both are accepted), a value
 written with `| string` unless it is a mapping or a list (`| tojson`): strings raw, numbers
 as Python prints them, booleans `True` / `False`, null `None`, containers as JSON.
 `<tool_call>` / `</tool_call>` are tokens of Qwen's vocabulary (user-defined); the rest is
@@ -67,8 +68,9 @@ class Qwen3Xml(Dialect):
                                                 VALUE_END + "\n"), p.required)
                       for p in sig.params]
             calls.append(cengine.Concat(f"\n<function={t.name}>\n", *params, "</function>\n"))
+        # Qwen writes a newline between blocks, StepFun 3.5 Flash none
         return cengine.TriggeredRegion(self.tok(OPEN), cengine.OneOf(*calls), self.tok(CLOSE),
-                                       repeat=parallel, separator="\n")
+                                       repeat=parallel, separator=cengine.Repeat("\n", 0, 1))
 
     def parse_region(self, text: str, tools: Sequence[ToolSpec], final: bool):
         try:
