@@ -340,6 +340,10 @@ REFUSALS = [
     ({"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}}, "pattern"),
     ({"type": "object", "properties": {"a": {"type": "string", "format": "date"}}}, "format"),
     ({"type": "object", "properties": {"a": {"type": "string", "anyOf": [{}]}}}, "anyOf"),
+    ({"type": "object", "properties": {"a": {"type": "string", "maxLength": 4000}}},
+     "maxLength"),
+    ({"type": "object", "properties": {"a": {"type": "string", "minLength": 4000}}},
+     "minLength"),
     ({"type": "object", "properties": {"a": {"type": "object",
                                              "properties": {"b": {"$ref": "#"}}}}}, "$ref"),
 ]
@@ -383,6 +387,7 @@ def test_what_is_not_refused(dialect):
            "https://json-schema.org/draft/2020-12/schema"},
           {"properties": {"a": {}, "b": True, "c": False}},
           {"type": "object"}, True,
+          {"type": "object", "properties": {"a": {"type": "string", "maxLength": 300}}},
           {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"},
                                                            {"type": "integer"}]}}}]
     for schema in ok:

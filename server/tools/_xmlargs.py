@@ -9,7 +9,10 @@ How a value is written (the templates' own rule: a string as it is, anything els
   `const` of strings): the text itself, not quoted, up to the closing tag. The closing text
   (`\\n</parameter>`, `</arg_value>`, `</parameter>`) cannot be part of a value (the reader
   ends the value at its first occurrence), so the grammar leaves out exactly the strings that
-  contain it: a documented narrowing. `minLength` / `maxLength` are enforced (code points),
+  contain it: a documented narrowing. `minLength` / `maxLength` are enforced (code points;
+  counted together with the closing text, so a bound is refused, naming it, once
+  len(closing text) * bound passes RAW_LENGTH_STATES: maxLength above 315 for Qwen, 341 for
+  GLM and MiniMax; a cheaper narrowing, such as no newline in long values, was not taken),
   `enum` / `const` are the literal texts (a literal holding the closing text is refused:
   keyword `enum` / `const`). `pattern`, an enforced `format` (the names cengine enforces) and
   applicators beside `type: "string"` (`allOf`, `anyOf`, `oneOf`, `not`, `if`, `$ref`) would
@@ -64,6 +67,10 @@ _RAW_REFUSED = ("pattern", "allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dyn
 _TOP_REFUSED = ("patternProperties", "propertyNames", "minProperties", "maxProperties",
                 "dependentRequired", "dependentSchemas", "dependencies", "allOf", "anyOf",
                 "oneOf", "not", "if", "$ref", "$dynamicRef", "$recursiveRef", "enum", "const")
+# a raw string's length is counted together with how much of the closing text it ends in:
+# len(closer) * bound grammar states (about 0.4 ms each to compile on one core); bounds past
+# this are refused (maxLength 315 for Qwen's closing text, 341 for GLM's and MiniMax's)
+RAW_LENGTH_STATES = 4096
 # Qwen's templates write non-container values with Python's str()
 PYTHON_LITERALS = {"True": True, "False": False, "None": None}
 
@@ -352,6 +359,13 @@ class ParamCompiler:
             return cengine.OneOf(*[cengine.Text(v) for v in texts])
         if hi is not None and hi < lo:
             raise ToolFormatError(f"tool '{tool}': {where} admits no value", param="tools")
+        states = len(self.closer) * (hi if hi is not None else lo)
+        if states > RAW_LENGTH_STATES:
+            kw = "maxLength" if hi is not None else "minLength"
+            raise refuse(self.dialect, tool, where, kw,
+                         f"a raw string counted to {hi if hi is not None else lo} code points "
+                         f"without the closing text needs {states} grammar states, more than "
+                         f"the {RAW_LENGTH_STATES} compiled for one value")
         return cengine.Gbnf(raw_text_gbnf(self.closer, lo, hi))
 
 
