@@ -65,6 +65,38 @@ FAMILIES: Dict[str, Family] = {
                        _c("<|python_tag|>", "<|eom_id|>"), eot="<|eot_id|>"),
     "llama3.3": Family("llama3", "meta-llama-Llama-3.3-70B-Instruct", "llama-bpe",
                        _c("<|python_tag|>", "<|eom_id|>"), eot="<|eot_id|>"),
+    # Qwen3 / Qwen3.5 tokenizers: <tool_call>, <tool_response>, <think> and their closers are
+    # added tokens with special: false (user-defined)
+    "qwen3-coder": Family("qwen3_xml", "Qwen3-Coder", "qwen2",
+                          CHATML + _u("<tool_call>", "</tool_call>", "<tool_response>",
+                                      "</tool_response>", "<think>", "</think>"),
+                          eot="<|im_end|>"),
+    "qwen3.5": Family("qwen3_xml", "Qwen3.5-4B", "qwen35",
+                      CHATML + _u("<tool_call>", "</tool_call>", "<tool_response>",
+                                  "</tool_response>", "<think>", "</think>"),
+                      eot="<|im_end|>"),
+    # no GLM vocabulary in the sdist: GPT-2's byte-level BPE (its <|endoftext|> is GLM's eos)
+    # with GLM's added tokens: roles and masks special, the tool / reasoning tags not; llama.cpp
+    # converts GLM with eot <|user|> (and eom <|observation|>)
+    "glm-4.6": Family("glm", "GLM-4.6", "gpt-2",
+                      _c("[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>",
+                         "<|observation|>")
+                      + _u("<think>", "</think>", "<tool_call>", "</tool_call>",
+                           "<tool_response>", "</tool_response>", "<arg_key>", "</arg_key>",
+                           "<arg_value>", "</arg_value>"),
+                      eot="<|user|>"),
+    "glm-4.7": Family("glm", "GLM-4.7-Flash", "gpt-2",
+                      _c("[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>",
+                         "<|observation|>")
+                      + _u("<think>", "</think>", "<tool_call>", "</tool_call>",
+                           "<tool_response>", "</tool_response>", "<arg_key>", "</arg_key>",
+                           "<arg_value>", "</arg_value>"),
+                      eot="<|user|>"),
+    # no MiniMax vocabulary in the sdist: GPT-2's byte-level BPE with MiniMax-M2's added
+    # tokens, all special in its tokenizer; [e~[ ends a turn
+    "minimax-m2": Family("minimax", "MiniMax-M2", "gpt-2",
+                         _c("]~!b[", "]~b]", "[e~[", "<minimax:tool_call>",
+                            "</minimax:tool_call>", "<think>", "</think>"), eot="[e~["),
 }
 
 

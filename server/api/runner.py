@@ -54,6 +54,13 @@ class Turn:
         if c.grammar is not None and self.tool_mode == "auto" and c.part is None:
             raise InvalidRequest(f"'{c.param}' cannot be combined with tool_choice auto; send "
                                  f"tool_choice none, required or a named tool", param=c.param)
+        if self.choice_logprobs and self.tool_mode != "none" \
+                and self.dialect.CALL_POINTERS is None \
+                and getattr(self.dialect, "NAME_MARKS", None) is None:
+            raise InvalidRequest(f"llamay_choice_logprobs is not available with tools in the "
+                                 f"{self.dialect.name} tool-call format: its tool name is "
+                                 f"written without fixed text around it",
+                                 param="llamay_choice_logprobs")
         if self.choice_logprobs and self.choice_scope() is None:
             raise InvalidRequest("llamay_choice_logprobs needs a choice among alternatives: JSON "
                                  "output (a schema or JSON mode), tools, a choice list or "
@@ -104,11 +111,9 @@ class Turn:
         if self.tool_mode != "none":
             marks = getattr(self.dialect, "NAME_MARKS", None)
             name, arguments = self.dialect.CALL_POINTERS or (NAME_MARKED, "")
-            if self.dialect.CALL_POINTERS is None and marks is None:
-                raise InvalidRequest(f"llamay_choice_logprobs is not available with the "
-                                     f"{self.dialect.name} tool dialect", param=
-                                     "llamay_choice_logprobs")
-            answer = {"name_marks": marks} if self.dialect.CALL_POINTERS is None else {}
+            answer = ({"name_marks": marks,
+                       "arguments_json": getattr(self.dialect, "JSON_ARGUMENTS", True)}
+                      if self.dialect.CALL_POINTERS is None else {})
             if self.tool_mode == "auto" and self.constraint.kind in ("schema", "json", "object"):
                 # the output may be the response format's document instead of calls
                 answer.update(schema=self.constraint.part.schema,

@@ -278,7 +278,8 @@ class DecisionRecorder:
         # calls; its first byte tells (the call region opens with scope.call_open)
         self.answer: Optional[bool] = (None if scope.kind == "calls" and scope.schema is not None
                                        and scope.call_open else False)
-        self.tracker = (None if scope.kind == "words" or self.answer is None else
+        self.tracker = (None if scope.kind == "words" or self.answer is None
+                        or not scope.arguments_json else
                         PointerTracker("objects" if scope.kind == "calls" else "single"))
         self.names = (_NameScanner(*scope.name_marks)
                       if scope.kind == "calls" and scope.name_marks else None)
@@ -399,7 +400,8 @@ class DecisionRecorder:
     def _feed(self, data: bytes) -> list:
         if self.answer is None and data:
             self.answer = data[:1] != self.scope.call_open.encode("utf-8")[:1]
-            self.tracker = PointerTracker("single" if self.answer else "objects")
+            self.tracker = (PointerTracker("single" if self.answer else "objects")
+                            if self.answer or self.scope.arguments_json else None)
         events = self.tracker.feed(data) if self.tracker is not None else []
         if self.names is not None and not self.answer:
             events = sorted(events + self.names.feed(data),

@@ -90,6 +90,7 @@ class ChoiceScope:
     # just before and just after every name; the name is then the decision "tool" and each
     # top-level JSON object is a call's arguments (name_pointer NAME_MARKED, arguments "")
     name_marks: Optional[Tuple[str, str]] = None
+    arguments_json: bool = True      # False: no JSON objects to read decisions from
     schema: Any = None
     tools: Sequence[Tuple[str, Any]] = ()
     call_open: str = ""

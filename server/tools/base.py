@@ -50,6 +50,9 @@ class Dialect:
     # (`("[TOOL_CALLS]", "[ARGS]")`), so llamay_choice_logprobs finds the name, and each call's
     # arguments as the top-level JSON object after it
     NAME_MARKS: Optional[Tuple[str, str]] = None
+    # False where arguments are not one JSON object per call (one value per parameter): then
+    # llamay_choice_logprobs reports the tool name alone
+    JSON_ARGUMENTS: bool = True
     # False: the family writes one call per turn (the grammar never allows a second)
     parallel_calls: bool = True
     specials: FrozenSet[str] = frozenset()

@@ -1,0 +1,120 @@
+"""Qwen3-Coder and Qwen3.5: one parameter per tag, inside `<tool_call>`.
+
+Their templates write an earlier call as
+
+    <tool_call>
+    <function=NAME>
+    <parameter=KEY>
+    VALUE
+    </parameter>
+    ...
+    </function>
+    </tool_call>
+
+one block per call, blocks separated by a newline (`</tool_call>\\n<tool_call>`; StepFun 3.5
+Flash, which writes the same calls, writes none: both are accepted), a value
+written with `| string` unless it is a mapping or a list (`| tojson`): strings raw, numbers
+as Python prints them, booleans `True` / `False`, null `None`, containers as JSON.
+`<tool_call>` / `</tool_call>` are tokens of Qwen's vocabulary (user-defined); the rest is
+text. NVIDIA Nemotron 3 Nano and StepFun 3.5 Flash write the same form.
+
+Values, parameters and what is refused: server/tools/_xmlargs.py (a value ends at
+`\\n</parameter>`, which a raw string value therefore cannot hold; booleans and null take
+both the JSON and the Python spelling where the property is only `type` boolean / null).
+
+tool_choice: required / named: the whole output is such blocks (one with
+parallel_tool_calls false), from the first token; auto: free text until `<tool_call>`, then
+the blocks. Reasoning (`<think>`, Qwen3.5) is not this module's.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Sequence
+
+import cengine
+
+from . import _xmlargs as X
+from .base import Dialect
+from .common import ToolCall, ToolSpec
+
+OPEN = "<tool_call>"
+CLOSE = "</tool_call>"
+VALUE_END = "\n</parameter>"
+
+_COMPILER = X.ParamCompiler("qwen3_xml", VALUE_END, python_literals=True,
+                            name_forbidden=">\n")
+
+
+class Qwen3Xml(Dialect):
+    name = "qwen3_xml"
+    family = "Qwen3-Coder, Qwen3.5 (also Nemotron 3 Nano, StepFun 3.5 Flash)"
+    CALL_POINTERS = None
+    NAME_MARKS = ("<function=", ">")
+    JSON_ARGUMENTS = False
+
+    @classmethod
+    def detect(cls, template: str, specials) -> int:
+        if OPEN in template and "<function=" in template and "<parameter=" in template:
+            return 30
+        return 0
+
+    @property
+    def trigger_text(self) -> str:
+        return OPEN
+
+    def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
+                     ) -> cengine.TriggeredRegion:
+        calls = []
+        for t in tools:
+            sig = _COMPILER.signature(t)
+            params = [X.optional(cengine.Concat(f"<parameter={p.name}>\n", p.part,
+                                                VALUE_END + "\n"), p.required)
+                      for p in sig.params]
+            calls.append(cengine.Concat(f"\n<function={t.name}>\n", *params, "</function>\n"))
+        # Qwen writes a newline between blocks, StepFun 3.5 Flash none
+        return cengine.TriggeredRegion(self.tok(OPEN), cengine.OneOf(*calls), self.tok(CLOSE),
+                                       repeat=parallel, separator=cengine.Repeat("\n", 0, 1))
+
+    def parse_region(self, text: str, tools: Sequence[ToolSpec], final: bool):
+        try:
+            call, end = self._call(text, tools)
+        except X.NeedMore:
+            return [], 0, False
+        except X.Broken:
+            return [None], 0, True
+        return [call], end, True
+
+    def _call(self, text: str, tools: Sequence[ToolSpec]):
+        pos = X.expect(text, 0, "\n<function=")
+        name, pos = X.until(text, pos, ">", "\n")
+        pos = X.expect(text, pos, ">\n")
+        tool = next((t for t in tools if t.name == name), None)
+        if tool is None:
+            raise X.Broken
+        sig = _COMPILER.signature(tool)
+        pairs: List[Any] = []
+        while True:
+            if text.startswith("<parameter=", pos):
+                key, pos = X.until(text, pos + len("<parameter="), ">", "\n")
+                pos = X.expect(text, pos, ">\n")
+                param = sig.param(key)
+                if param is None:
+                    raise X.Broken
+                value, pos = X.read_value(text, pos, param, VALUE_END)
+                pos = X.expect(text, pos, VALUE_END + "\n")
+                pairs.append((key, value))
+                continue
+            if "<parameter=".startswith(text[pos:]):
+                raise X.NeedMore
+            pos = X.expect(text, pos, "</function>\n" + CLOSE)
+            args = X.arguments(sig, pairs)
+            if args is None:
+                raise X.Broken
+            return ToolCall(name, args), pos
+
+    def call_text(self, name: Any, arguments: Any) -> str:
+        params = "".join(f"<parameter={k}>\n{X.value_text(v, True)}\n</parameter>\n"
+                         for k, v in (arguments or {}).items())
+        return f"{OPEN}\n<function={name}>\n{params}</function>\n{CLOSE}"
+
+
+DIALECT = Qwen3Xml()
