@@ -74,7 +74,7 @@ FAMILIES: Dict[str, Family] = {
     "qwen3.5": Family("qwen3_xml", "Qwen3.5-4B", "qwen35",
                       CHATML + _u("<tool_call>", "</tool_call>", "<tool_response>",
                                   "</tool_response>", "<think>", "</think>"),
-                      eot="<|im_end|>"),
+                      eot="<|im_end|>", reasoning="think"),
     # no GLM vocabulary in the sdist: GPT-2's byte-level BPE (its <|endoftext|> is GLM's eos)
     # with GLM's added tokens: roles and masks special, the tool / reasoning tags not; llama.cpp
     # converts GLM with eot <|user|> (and eom <|observation|>)
@@ -84,19 +84,20 @@ FAMILIES: Dict[str, Family] = {
                       + _u("<think>", "</think>", "<tool_call>", "</tool_call>",
                            "<tool_response>", "</tool_response>", "<arg_key>", "</arg_key>",
                            "<arg_value>", "</arg_value>"),
-                      eot="<|user|>"),
+                      eot="<|user|>", reasoning="think"),
     "glm-4.7": Family("glm", "GLM-4.7-Flash", "gpt-2",
                       _c("[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>",
                          "<|observation|>")
                       + _u("<think>", "</think>", "<tool_call>", "</tool_call>",
                            "<tool_response>", "</tool_response>", "<arg_key>", "</arg_key>",
                            "<arg_value>", "</arg_value>"),
-                      eot="<|user|>"),
+                      eot="<|user|>", reasoning="think"),
     # no MiniMax vocabulary in the sdist: GPT-2's byte-level BPE with MiniMax-M2's added
     # tokens, all special in its tokenizer; [e~[ ends a turn
     "minimax-m2": Family("minimax", "MiniMax-M2", "gpt-2",
                          _c("]~!b[", "]~b]", "[e~[", "<minimax:tool_call>",
-                            "</minimax:tool_call>", "<think>", "</think>"), eot="[e~["),
+                            "</minimax:tool_call>", "<think>", "</think>"), eot="[e~[",
+                         reasoning="think"),
 }
 
 

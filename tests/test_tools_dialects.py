@@ -81,6 +81,9 @@ def test_detected_from_the_template_and_vocabulary(family_model):
     d = dialect_for(m.chat_template, m.special_tokens)
     assert d.name == fam.dialect, f"{key}: {fam.template} detected as {d.name}"
     assert get_dialect(fam.dialect).name == fam.dialect
+    from server.runtime.reasoning import detect_format
+    fmt = detect_format(m.chat_template)
+    assert (fmt.name if fmt else None) == fam.reasoning, f"{key}: reasoning {fmt}"
 
 
 # --- what the model is shown is what it is held to -------------------------------------------
