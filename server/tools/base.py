@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
 from typing import Any, FrozenSet, List, Optional, Sequence, Tuple
 
 import cengine
@@ -87,6 +88,13 @@ class Dialect:
         """One call as this family's template writes it (the prompt for templates that know
         no tools, and tests)."""
         raise NotImplementedError
+
+    def new_call_id(self, name: str, index: int) -> str:
+        """The id the server gives the `index`-th call (0-based) of an output. The client
+        sends it back with the call and its result, and some templates write it or check its
+        form (Mistral's nine alphanumerics, Kimi's functions.NAME:IDX): a family whose
+        template does overrides this."""
+        return "call_" + uuid.uuid4().hex[:24]
 
     # --- the generic tool block, for templates that do not handle tools ------------------------
     def tool_instructions(self) -> str:
@@ -200,6 +208,7 @@ class RegionReader:
         self.buf = ""
         self.in_region = False
         self.released = False       # a call of the open region is out already
+        self.n_calls = 0            # calls released so far (the next one's index)
 
     def _held_text(self) -> str:
         """The open region's held text as the output wrote it."""
@@ -214,6 +223,9 @@ class RegionReader:
                                                                 - len(self.buf) + used])]
             self.buf, self.in_region = self.buf[used:], False
             return out
+        for c in calls:
+            c.id = self.dialect.new_call_id(c.name, self.n_calls)
+            self.n_calls += 1
         out = [("call", c) for c in calls]
         self.buf = self.buf[used:]
         self.released = self.released or bool(calls)
