@@ -84,6 +84,21 @@ class Dialect:
         """The text the call region opens with in the output."""
         raise NotImplementedError
 
+    @property
+    def trigger_spellings(self) -> Tuple[str, ...]:
+        """Every text that opens a call in the output, for the reader (the first that occurs
+        wins, the longest at the same place): the trigger, and where a family opens the same
+        call in more than one way (harmony's recipient in the role or in the channel header),
+        the longer openings that the lazy trigger only ends."""
+        return (self.trigger_text,)
+
+    def forced_calls(self, tools: Sequence[ToolSpec], *, parallel: bool = True
+                     ) -> cengine.Part:
+        """The calls as the whole output (tool_choice required / named, and beside an answer
+        document): the call region from its trigger, unless the family opens a call in more
+        ways than the one trigger the lazy form waits for."""
+        return self.calls_region(tools, parallel=parallel)
+
     def call_text(self, name: Any, arguments: Any) -> str:
         """One call as this family's template writes it (the prompt for templates that know
         no tools, and tests)."""
@@ -155,7 +170,7 @@ class Dialect:
             raise ToolFormatError("tool_choice requires a tool call but no tools were given",
                                   param="tool_choice")
         return cengine.compile_structural(
-            self.calls_region(tools, parallel=self._parallel(parallel)),
+            self.forced_calls(tools, parallel=self._parallel(parallel)),
             whitespace_budget=WHITESPACE_BUDGET, max_depth=MAX_DEPTH)
 
     def answer_or_call_grammar(self, answer: cengine.Part, tools: Sequence[ToolSpec], *,
@@ -167,7 +182,7 @@ class Dialect:
         if not tools:
             raise ToolFormatError("tool_choice auto with a constraint needs at least one tool",
                                   param="tools")
-        region = self.calls_region(tools, parallel=self._parallel(parallel))
+        region = self.forced_calls(tools, parallel=self._parallel(parallel))
         return cengine.compile_structural(cengine.OneOf(answer, region),
                                           whitespace_budget=0 if compact else WHITESPACE_BUDGET,
                                           max_depth=MAX_DEPTH)
@@ -204,7 +219,8 @@ class RegionReader:
     def __init__(self, dialect: Dialect, tools: Sequence[ToolSpec]):
         self.dialect = dialect
         self.tools = list(tools)
-        self.trigger = dialect.trigger_text
+        self.triggers = dialect.trigger_spellings
+        self.trigger = self.triggers[0]     # the opening of the open region
         self.buf = ""
         self.in_region = False
         self.released = False       # a call of the open region is out already
@@ -246,14 +262,16 @@ class RegionReader:
                 if self.in_region:
                     return out
                 continue
-            start = self.buf.find(self.trigger)
-            if start >= 0:
+            found = [(i, -len(t), t) for t in self.triggers
+                     for i in (self.buf.find(t),) if i >= 0]
+            if found:
+                start, _, self.trigger = min(found)
                 if start:
                     out.append(("text", self.buf[:start]))
                 self.buf = self.buf[start + len(self.trigger):]
                 self.in_region, self.released = True, False
                 continue
-            keep = partial_suffix(self.buf, self.trigger)
+            keep = max(partial_suffix(self.buf, t) for t in self.triggers)
             if len(self.buf) > keep:
                 out.append(("text", self.buf[:len(self.buf) - keep]))
                 self.buf = self.buf[len(self.buf) - keep:]
