@@ -247,7 +247,8 @@ class RegionReader:
         self.released = self.released or bool(calls)
         if closed:
             self.in_region = False
-        elif final:
+        elif final and not calls:
+            # (after calls, what is left of the region is read again: more calls, its end)
             if self.buf or not self.released:
                 out.append(("text", self._held_text()))
             self.buf, self.in_region = "", False
@@ -258,9 +259,10 @@ class RegionReader:
         out: List[StreamEvent] = []
         while True:
             if self.in_region:
-                out += self._region(False)
-                if self.in_region:
-                    return out
+                got = self._region(False)
+                out += got
+                if self.in_region and not (self.buf and any(k == "call" for k, _ in got)):
+                    return out      # waiting for more (after calls, the rest may hold more)
                 continue
             found = [(i, -len(t), t) for t in self.triggers
                      for i in (self.buf.find(t),) if i >= 0]
