@@ -13,7 +13,6 @@ import pytest
 
 import cengine
 from families import FAMILIES
-from server.runtime.chat_template import render_chat
 from server.tools import ToolSpec, dialect_for, get_dialect
 
 openai = pytest.importorskip("openai")
@@ -178,7 +177,7 @@ def test_health_names_the_dialect(live_family):
 @pytest.mark.parametrize("mode", ["required", "named"])
 def test_truncation_gate_three_apis(live_family, mode):
     key, fam, srv = live_family
-    oa, an, ol = srv.openai(), srv.anthropic(), srv.ollama()
+    oa, an = srv.openai(), srv.anthropic()
     for budget in BUDGETS:
         choice = ("required" if mode == "required"
                   else {"type": "function", "function": {"name": "place_order"}})
