@@ -47,6 +47,14 @@ def _u(*texts: str) -> Tuple[Tuple[str, int], ...]:
 
 
 CHATML = _c("<|im_start|>", "<|im_end|>")
+MISTRAL = _c("[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+             "[TOOL_RESULTS]", "[/TOOL_RESULTS]")
+# tokenizer v11 (tekken): [ARGS] and [CALL_ID] came together, with the system prompt's tokens
+MISTRAL_V11 = MISTRAL + _c("[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]", "[ARGS]",
+                           "[CALL_ID]")
+KIMI = _c("<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_system|>", "<|im_middle|>",
+          "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
+          "<|tool_call_argument_begin|>", "<|tool_call_end|>")
 
 FAMILIES: Dict[str, Family] = {
     "qwen2.5": Family("hermes", "Qwen-Qwen2.5-7B-Instruct", "qwen2",
@@ -98,6 +106,29 @@ FAMILIES: Dict[str, Family] = {
                          _c("]~!b[", "]~b]", "[e~[", "<minimax:tool_call>",
                             "</minimax:tool_call>", "<think>", "</think>"), eot="[e~[",
                          reasoning="think"),
+    # Mistral before v11: llama-spm (<s>, </s>; a word-start space after each control token,
+    # as Mistral 7B v0.3's SentencePiece writes "[TOOL_CALLS] [{") plus Mistral's control tokens
+    "mistral-nemo": Family("mistral", "mistralai-Mistral-Nemo-Instruct-2407", "llama-spm",
+                           MISTRAL),
+    # v11 exists only as tekken, a byte-level BPE: nothing between a control token and the text
+    "mistral-small-3.2": Family("mistral_v11", "Mistral-Small-3.2-24B-Instruct-2506", "gpt-2",
+                                MISTRAL_V11),
+    "devstral": Family("mistral_v11", "unsloth-mistral-Devstral-Small-2507", "gpt-2",
+                       MISTRAL_V11),
+    "ministral-3-reasoning": Family("mistral_v11", "mistralai-Ministral-3-14B-Reasoning-2512",
+                                    "gpt-2", MISTRAL_V11 + _c("[THINK]", "[/THINK]")),
+    # gpt-oss: o200k_harmony's special tokens (all special; vocab.py renders <|channel|>,
+    # <|message|>, <|start|>, <|constrain|> and keeps <|end|> from ending the generation)
+    "gpt-oss": Family("harmony", "openai-gpt-oss-120b", "gpt-2",
+                      _c("<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>",
+                         "<|return|>", "<|call|>"), eot="<|return|>"),
+    "kimi-k2": Family("kimi_k2", "moonshotai-Kimi-K2", "gpt-2", KIMI, eot="<|im_end|>"),
+    "kimi-k2-instruct": Family("kimi_k2", "Kimi-K2-Instruct", "gpt-2", KIMI,
+                               eot="<|im_end|>"),
+    # the template writes an (empty) reasoning block before an earlier call
+    "kimi-k2-thinking": Family("kimi_k2", "Kimi-K2-Thinking", "gpt-2",
+                               KIMI + _c("<think>", "</think>"), eot="<|im_end|>",
+                               extra={"call_prefix": "<think></think>"}),
 }
 
 

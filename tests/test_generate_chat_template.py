@@ -64,6 +64,19 @@ def test_broken_or_unsafe_templates_raise_chat_template_error(template):
         render_chat(template, [{"role": "user", "content": "x"}])
 
 
+def test_a_template_may_change_lists_but_not_the_callers_messages():
+    """Kimi K2's templates queue call ids in a namespace's list; what a template changes is
+    its own copy."""
+    tmpl = ("{%- set q = namespace(ids=[]) -%}{%- for m in messages -%}"
+            "{%- set _ = q.ids.append(m.role) -%}{%- set _ = m.tool_calls.append(1) -%}"
+            "{%- endfor -%}{{ q.ids | join(',') }} {{ tools[0].pop('name') }}")
+    msgs = [{"role": "user", "content": "x", "tool_calls": []}]
+    tools = [{"name": "t"}]
+    assert render_chat(tmpl, msgs, tools=tools) == "user t"
+    assert msgs == [{"role": "user", "content": "x", "tool_calls": []}]
+    assert tools == [{"name": "t"}]
+
+
 def test_template_without_tools_gets_a_hermes_system_block():
     assert not template_knows_tools(CHATML_NO_TOOLS)
     out = render_chat(CHATML_NO_TOOLS, [{"role": "user", "content": "weather?"}], tools=TOOLS,

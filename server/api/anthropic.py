@@ -112,8 +112,12 @@ def _stop_reason(kind: str) -> str:
 
 
 def _tool_block(call) -> dict:
-    return {"type": "tool_use", "id": "toolu_" + call.id[len("call_"):], "name": call.name,
-            "input": call.arguments}
+    # a dialect's own id form (Mistral's nine alphanumerics, Kimi's functions.NAME:IDX) comes
+    # back with the call and its result and the template checks or writes it: kept as it is
+    cid = call.id
+    if cid.startswith("call_"):
+        cid = "toolu_" + cid[len("call_"):]
+    return {"type": "tool_use", "id": cid, "name": call.name, "input": call.arguments}
 
 
 @endpoint(API)

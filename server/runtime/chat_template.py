@@ -1,8 +1,11 @@
 """Chat prompts from the GGUF's own Jinja chat template (`tokenizer.chat_template`).
 
-Templates come from model files, so they run in jinja2's immutable sandbox. They are written
-for Hugging Face's renderer, so the same globals are provided: raise_exception, strftime_now,
-bos_token, eos_token, a `tojson` that keeps non-ASCII text, and loop controls.
+Templates come from model files, so they run in jinja2's sandbox. Lists and dicts may be
+changed there (Kimi K2's templates queue call ids with `namespace(ids=[]).ids.append`): every
+template gets its own deep copy of the messages and tools, so nothing it changes outlives the
+rendering. They are written for Hugging Face's renderer, so the same globals are provided:
+raise_exception, strftime_now, bos_token, eos_token, a `tojson` that keeps non-ASCII text, and
+loop controls.
 
 Tools: when the template itself handles `tools` it gets them. Otherwise the caller's tool
 format (a dialect of server.tools, e.g. Hermes) rewrites the tool list, assistant tool calls
@@ -11,13 +14,14 @@ dialect.
 """
 from __future__ import annotations
 
+import copy
 import datetime
 import json
 from functools import lru_cache
 from typing import Any, Dict, List, Optional
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import SandboxedEnvironment
 
 from .types import ToolPromptFormat
 
@@ -49,8 +53,8 @@ def _tojson(value: Any, indent: Optional[int] = None, separators=None, sort_keys
 
 @lru_cache(maxsize=16)
 def _compile(source: str) -> jinja2.Template:
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=["jinja2.ext.loopcontrols"])
+    env = SandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                               extensions=["jinja2.ext.loopcontrols"])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
@@ -130,7 +134,9 @@ def render_chat(template: Optional[str], messages: List[dict], *,
     text; without one that is a ChatTemplateError (dropping the tools silently would be a lie)."""
     source = template or FALLBACK_TEMPLATE
     tmpl = _compile(source)
-    msgs = plain_messages(messages)
+    # the template may change what it is given (see the module's doc): its own copies
+    msgs = copy.deepcopy(plain_messages(messages))
+    tools = copy.deepcopy(tools)
     extra: Dict[str, Any] = dict(template_vars or {})
     if uses_tools(messages, tools):
         if template_knows_tools(source):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
 from typing import Any, FrozenSet, List, Optional, Sequence, Tuple
 
 import cengine
@@ -109,10 +110,32 @@ class Dialect:
         """The text the call region opens with in the output."""
         raise NotImplementedError
 
+    @property
+    def trigger_spellings(self) -> Tuple[str, ...]:
+        """Every text that opens a call in the output, for the reader (the first that occurs
+        wins, the longest at the same place): the trigger, and where a family opens the same
+        call in more than one way (harmony's recipient in the role or in the channel header),
+        the longer openings that the lazy trigger only ends."""
+        return (self.trigger_text,)
+
+    def forced_calls(self, tools: Sequence[ToolSpec], *, parallel: bool = True
+                     ) -> cengine.Part:
+        """The calls as the whole output (tool_choice required / named, and beside an answer
+        document): the call region from its trigger, unless the family opens a call in more
+        ways than the one trigger the lazy form waits for."""
+        return self.calls_region(tools, parallel=parallel)
+
     def call_text(self, name: Any, arguments: Any) -> str:
         """One call as this family's template writes it (the prompt for templates that know
         no tools, and tests)."""
         raise NotImplementedError
+
+    def new_call_id(self, name: str, index: int) -> str:
+        """The id the server gives the `index`-th call (0-based) of an output. The client
+        sends it back with the call and its result, and some templates write it or check its
+        form (Mistral's nine alphanumerics, Kimi's functions.NAME:IDX): a family whose
+        template does overrides this."""
+        return "call_" + uuid.uuid4().hex[:24]
 
     # --- the generic tool block, for templates that do not handle tools ------------------------
     def tool_instructions(self) -> str:
@@ -173,7 +196,7 @@ class Dialect:
             raise ToolFormatError("tool_choice requires a tool call but no tools were given",
                                   param="tool_choice")
         return cengine.compile_structural(
-            self.calls_region(tools, parallel=self._parallel(parallel)),
+            self.forced_calls(tools, parallel=self._parallel(parallel)),
             whitespace_budget=WHITESPACE_BUDGET, max_depth=MAX_DEPTH)
 
     def answer_or_call_grammar(self, answer: cengine.Part, tools: Sequence[ToolSpec], *,
@@ -185,7 +208,7 @@ class Dialect:
         if not tools:
             raise ToolFormatError("tool_choice auto with a constraint needs at least one tool",
                                   param="tools")
-        region = self.calls_region(tools, parallel=self._parallel(parallel))
+        region = self.forced_calls(tools, parallel=self._parallel(parallel))
         return cengine.compile_structural(cengine.OneOf(answer, region),
                                           whitespace_budget=0 if compact else WHITESPACE_BUDGET,
                                           max_depth=MAX_DEPTH)
@@ -222,10 +245,12 @@ class RegionReader:
     def __init__(self, dialect: Dialect, tools: Sequence[ToolSpec]):
         self.dialect = dialect
         self.tools = list(tools)
-        self.trigger = dialect.trigger_text
+        self.triggers = dialect.trigger_spellings
+        self.trigger = self.triggers[0]     # the opening of the open region
         self.buf = ""
         self.in_region = False
         self.released = False       # a call of the open region is out already
+        self.n_calls = 0            # calls released so far (the next one's index)
 
     def _held_text(self) -> str:
         """The open region's held text as the output wrote it."""
@@ -240,12 +265,16 @@ class RegionReader:
                                                                 - len(self.buf) + used])]
             self.buf, self.in_region = self.buf[used:], False
             return out
+        for c in calls:
+            c.id = self.dialect.new_call_id(c.name, self.n_calls)
+            self.n_calls += 1
         out = [("call", c) for c in calls]
         self.buf = self.buf[used:]
         self.released = self.released or bool(calls)
         if closed:
             self.in_region = False
-        elif final:
+        elif final and not calls:
+            # (after calls, what is left of the region is read again: more calls, its end)
             if self.buf or not self.released:
                 out.append(("text", self._held_text()))
             self.buf, self.in_region = "", False
@@ -256,18 +285,21 @@ class RegionReader:
         out: List[StreamEvent] = []
         while True:
             if self.in_region:
-                out += self._region(False)
-                if self.in_region:
-                    return out
+                got = self._region(False)
+                out += got
+                if self.in_region and not (self.buf and any(k == "call" for k, _ in got)):
+                    return out      # waiting for more (after calls, the rest may hold more)
                 continue
-            start = self.buf.find(self.trigger)
-            if start >= 0:
+            found = [(i, -len(t), t) for t in self.triggers
+                     for i in (self.buf.find(t),) if i >= 0]
+            if found:
+                start, _, self.trigger = min(found)
                 if start:
                     out.append(("text", self.buf[:start]))
                 self.buf = self.buf[start + len(self.trigger):]
                 self.in_region, self.released = True, False
                 continue
-            keep = partial_suffix(self.buf, self.trigger)
+            keep = max(partial_suffix(self.buf, t) for t in self.triggers)
             if len(self.buf) > keep:
                 out.append(("text", self.buf[:len(self.buf) - keep]))
                 self.buf = self.buf[len(self.buf) - keep:]
