@@ -260,6 +260,39 @@ def test_single_call_when_parallel_is_off(live_family):
         _valid(calls[0].function.name, json.loads(calls[0].function.arguments))
 
 
+def test_anthropic_disable_parallel_tool_use(live_family):
+    key, fam, srv = live_family
+    for seed in range(2):
+        r = srv.anthropic().messages.create(
+            model=srv.model_name, max_tokens=96, tools=AN_TOOLS, messages=[USER],
+            tool_choice={"type": "any", "disable_parallel_tool_use": True},
+            temperature=1.0, top_k=40 + seed)
+        uses = [b for b in r.content if b.type == "tool_use"]
+        assert len(uses) == 1
+        _valid(uses[0].name, uses[0].input)
+
+
+def test_allowed_tools_narrows_the_calls(live_family):
+    key, fam, srv = live_family
+    choice = {"type": "allowed_tools",
+              "allowed_tools": {"mode": "required",
+                                "tools": [{"type": "function",
+                                           "function": {"name": "get_weather"}}]}}
+    for seed in range(2):
+        r = srv.openai().chat.completions.create(model=srv.model_name, messages=[USER],
+                                                 tools=OA_TOOLS, tool_choice=choice,
+                                                 max_tokens=64, seed=seed)
+        calls = r.choices[0].message.tool_calls
+        assert calls and all(c.function.name == "get_weather" for c in calls)
+    import httpx
+    bad = {"type": "allowed_tools", "allowed_tools": {"mode": "required",
+                                                      "tools": [{"type": "function",
+                                                                 "function": {"name": "nope"}}]}}
+    r = httpx.post(srv.base + "/v1/chat/completions", timeout=60, json={
+        "model": srv.model_name, "messages": [USER], "tools": OA_TOOLS, "tool_choice": bad})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "tool_choice"
+
+
 def test_streaming_holds_each_call_until_whole(live_family):
     key, fam, srv = live_family
     oa = srv.openai()

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..runtime.types import SamplingParams
-from ..tools import parse_tools, tool_choice_mode
+from ..tools import allowed_tool_names, parse_tools, tool_choice_mode
 from . import structured, thinking
 from .compiling import compile_constraint, compile_turn
 from .endpoint import endpoint
@@ -143,10 +143,11 @@ async def _serve(request: Request, chat: bool):
         tools = parse_tools(body.get("tools"), API)
         # Ollama has no tool_choice; llamay takes OpenAI's forms as an extension
         mode, tool_name = tool_choice_mode(body.get("tool_choice"), tools, "openai")
+        allowed = allowed_tool_names(body.get("tool_choice"), tools)
         turn = Turn(params=params, messages=msgs, tools=tools, tool_mode=mode,
                     tool_name=tool_name, parallel_tool_calls=f.bool("parallel_tool_calls", True),
                     constraint=constraint, choice_logprobs=choice, dialect=st.dialect,
-                    **think.turn_fields(st.reasoning))
+                    allowed_tools=allowed, **think.turn_fields(st.reasoning))
     else:
         prompt = f.str("prompt", "")
         if not prompt:

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..runtime.types import SamplingParams
-from ..tools import parse_tools, tool_choice_mode
+from ..tools import allowed_tool_names, parse_tools, tool_choice_mode
 from . import structured, thinking
 from .compiling import compile_constraint, compile_turn
 from .endpoint import endpoint
@@ -162,7 +162,8 @@ def _dropped(reader: TurnReader) -> dict:
 def _tools(body: dict, f: Fields, api_shape: str):
     tools = parse_tools(body.get("tools"), api_shape)
     mode, name = tool_choice_mode(body.get("tool_choice"), tools, API)
-    return tools, mode, name, f.bool("parallel_tool_calls", True)
+    allowed = allowed_tool_names(body.get("tool_choice"), tools)
+    return tools, mode, name, f.bool("parallel_tool_calls", True), allowed
 
 
 def _finish_reason(kind: str) -> str:
@@ -196,7 +197,7 @@ async def chat_completions(request: Request):
     _check_n(f)
     messages = chat_messages(body.get("messages"))
     structured.refuse_unknown(body, CHAT_CONSTRAINT_FIELDS)
-    tools, mode, tool_name, parallel = _tools(body, f, "openai")
+    tools, mode, tool_name, parallel, allowed = _tools(body, f, "openai")
     constraint, choice = await _constraint(request, body, f, "response_format")
     want_lp = f.bool("logprobs", False)
     top_k = f.int("top_logprobs", 0, lo=0, hi=20)
@@ -208,7 +209,7 @@ async def chat_completions(request: Request):
     include_usage = bool(so.get("include_usage", False))
     turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
                 tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
-                choice_logprobs=choice, dialect=st.dialect,
+                choice_logprobs=choice, dialect=st.dialect, allowed_tools=allowed,
                 **thinking.openai_chat(body).turn_fields(st.reasoning))
     reader = TurnReader(turn, correct=st.settings.decision_correction)
     await compile_turn(request, turn)
@@ -416,7 +417,7 @@ async def responses(request: Request):
     st, body, f, model_name = await _read_generation_request(request)
     messages = responses_messages(body, f)
     structured.refuse_unknown(body, RESPONSES_CONSTRAINT_FIELDS)
-    tools, mode, tool_name, parallel = _tools(body, f, "responses")
+    tools, mode, tool_name, parallel, allowed = _tools(body, f, "responses")
     text_cfg = f.dict("text") or {}
     structured.refuse_unknown(text_cfg, {"format"}, prefix="text.")
     constraint, choice = await _constraint(
@@ -427,7 +428,7 @@ async def responses(request: Request):
     stream = f.bool("stream", False)
     turn = Turn(params=params, messages=messages, tools=tools, tool_mode=mode,
                 tool_name=tool_name, parallel_tool_calls=parallel, constraint=constraint,
-                choice_logprobs=choice, dialect=st.dialect,
+                choice_logprobs=choice, dialect=st.dialect, allowed_tools=allowed,
                 **thinking.openai_responses(body).turn_fields(st.reasoning))
     reader = TurnReader(turn, correct=st.settings.decision_correction)
     await compile_turn(request, turn)

@@ -34,6 +34,8 @@ class Turn:
     tool_mode: str = "none"                      # none | auto | required | named
     tool_name: Optional[str] = None
     parallel_tool_calls: bool = True
+    # OpenAI's allowed_tools: the tools the model may call among those offered (None: all)
+    allowed_tools: Optional[List[str]] = None
     constraint: Constraint = field(default_factory=Constraint)
     choice_logprobs: bool = False
     dialect: ToolDialect = DEFAULT_DIALECT
@@ -101,7 +103,11 @@ class Turn:
     def offered_tools(self) -> List[ToolSpec]:
         if self.tool_mode == "named":
             return [t for t in self.tools if t.name == self.tool_name]
-        return list(self.tools) if self.tool_mode != "none" else []
+        if self.tool_mode == "none":
+            return []
+        if self.allowed_tools is not None:
+            return [t for t in self.tools if t.name in self.allowed_tools]
+        return list(self.tools)
 
     def calls_expected(self) -> bool:
         return self.tool_mode != "none"

@@ -235,14 +235,17 @@ class _Deferred:
 
 class _NameScanner:
     """Tool names written outside JSON: a value starts where the text before a name ends
-    and ends after the text that follows the name (both included in the alternatives)."""
+    and ends after the first of the texts that may follow the name. `chosen` keeps each
+    name written (by its start offset)."""
 
-    def __init__(self, before: str, after: str):
+    def __init__(self, before: str, after):
         self.before = before.encode("utf-8")
-        self.after = after.encode("utf-8")
+        self.afters = [a.encode("utf-8") for a in ((after,) if isinstance(after, str)
+                                                    else after)]
         self.buf = bytearray()
         self.calls = 0
         self.open: Optional[int] = None      # the start of a name not yet ended
+        self.chosen: Dict[int, str] = {}
 
     def feed(self, data: bytes) -> list:
         base = len(self.buf)
@@ -258,11 +261,14 @@ class _NameScanner:
                 out.append(ValueStart(self.open, self.calls, NAME_MARKED))
                 self.calls += 1
                 pos = self.open
-            j = self.buf.find(self.after, max(self.open, pos - len(self.after) + 1))
-            if j < 0:
+            found = [(j, a) for a in self.afters
+                     for j in [self.buf.find(a, self.open)] if j >= 0]
+            if not found:
                 return out
-            out.append(ValueEnd(j + len(self.after), self.open))
-            pos, self.open = j + len(self.after), None
+            j, a = min(found)
+            self.chosen[self.open] = self.buf[self.open:j].decode("utf-8", "replace")
+            out.append(ValueEnd(j + len(a), self.open))
+            pos, self.open = j + len(a), None
 
 
 class DecisionRecorder:
@@ -411,8 +417,8 @@ class DecisionRecorder:
     def _alternatives(self, matcher, prefix: bytes, ev: Optional[ValueStart] = None
                       ) -> Optional[List[Alternative]]:
         if ev is not None and ev.pointer == NAME_MARKED:
-            # a name outside JSON: each offered tool's name and the text after it
-            after = self.scope.name_marks[1].encode("utf-8")
+            # a name outside JSON: each offered tool's name and the (first) text after it
+            after = self.names.afters[0]
             alts = [Alternative(name.encode("utf-8") + after, name)
                     for name, _ in self.scope.tools]
             return alts if len(alts) >= 2 else None
@@ -493,6 +499,9 @@ class DecisionRecorder:
                         self._chosen(r), call, [r.sequences[k] for k in order], r.state)
 
     def _chosen(self, r: _Record):
+        if r.pointer == NAME_MARKED and self.names is not None:
+            name = self.names.chosen.get(r.start)
+            return name if any(a.value == name for a in r.alternatives) else None
         if r.chosen is None:
             return None
         if self.scope.kind == "words":

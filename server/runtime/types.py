@@ -89,7 +89,7 @@ class ChoiceScope:
     # dialects that write the tool name outside JSON ([TOOL_CALLS]NAME[ARGS]{...}): the text
     # just before and just after every name; the name is then the decision "tool" and each
     # top-level JSON object is a call's arguments (name_pointer NAME_MARKED, arguments "")
-    name_marks: Optional[Tuple[str, str]] = None
+    name_marks: Optional[Tuple[str, Any]] = None    # (before, after or a tuple of afters)
     arguments_json: bool = True      # False: no JSON objects to read decisions from
     schema: Any = None
     tools: Sequence[Tuple[str, Any]] = ()

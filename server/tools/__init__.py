@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from . import hermes
 from .base import Dialect, RegionReader
-from .common import (ToolCall, ToolDialect, ToolFormatError, ToolSpec, parse_tools,
-                     tool_choice_mode)
+from .common import (ToolCall, ToolDialect, ToolFormatError, ToolSpec, allowed_tool_names,
+                     parse_tools, tool_choice_mode)
 from .registry import all_dialects, detect_dialect, dialect_for, get_dialect
 
 # the dialect the server writes and reads when nothing else is known (the generic block)
 DEFAULT_DIALECT: Dialect = hermes.HERMES
 
-__all__ = ["DEFAULT_DIALECT", "Dialect", "RegionReader", "ToolCall", "ToolDialect",
-           "ToolFormatError", "ToolSpec", "all_dialects", "detect_dialect", "dialect_for",
-           "get_dialect", "hermes", "parse_tools", "tool_choice_mode"]
+__all__ = ["DEFAULT_DIALECT", "Dialect", "allowed_tool_names", "RegionReader", "ToolCall",
+           "ToolDialect", "ToolFormatError", "ToolSpec", "all_dialects", "detect_dialect",
+           "dialect_for", "get_dialect", "hermes", "parse_tools", "tool_choice_mode"]

@@ -47,10 +47,11 @@ class Dialect:
     # (pointer of the tool name, pointer of the arguments) inside one call's JSON object, for
     # llamay_choice_logprobs; None where the tool name is not inside a JSON object
     CALL_POINTERS: Optional[Tuple[str, str]] = ("/name", "/arguments")
-    # where CALL_POINTERS is None: the text just before and just after each tool name
-    # (`("[TOOL_CALLS]", "[ARGS]")`), so llamay_choice_logprobs finds the name, and each call's
-    # arguments as the top-level JSON object after it
-    NAME_MARKS: Optional[Tuple[str, str]] = None
+    # where CALL_POINTERS is None: the text just before each tool name and the text (or the
+    # tuple of texts, the likeliest first) just after it (`("[TOOL_CALLS]", "[ARGS]")`), so
+    # llamay_choice_logprobs finds the name, and each call's arguments as the top-level JSON
+    # object after it
+    NAME_MARKS: Optional[Tuple[str, object]] = None
     # False where arguments are not one JSON object per call (one value per parameter): then
     # llamay_choice_logprobs reports the tool name alone
     JSON_ARGUMENTS: bool = True

@@ -135,6 +135,28 @@ def parse_tools(tools: Any, api: str) -> List[ToolSpec]:
     return out
 
 
+def allowed_tool_names(choice: Any, tools: Sequence[ToolSpec]) -> Optional[List[str]]:
+    """The names an OpenAI `allowed_tools` tool_choice lets the model call (None: any
+    offered tool); each must be an offered tool."""
+    if not isinstance(choice, dict) or choice.get("type") != "allowed_tools":
+        return None
+    inner = choice.get("allowed_tools", choice)
+    listed = inner.get("tools") if isinstance(inner, dict) else None
+    if not isinstance(listed, list) or not listed:
+        raise ToolFormatError("allowed_tools needs a non-empty list 'tools'",
+                              param="tool_choice")
+    offered = {t.name for t in tools}
+    names = []
+    for t in listed:
+        fn = t.get("function", t) if isinstance(t, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if name not in offered:
+            raise ToolFormatError(f"allowed_tools names the function {name!r}, which is not "
+                                  f"among the offered tools", param="tool_choice")
+        names.append(name)
+    return names
+
+
 def tool_choice_mode(choice: Any, tools: Sequence[ToolSpec], api: str) -> Tuple[str, Optional[str]]:
     """-> (mode, tool name) with mode one of none | auto | required | named."""
     if choice is None:
@@ -157,6 +179,15 @@ def tool_choice_mode(choice: Any, tools: Sequence[ToolSpec], api: str) -> Tuple[
             if kind in ("none", "auto", "required") and "function" not in choice \
                     and "name" not in choice:
                 mode, name = kind, None
+            elif kind == "allowed_tools":
+                # OpenAI: {"type": "allowed_tools", "allowed_tools": {"mode", "tools"}} (chat)
+                # or {"type": "allowed_tools", "mode", "tools"} (Responses)
+                allowed_tool_names(choice, tools)
+                inner = choice.get("allowed_tools", choice)
+                mode, name = inner.get("mode", "auto"), None
+                if mode not in ("auto", "required"):
+                    raise ToolFormatError(f"allowed_tools mode must be 'auto' or 'required', "
+                                          f"not {mode!r}", param="tool_choice")
             elif kind == "function":
                 fn = choice.get("function", choice)
                 mode, name = "named", fn.get("name") if isinstance(fn, dict) else None

@@ -48,6 +48,9 @@ def _skip_newline(text: str, pos: int) -> int:
 
 class Glm(Dialect):
     name = "glm"
+    # 4.6 writes a newline after the name, 4.7 none; a call without arguments closes at once
+    NAME_MARKS = ("<tool_call>", ("\n", "<arg_key>", "</tool_call>"))
+    JSON_ARGUMENTS = False
     family = "GLM 4.5, 4.6, 4.7"
     CALL_POINTERS = None
 

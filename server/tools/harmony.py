@@ -42,6 +42,8 @@ CONTENT_TYPES = ("", " json", " " + CONSTRAIN + "json")
 
 class Harmony(Dialect):
     name = "harmony"
+    # the recipient in the role header (as the template writes it) or the channel header
+    NAME_MARKS = (RECIPIENT, (CHANNEL, " ", MESSAGE))
     family = "gpt-oss (harmony format)"
     CALL_POINTERS = None
     parallel_calls = False

@@ -34,6 +34,7 @@ INDEX_PATTERN = "0|[1-9][0-9]{0,5}"
 
 class KimiK2(Dialect):
     name = "kimi_k2"
+    NAME_MARKS = (CALL_BEGIN + "functions.", ":")
     family = "Kimi K2 Instruct, K2 0905, K2 Thinking"
     CALL_POINTERS = None
 

@@ -123,6 +123,7 @@ class MistralV11(Dialect):
     vocabulary has that token)."""
 
     name = "mistral_v11"
+    NAME_MARKS = ("[TOOL_CALLS]", ("[ARGS]", "[CALL_ID]"))
     family = "Mistral Small 3.2, Devstral 2507, Ministral 3, Magistral (tokenizer v11 and later)"
     CALL_POINTERS = None
 
