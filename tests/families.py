@@ -116,19 +116,20 @@ FAMILIES: Dict[str, Family] = {
     "devstral": Family("mistral_v11", "unsloth-mistral-Devstral-Small-2507", "gpt-2",
                        MISTRAL_V11),
     "ministral-3-reasoning": Family("mistral_v11", "mistralai-Ministral-3-14B-Reasoning-2512",
-                                    "gpt-2", MISTRAL_V11 + _c("[THINK]", "[/THINK]")),
+                                    "gpt-2", MISTRAL_V11 + _c("[THINK]", "[/THINK]"),
+                                    reasoning="mistral"),
     # gpt-oss: o200k_harmony's special tokens (all special; vocab.py renders <|channel|>,
     # <|message|>, <|start|>, <|constrain|> and keeps <|end|> from ending the generation)
     "gpt-oss": Family("harmony", "openai-gpt-oss-120b", "gpt-2",
                       _c("<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>",
-                         "<|return|>", "<|call|>"), eot="<|return|>"),
+                         "<|return|>", "<|call|>"), eot="<|return|>", reasoning="harmony"),
     "kimi-k2": Family("kimi_k2", "moonshotai-Kimi-K2", "gpt-2", KIMI, eot="<|im_end|>"),
     "kimi-k2-instruct": Family("kimi_k2", "Kimi-K2-Instruct", "gpt-2", KIMI,
                                eot="<|im_end|>"),
     # the template writes an (empty) reasoning block before an earlier call
     "kimi-k2-thinking": Family("kimi_k2", "Kimi-K2-Thinking", "gpt-2",
                                KIMI + _c("<think>", "</think>"), eot="<|im_end|>",
-                               extra={"call_prefix": "<think></think>"}),
+                               reasoning="think", extra={"call_prefix": "<think></think>"}),
 }
 
 
