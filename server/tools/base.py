@@ -57,6 +57,12 @@ class Dialect:
         d.specials = frozenset(specials or ())
         return d
 
+    def for_template(self, template: Optional[str]) -> "Dialect":
+        """The variant of this dialect that `template` writes: one family (one name, as /health
+        reports it) may write its calls in more than one form across versions (Granite 3 and
+        4); the default is the dialect itself."""
+        return self
+
     def tok(self, text: str) -> cengine.Part:
         """Framing text: the model's special token where its vocabulary has one, else text."""
         return cengine.Special(text) if text in self.specials else cengine.Text(text)
