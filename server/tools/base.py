@@ -221,6 +221,10 @@ class RegionReader:
             self.buf, self.in_region = self.buf[used:], False
             return out
         out = [("call", c) for c in calls]
+        if closed and not calls and not self.released:
+            # a region that closed without a single call is no call: its text stays text
+            held = self._held_text()
+            out.append(("text", held[:len(held) - len(self.buf) + used]))
         self.buf = self.buf[used:]
         self.released = self.released or bool(calls)
         if closed:
