@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import json
 from functools import lru_cache
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -41,10 +41,19 @@ def _strftime_now(fmt: str) -> str:
     return datetime.datetime.now().strftime(fmt)
 
 
+def _listed(value: Any) -> Any:
+    """What `tojson` writes for a value JSON has no type for: a lazy sequence (jinja's `map`
+    and `select` filters give generators, e.g. `tools | map(attribute='function') | tojson`)
+    as the list it yields."""
+    if isinstance(value, Iterator):
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def _tojson(value: Any, indent: Optional[int] = None, separators=None, sort_keys: bool = False,
             ensure_ascii: bool = False) -> str:
     return json.dumps(value, indent=indent, separators=separators, sort_keys=sort_keys,
-                      ensure_ascii=ensure_ascii)
+                      ensure_ascii=ensure_ascii, default=_listed)
 
 
 @lru_cache(maxsize=16)
