@@ -47,6 +47,11 @@ def _u(*texts: str) -> Tuple[Tuple[str, int], ...]:
 
 
 CHATML = _c("<|im_start|>", "<|im_end|>")
+DEEPSEEK_EOS = "<｜end▁of▁sentence｜>"
+DEEPSEEK = _u("<｜User｜>", "<｜Assistant｜>", "<think>", "</think>", "<｜tool▁calls▁begin｜>",
+              "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
+              "<｜tool▁sep｜>", "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>",
+              "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>")
 
 FAMILIES: Dict[str, Family] = {
     "qwen2.5": Family("hermes", "Qwen-Qwen2.5-7B-Instruct", "qwen2",
@@ -59,6 +64,22 @@ FAMILIES: Dict[str, Family] = {
                        _c("<|python_tag|>", "<|eom_id|>"), eot="<|eot_id|>"),
     "llama3.3": Family("llama3", "meta-llama-Llama-3.3-70B-Instruct", "llama-bpe",
                        _c("<|python_tag|>", "<|eom_id|>"), eot="<|eot_id|>"),
+    # DeepSeek V3's tokenizer (R1 and the distills take its added tokens): begin / end of
+    # sentence are special (CONTROL, as deepseek-llm has them); the role, tool and think
+    # tokens are added tokens with "special": false (USER_DEFINED)
+    "deepseek-r1-distill-llama": Family(
+        "deepseek_v3", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "deepseek-llm",
+        DEEPSEEK, eot=DEEPSEEK_EOS,
+        # the generation prompt opens a thought the template leaves out of earlier turns
+        extra={"prompt_only": "<think>\n"}),
+    "deepseek-r1-distill-qwen": Family(
+        "deepseek_v3", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "deepseek-llm",
+        DEEPSEEK, eot=DEEPSEEK_EOS, extra={"prompt_only": "<think>\n</think>"}),
+    "deepseek-r1-llamacpp": Family(
+        "deepseek_v3", "llama-cpp-deepseek-r1", "deepseek-llm", DEEPSEEK, eot=DEEPSEEK_EOS,
+        extra={"prompt_only": "<think>\n"}),
+    "deepseek-v3.1": Family("deepseek_v31", "deepseek-ai-DeepSeek-V3.1", "deepseek-llm",
+                            DEEPSEEK, eot=DEEPSEEK_EOS),
 }
 
 
