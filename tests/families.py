@@ -47,6 +47,7 @@ def _u(*texts: str) -> Tuple[Tuple[str, int], ...]:
 
 
 CHATML = _c("<|im_start|>", "<|im_end|>")
+GRANITE = _c("<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>")
 DEEPSEEK_EOS = "<｜end▁of▁sentence｜>"
 DEEPSEEK = _u("<｜User｜>", "<｜Assistant｜>", "<think>", "</think>", "<｜tool▁calls▁begin｜>",
               "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
@@ -80,6 +81,16 @@ FAMILIES: Dict[str, Family] = {
         extra={"prompt_only": "<think>\n"}),
     "deepseek-v3.1": Family("deepseek_v31", "deepseek-ai-DeepSeek-V3.1", "deepseek-llm",
                             DEEPSEEK, eot=DEEPSEEK_EOS),
+    # Granite's role and tool tokens are special (CONTROL) in its tokenizer; 4.x writes
+    # Hermes' <tool_call> blocks as text
+    "granite-3.3": Family("granite", "ibm-granite-granite-3.3-2B-Instruct", "gpt-2",
+                          GRANITE + _c("<|tool_call|>"), eot="<|end_of_text|>",
+                          # the 3.x template writes an assistant turn's content only
+                          extra={"writes_no_calls": True}),
+    "granite-4.0": Family("granite", "ibm-granite-granite-4.0", "gpt-2", GRANITE,
+                          eot="<|end_of_text|>"),
+    "granite-4.1": Family("granite", "ibm-granite-granite-4.1", "gpt-2", GRANITE,
+                          eot="<|end_of_text|>"),
 }
 
 
