@@ -91,6 +91,14 @@ FAMILIES: Dict[str, Family] = {
                           eot="<|end_of_text|>"),
     "granite-4.1": Family("granite", "ibm-granite-granite-4.1", "gpt-2", GRANITE,
                           eot="<|end_of_text|>"),
+    # Gemma 4's vocabulary has its framing already (<|tool_call>, <tool_call|>, <|"|> user-
+    # defined; <|turn>, <turn|> control); the generation prompt writes an empty thought
+    # channel that earlier turns leave out
+    "gemma-4": Family("gemma4", "google-gemma-4-31B-it", "gemma-4", eot="<turn|>",
+                      extra={"prompt_only": "<|channel>thought\n<channel|>"}),
+    "gemma-4-interleaved": Family("gemma4", "google-gemma-4-31B-it-interleaved", "gemma-4",
+                                  eot="<turn|>",
+                                  extra={"prompt_only": "<|channel>thought\n<channel|>"}),
 }
 
 
