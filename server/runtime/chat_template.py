@@ -99,6 +99,21 @@ def _arguments_object(arguments: Any) -> Any:
     return arguments
 
 
+def _reads_system_tools(source: str) -> bool:
+    """The template takes the tool list from the system message's `tools` field, as JSON
+    text (Phi-4-mini, Phi-4-multimodal: `'<|tool|>' + message['tools'] + '<|/tool|>'`)."""
+    return "message['tools']" in source or 'message["tools"]' in source
+
+
+def _system_tools(msgs: List[dict], tools: List[dict]) -> List[dict]:
+    """The tool list (the functions, as a JSON list) in the system message's `tools` field,
+    an empty system message first where there is none."""
+    listed = json.dumps([t.get("function", t) for t in tools], ensure_ascii=False)
+    if msgs and msgs[0].get("role") == "system":
+        return [{**msgs[0], "tools": listed}] + msgs[1:]
+    return [{"role": "system", "content": "", "tools": listed}] + msgs
+
+
 def uses_tools(messages: List[dict], tools: Optional[List[dict]]) -> bool:
     return bool(tools) or any(m.get("tool_calls") or m.get("role") == "tool" for m in messages)
 
@@ -136,6 +151,8 @@ def render_chat(template: Optional[str], messages: List[dict], *,
         if template_knows_tools(source):
             if tools:
                 extra["tools"] = tools
+                if _reads_system_tools(source):
+                    msgs = _system_tools(msgs, tools)
         elif tool_format is not None:
             msgs = tool_format.plain_messages(msgs, tools)
         else:
