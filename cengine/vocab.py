@@ -397,13 +397,18 @@ class Vocabulary:
         return v
 
 
-_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c") | frozenset(_SPACE_MARK)
+_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
 
 
 def _looks_like_marker(text: bytes) -> bool:
     """A user-defined token that is framing (`<tool_call>`, `<|tool_call>`, `[ARGS]`), not text
-    some vocabularies add as one token (runs of spaces, single accented letters)."""
-    return len(text) >= 3 and text[:1] in (b"<", b"[") and not _WHITESPACE.intersection(text)
+    some vocabularies add as one token (runs of spaces, single accented letters). SentencePiece's
+    space mark "▁" makes a token text, except inside closed framing: DeepSeek writes the spaces
+    of `<｜tool▁calls▁begin｜>` with it. (The mark is a three-byte sequence: matched whole, so
+    other characters sharing one of its bytes are not taken for it.)"""
+    if len(text) < 3 or text[:1] not in (b"<", b"[") or _WHITESPACE.intersection(text):
+        return False
+    return _SPACE_MARK not in text or text[-1:] == {b"<": b">", b"[": b"]"}[text[:1]]
 
 
 def _add_special(out: Dict[str, int], i: int, text: bytes) -> None:

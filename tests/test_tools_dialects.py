@@ -12,7 +12,9 @@ import jsonschema
 import pytest
 
 import cengine
+import material
 from families import FAMILIES
+from server.runtime.chat_template import template_knows_tools
 from server.tools import ToolSpec, dialect_for, get_dialect
 
 openai = pytest.importorskip("openai")
@@ -48,6 +50,11 @@ BUDGETS = [1, 2, 3, 5, 8, 16, 64]
 NAME_UNMARKED = {"glm"}
 
 KEYS = sorted(FAMILIES)
+
+
+def _served(fam):
+    """The dialect the server serves the family with (the variant its template writes)."""
+    return dialect_for(material.chat_template(fam.template))
 
 
 def _valid(name, args):
@@ -95,15 +102,21 @@ def _framing_only(m, text: str) -> bool:
     return not text.strip()
 
 
-def _rendered_call(m, messages_before, call_message, result=TOOL_RESULT, **kw):
+def _rendered_call(m, fam, messages_before, call_message, result=TOOL_RESULT, **kw):
     """The text the template writes for the assistant turn holding the call: the rendering
-    with the call minus the rendering up to the generation prompt. A reasoning template's
-    generation prompt may open a reasoning block (`<think>`) that the finished turn writes
-    closed or empty instead (`</think>`, `<think></think>`): the generation prompt may end in
-    framing tokens the finished turn does not repeat, nothing else."""
+    with the call minus the rendering up to the generation prompt. A family whose generation
+    prompt ends with text the template never writes in an earlier assistant turn (an opened
+    or empty reasoning block) declares it as extra["prompt_only"]: the prompt must end with
+    exactly that. Beyond it, the generation prompt may end in framing tokens the finished turn
+    does not repeat (`<think>` there, `</think>` in the history), nothing else."""
     head = m.render_chat(messages_before, add_generation_prompt=True, tools=OA_TOOLS, **kw)
     full = m.render_chat(messages_before + [call_message, result],
                          add_generation_prompt=False, tools=OA_TOOLS, **kw)
+    only = fam.extra.get("prompt_only", "")
+    if only:
+        assert head.endswith(only), f"the generation prompt does not end with {only!r}"
+        assert not full.startswith(head), "the declared prompt-only text is in the history too"
+        head = head[:-len(only)]
     n = next((i for i in range(len(head), 0, -1)
               if full.startswith(head[:i]) and _framing_only(m, head[i:])), None)
     assert n is not None, "the template renders the conversation's start differently once " \
@@ -134,7 +147,14 @@ def _with_call_id(d, call_message, result):
 def test_template_call_is_accepted_by_the_call_grammar(family_model):
     key, fam, m = family_model
     d = dialect_for(m.chat_template, m.special_tokens)
-    written = _rendered_call(m, [USER], *_with_call_id(d, EARLIER_CALL, TOOL_RESULT))
+    # as the server renders: a template that knows no tools gets them from the dialect
+    written = _rendered_call(m, fam, [USER], *_with_call_id(d, EARLIER_CALL, TOOL_RESULT),
+                             tool_format=d)
+    if fam.extra.get("writes_no_calls"):
+        # declared: the template leaves an earlier call out of the history; hold it to that
+        # (a template that starts writing calls must be checked) and say so
+        assert d.trigger_text not in written and "Paris" not in written, written
+        pytest.skip(f"{key}: the template writes no earlier call ({written[:60]!r})")
     # what the template writes before the call that is another part of the output (an empty
     # reasoning block) is not the call grammar's: at most framing tokens and whitespace
     prefix = fam.extra.get("call_prefix", "")
@@ -166,11 +186,17 @@ def _turn_end(m, rest: str) -> bool:
 
 
 def test_calls_prompt_renders_tools(family_model):
-    """The template itself writes the tools into the prompt (no generic block)."""
+    """The template itself writes the tools into the prompt (no generic block); a template
+    that knows no tools gets the generic block, asking for the family's own call form."""
     key, fam, m = family_model
-    prompt = m.render_chat([USER], tools=OA_TOOLS)
+    d = dialect_for(m.chat_template, m.special_tokens)
+    prompt = m.render_chat([USER], tools=OA_TOOLS, tool_format=d)
     assert "get_weather" in prompt and "place_order" in prompt
-    assert "You can call tools. Their signatures" not in prompt
+    if template_knows_tools(m.chat_template):
+        assert "You can call tools. Their signatures" not in prompt
+    else:
+        assert "You can call tools. Their signatures" in prompt
+        assert d.call_text("tool_name", {"argument": "value"}) in prompt
 
 
 # --- live server on the family's model --------------------------------------------------------
@@ -244,7 +270,7 @@ def test_auto_free_text_or_a_whole_call(live_family):
         m = r.choices[0].message
         for c in m.tool_calls or []:
             _valid(c.function.name, json.loads(c.function.arguments))
-        d = get_dialect(fam.dialect)
+        d = _served(fam)
         assert d.trigger_text not in (m.content or "") or not m.tool_calls
 
 
@@ -309,7 +335,7 @@ def test_streaming_holds_each_call_until_whole(live_family):
             _valid(c.function.name, json.loads(c.function.arguments))
             calls.append(c)
     assert calls
-    assert get_dialect(fam.dialect).trigger_text not in content
+    assert _served(fam).trigger_text not in content
 
 
 def test_agent_loop_across_turns(live_family):

@@ -18,7 +18,7 @@ import copy
 import datetime
 import json
 from functools import lru_cache
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -45,10 +45,19 @@ def _strftime_now(fmt: str) -> str:
     return datetime.datetime.now().strftime(fmt)
 
 
+def _listed(value: Any) -> Any:
+    """What `tojson` writes for a value JSON has no type for: a lazy sequence (jinja's `map`
+    and `select` filters give generators, e.g. `tools | map(attribute='function') | tojson`)
+    as the list it yields."""
+    if isinstance(value, Iterator):
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def _tojson(value: Any, indent: Optional[int] = None, separators=None, sort_keys: bool = False,
             ensure_ascii: bool = False) -> str:
     return json.dumps(value, indent=indent, separators=separators, sort_keys=sort_keys,
-                      ensure_ascii=ensure_ascii)
+                      ensure_ascii=ensure_ascii, default=_listed)
 
 
 @lru_cache(maxsize=16)
@@ -92,6 +101,21 @@ def _arguments_object(arguments: Any) -> Any:
         except ValueError:
             return arguments
     return arguments
+
+
+def _reads_system_tools(source: str) -> bool:
+    """The template takes the tool list from the system message's `tools` field, as JSON
+    text (Phi-4-mini, Phi-4-multimodal: `'<|tool|>' + message['tools'] + '<|/tool|>'`)."""
+    return "message['tools']" in source or 'message["tools"]' in source
+
+
+def _system_tools(msgs: List[dict], tools: List[dict]) -> List[dict]:
+    """The tool list (the functions, as a JSON list) in the system message's `tools` field,
+    an empty system message first where there is none."""
+    listed = json.dumps([t.get("function", t) for t in tools], ensure_ascii=False)
+    if msgs and msgs[0].get("role") == "system":
+        return [{**msgs[0], "tools": listed}] + msgs[1:]
+    return [{"role": "system", "content": "", "tools": listed}] + msgs
 
 
 def uses_tools(messages: List[dict], tools: Optional[List[dict]]) -> bool:
@@ -142,6 +166,8 @@ def render_chat(template: Optional[str], messages: List[dict], *,
         if template_knows_tools(source):
             if tools:
                 extra["tools"] = tools
+                if _reads_system_tools(source):
+                    msgs = _system_tools(msgs, tools)
         elif tool_format is not None:
             msgs = tool_format.plain_messages(msgs, tools)
         else:

@@ -66,6 +66,12 @@ class Dialect:
         d.specials = frozenset(specials or ())
         return d
 
+    def for_template(self, template: Optional[str]) -> "Dialect":
+        """The variant of this dialect that `template` writes: one family (one name, as /health
+        reports it) may write its calls in more than one form across versions (Granite 3 and
+        4); the default is the dialect itself."""
+        return self
+
     def tok(self, text: str) -> cengine.Part:
         """Framing text: the model's special token where its vocabulary has one, else text."""
         return cengine.Special(text) if text in self.specials else cengine.Text(text)
@@ -270,6 +276,10 @@ class RegionReader:
             c.id = self.dialect.new_call_id(c.name, self.n_calls)
             self.n_calls += 1
         out = [("call", c) for c in calls]
+        if closed and not calls and not self.released:
+            # a region that closed without a single call is no call: its text stays text
+            held = self._held_text()
+            out.append(("text", held[:len(held) - len(self.buf) + used]))
         self.buf = self.buf[used:]
         self.released = self.released or bool(calls)
         if closed:

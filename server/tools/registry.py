@@ -59,4 +59,4 @@ def dialect_for(template: Optional[str], specials: Iterable[str] = (),
                 forced: Optional[str] = None) -> Dialect:
     """The dialect serving a model, bound to its vocabulary's special tokens."""
     d = get_dialect(forced) if forced else detect_dialect(template, specials)
-    return d.bind(specials)
+    return d.for_template(template).bind(specials)
