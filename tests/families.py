@@ -157,6 +157,8 @@ FAMILIES: Dict[str, Family] = {
     # Hermes' <tool_call> blocks as text
     "granite-3.3": Family("granite", "ibm-granite-granite-3.3-2B-Instruct", "gpt-2",
                           GRANITE + _c("<|tool_call|>"), eot="<|end_of_text|>",
+                          # its thinking mode (the template's `thinking`) writes <think> tags
+                          reasoning="think",
                           # the 3.x template writes an assistant turn's content only
                           extra={"writes_no_calls": True}),
     "granite-4.0": Family("granite", "ibm-granite-granite-4.0", "gpt-2", GRANITE,

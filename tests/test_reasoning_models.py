@@ -209,7 +209,19 @@ def test_no_thought_is_opened_when_the_model_answers_at_once(qwen3_model, monkey
 
 # --- live servers: three API shapes ---------------------------------------------------------
 
-@pytest.fixture(scope="module", params=["qwen3", "qwq"])
+# Qwen3 leaves the thought to the model; QwQ and the R1 distill open it in the generation
+# prompt; gpt-oss writes its analysis channel itself
+THINKERS = ["qwen3", "qwq", "deepseek-r1-distill-qwen", "gpt-oss"]
+OPENS_THE_THOUGHT = {"qwq", "deepseek-r1-distill-qwen"}
+
+
+def _markers(fam):
+    f = rz.FORMATS[fam.reasoning]
+    return [m for m in (f.start.strip(), f.end.strip(), "<|channel|>", "<|message|>")
+            if m]
+
+
+@pytest.fixture(scope="module", params=THINKERS)
 def live_thinker(request):
     from server_harness import LiveServer
     from server.api.settings import Settings
@@ -239,8 +251,8 @@ def test_truncation_gate_across_the_thought(live_thinker, mode):
                                        seed=budget, **kw)
         msg = r.choices[0].message
         thought = (msg.model_extra or {}).get("reasoning_content") or ""
-        assert "<think>" not in (msg.content or "") and "</think>" not in (msg.content or "")
-        assert "<think>" not in thought and "</think>" not in thought
+        for marker in _markers(fam):
+            assert marker not in (msg.content or "") and marker not in thought, marker
         if mode == "schema":
             jsonschema.validate(json.loads(msg.content), WEATHER)
         else:
@@ -255,7 +267,8 @@ def test_truncation_gate_across_the_thought(live_thinker, mode):
                                    else {"type": "tool", "name": "get_weather"})
             uses = [b for b in a.content if b.type == "tool_use"]
             assert uses and all(jsonschema.validate(u.input, WEATHER) is None for u in uses)
-            assert all(b.type != "text" or "</think>" not in b.text for b in a.content)
+            assert all(b.type != "text" or not any(x in b.text for x in _markers(fam))
+                       for b in a.content)
 
         body = {"model": srv.model_name, "messages": [USER], "stream": False,
                 "options": {"num_predict": budget, "seed": budget}}
@@ -267,7 +280,7 @@ def test_truncation_gate_across_the_thought(live_thinker, mode):
         import ollama
         o = ollama.ChatResponse.model_validate(
             httpx.post(srv.base + "/api/chat", json=body, timeout=120).json())
-        assert "</think>" not in (o.message.content or "")
+        assert not any(x in (o.message.content or "") for x in _markers(fam))
         if mode == "schema":
             jsonschema.validate(json.loads(o.message.content), WEATHER)
         else:
@@ -285,10 +298,10 @@ def test_the_clients_read_the_reasoning_fields(live_thinker):
                                              max_tokens=24, seed=1, extra_body=extra)
     msg = r.choices[0].message
     thought = (msg.model_extra or {}).get("reasoning_content")
-    assert "<think>" not in (msg.content or "") and "</think>" not in (msg.content or "")
-    if key != "qwq":
+    assert not any(x in (msg.content or "") for x in _markers(fam))
+    if key not in OPENS_THE_THOUGHT:
         return
-    assert thought and "</think>" not in thought
+    assert thought and not any(x in thought for x in _markers(fam))
     chunks = srv.openai().chat.completions.create(
         model=srv.model_name, messages=[USER], max_tokens=24, seed=1, stream=True,
         extra_body=extra)

@@ -129,7 +129,8 @@ class Turn:
                                **answer)
         if self.constraint.kind in ("schema", "json", "object"):
             part = self.constraint.part
-            return ChoiceScope("json", schema=getattr(part, "schema", None))
+            return ChoiceScope("json", schema=getattr(part, "schema", None),
+                               answer_prefix=self.answer_prefix())
         if self.constraint.kind in ("lexicon", "choice"):
             return ChoiceScope("words", words=list(self.constraint.alternatives or ()))
         return None

@@ -289,6 +289,10 @@ class DecisionRecorder:
                         PointerTracker("objects" if scope.kind == "calls" else "single"))
         self.names = (_NameScanner(*scope.name_marks)
                       if scope.kind == "calls" and scope.name_marks else None)
+        # the answer's framing before its document: the tracker reads it as whitespace, so
+        # its offsets stay those of the output
+        self.prefix_left = len(scope.answer_prefix.encode("utf-8")) if scope.kind == "json" \
+            else 0
         self.out = bytearray()
         self.pending: List[_Pending] = []
         self.records: List[_Record] = []
@@ -408,6 +412,10 @@ class DecisionRecorder:
             self.answer = data[:1] != self.scope.call_open.encode("utf-8")[:1]
             self.tracker = (PointerTracker("single" if self.answer else "objects")
                             if self.answer or self.scope.arguments_json else None)
+        if self.prefix_left:
+            n = min(len(data), self.prefix_left)
+            self.prefix_left -= n
+            data = b" " * n + data[n:]
         events = self.tracker.feed(data) if self.tracker is not None else []
         if self.names is not None and not self.answer:
             events = sorted(events + self.names.feed(data),

@@ -91,6 +91,8 @@ class ChoiceScope:
     # top-level JSON object is a call's arguments (name_pointer NAME_MARKED, arguments "")
     name_marks: Optional[Tuple[str, Any]] = None    # (before, after or a tuple of afters)
     arguments_json: bool = True      # False: no JSON objects to read decisions from
+    # "json": text the answer opens with before its document (harmony's final channel)
+    answer_prefix: str = ""
     schema: Any = None
     tools: Sequence[Tuple[str, Any]] = ()
     call_open: str = ""
