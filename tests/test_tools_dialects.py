@@ -274,6 +274,23 @@ def test_auto_free_text_or_a_whole_call(live_family):
         assert d.trigger_text not in (m.content or "") or not m.tool_calls
 
 
+def test_auto_beside_a_response_format(live_family):
+    """tool_choice auto with a response format: one document of the format or the calls."""
+    key, fam, srv = live_family
+    rf = {"type": "json_schema", "json_schema": {"name": "w", "schema": WEATHER}}
+    for seed in range(3):
+        r = srv.openai().chat.completions.create(
+            model=srv.model_name, messages=[USER], tools=OA_TOOLS, tool_choice="auto",
+            response_format=rf, max_tokens=64, seed=seed,
+            extra_body={"llamay_reasoning_budget": 2} if fam.reasoning else None)
+        m = r.choices[0].message
+        if m.tool_calls:
+            for c in m.tool_calls:
+                _valid(c.function.name, json.loads(c.function.arguments))
+        else:
+            jsonschema.validate(json.loads(m.content), WEATHER)
+
+
 def test_single_call_when_parallel_is_off(live_family):
     key, fam, srv = live_family
     oa = srv.openai()
