@@ -446,3 +446,15 @@ def value_text(value: Any, python_scalars: bool) -> str:
     if isinstance(value, (dict, list)) or not python_scalars:
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def one_call(read, text: str, tools):
+    """parse_region of a family whose region holds one call: `read(text, tools)` gives
+    (call, end) or raises NeedMore / Broken."""
+    try:
+        call, end = read(text, tools)
+    except NeedMore:
+        return [], 0, False
+    except Broken:
+        return [None], 0, True
+    return [call], end, True

@@ -58,6 +58,14 @@ class Dialect:
     # False: the family writes one call per turn (the grammar never allows a second)
     parallel_calls: bool = True
     specials: FrozenSet[str] = frozenset()
+    # the text the call region opens with in the output (trigger_text)
+    TRIGGER: str = ""
+    # detection as data: every text of DETECT_ALL in the template and none of DETECT_NONE
+    # scores DETECT_SCORE (hermes 10, llama3 20, most families 30, 40 where a family must win
+    # over one whose texts it also holds)
+    DETECT_ALL: Tuple[str, ...] = ()
+    DETECT_NONE: Tuple[str, ...] = ()
+    DETECT_SCORE: int = 0
 
     # --- binding ------------------------------------------------------------------------------
     def bind(self, specials) -> "Dialect":
@@ -99,6 +107,9 @@ class Dialect:
     @classmethod
     def detect(cls, template: str, specials: FrozenSet[str]) -> int:
         """How surely `template` (with these special tokens) is this family's: 0 not at all."""
+        if cls.DETECT_ALL and all(t in template for t in cls.DETECT_ALL) \
+                and not any(t in template for t in cls.DETECT_NONE):
+            return cls.DETECT_SCORE
         return 0
 
     def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
@@ -115,7 +126,7 @@ class Dialect:
     @property
     def trigger_text(self) -> str:
         """The text the call region opens with in the output."""
-        raise NotImplementedError
+        return self.TRIGGER
 
     @property
     def trigger_spellings(self) -> Tuple[str, ...]:

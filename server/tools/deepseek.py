@@ -42,10 +42,7 @@ class _DeepSeek(Dialect):
     CALL_POINTERS = None
     # what separates two calls of one block, as the template writes it
     between = ""
-
-    @property
-    def trigger_text(self) -> str:
-        return CALLS_BEGIN
+    TRIGGER = CALLS_BEGIN
 
     # --- one call, per version ----------------------------------------------------------------
     tail = ""           # the text between the arguments and CALL_END
@@ -145,11 +142,7 @@ class DeepSeekV3(_DeepSeek):
     between = "\n"
     tail = FENCE_CLOSE
 
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if SEP in template and "```json" in template:
-            return 30
-        return 0
+    DETECT_ALL, DETECT_SCORE = (SEP, "```json"), 30
 
     def _head(self, name: str) -> List[Any]:
         return [cengine.Text("function"), self.tok(SEP), cengine.Text(name + FENCE_OPEN)]
@@ -169,11 +162,7 @@ class DeepSeekV31(_DeepSeek):
     family = "DeepSeek V3.1"
     NAME_MARKS = (CALL_BEGIN, SEP)
 
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if SEP in template and "```json" not in template:
-            return 30
-        return 0
+    DETECT_ALL, DETECT_NONE, DETECT_SCORE = (SEP,), ("```json",), 30
 
     def _head(self, name: str) -> List[Any]:
         return [cengine.Text(name), self.tok(SEP)]

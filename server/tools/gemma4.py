@@ -362,18 +362,10 @@ class Gemma4(Dialect):
     name = "gemma4"
     NAME_MARKS = (OPEN + CALL, "{")
     JSON_ARGUMENTS = False          # Gemma's own value syntax: the tool name alone
+    TRIGGER = OPEN
+    DETECT_ALL, DETECT_SCORE = (OPEN + "call:",), 30
     family = "Gemma 4"
     CALL_POINTERS = None
-
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if OPEN + "call:" in template:
-            return 30
-        return 0
-
-    @property
-    def trigger_text(self) -> str:
-        return OPEN
 
     def arguments_part(self, tool: ToolSpec) -> cengine.Part:
         params = tool.parameters

@@ -53,16 +53,8 @@ class Glm(Dialect):
     JSON_ARGUMENTS = False
     family = "GLM 4.5, 4.6, 4.7"
     CALL_POINTERS = None
-
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if OPEN in template and KEY_OPEN in template and VALUE_OPEN in template:
-            return 30
-        return 0
-
-    @property
-    def trigger_text(self) -> str:
-        return OPEN
+    TRIGGER = OPEN
+    DETECT_ALL, DETECT_SCORE = (OPEN, KEY_OPEN, VALUE_OPEN), 30
 
     def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
                      ) -> cengine.TriggeredRegion:
@@ -79,13 +71,7 @@ class Glm(Dialect):
                                        repeat=parallel, separator=nl)
 
     def parse_region(self, text: str, tools: Sequence[ToolSpec], final: bool):
-        try:
-            call, end = self._call(text, tools)
-        except X.NeedMore:
-            return [], 0, False
-        except X.Broken:
-            return [None], 0, True
-        return [call], end, True
+        return X.one_call(self._call, text, tools)
 
     def _call(self, text: str, tools: Sequence[ToolSpec]):
         ends = [i for i in (text.find("\n"), text.find("<")) if i >= 0]

@@ -91,9 +91,7 @@ class Granite(Dialect):
             return GRANITE4
         return self
 
-    @property
-    def trigger_text(self) -> str:
-        return TOOL_CALL
+    TRIGGER = TOOL_CALL
 
     def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
                      ) -> cengine.TriggeredRegion:

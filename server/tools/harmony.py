@@ -44,19 +44,11 @@ class Harmony(Dialect):
     name = "harmony"
     # the recipient in the role header (as the template writes it) or the channel header
     NAME_MARKS = (RECIPIENT, (CHANNEL, " ", MESSAGE))
+    TRIGGER = RECIPIENT
+    DETECT_ALL, DETECT_SCORE = (CHANNEL, MESSAGE, "to="), 40
     family = "gpt-oss (harmony format)"
     CALL_POINTERS = None
     parallel_calls = False
-
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if CHANNEL in template and MESSAGE in template and "to=" in template:
-            return 40
-        return 0
-
-    @property
-    def trigger_text(self) -> str:
-        return RECIPIENT
 
     @property
     def trigger_spellings(self):

@@ -76,16 +76,8 @@ class Hermes(Dialect):
     name = "hermes"
     family = "Hermes 2 Pro / 3, Qwen2.5, Qwen3, QwQ; the fallback"
     CALL_POINTERS = CALL_POINTERS
-
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if OPEN in template and "<function=" not in template:
-            return 10
-        return 0
-
-    @property
-    def trigger_text(self) -> str:
-        return OPEN
+    TRIGGER = OPEN
+    DETECT_ALL, DETECT_NONE, DETECT_SCORE = (OPEN,), ("<function=",), 10
 
     def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
                      ) -> cengine.TriggeredRegion:

@@ -35,18 +35,10 @@ INDEX_PATTERN = "0|[1-9][0-9]{0,5}"
 class KimiK2(Dialect):
     name = "kimi_k2"
     NAME_MARKS = (CALL_BEGIN + "functions.", ":")
+    TRIGGER = SECTION_BEGIN
+    DETECT_ALL, DETECT_SCORE = (SECTION_BEGIN, CALL_BEGIN), 40
     family = "Kimi K2 Instruct, K2 0905, K2 Thinking"
     CALL_POINTERS = None
-
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if SECTION_BEGIN in template and CALL_BEGIN in template:
-            return 40
-        return 0
-
-    @property
-    def trigger_text(self) -> str:
-        return SECTION_BEGIN
 
     def new_call_id(self, name: str, index: int) -> str:
         return f"functions.{name}:{index}"

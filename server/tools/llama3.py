@@ -36,9 +36,7 @@ class Llama3(Dialect):
             return 20
         return 0
 
-    @property
-    def trigger_text(self) -> str:
-        return OPEN
+    TRIGGER = OPEN
 
     def call_text(self, name: Any, arguments: Any) -> str:
         return '{"name": ' + json.dumps(name) + ', "parameters": ' + json.dumps(arguments) + "}"

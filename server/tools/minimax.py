@@ -55,16 +55,8 @@ class MiniMax(Dialect):
     CALL_POINTERS = None
     NAME_MARKS = ('<invoke name="', '"')
     JSON_ARGUMENTS = False
-
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if OPEN in template and "<invoke name=" in template:
-            return 30
-        return 0
-
-    @property
-    def trigger_text(self) -> str:
-        return OPEN
+    TRIGGER = OPEN
+    DETECT_ALL, DETECT_SCORE = (OPEN, "<invoke name="), 30
 
     def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
                      ) -> cengine.TriggeredRegion:

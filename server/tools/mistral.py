@@ -56,15 +56,8 @@ class Mistral(Dialect):
     family = "Mistral 7B v0.3, Mistral Nemo (tokenizers before v11)"
     CALL_POINTERS = ("/name", "/arguments")
 
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if TOOL_CALLS in template and ARGS not in template:
-            return 30
-        return 0
-
-    @property
-    def trigger_text(self) -> str:
-        return TOOL_CALLS
+    TRIGGER = TOOL_CALLS
+    DETECT_ALL, DETECT_NONE, DETECT_SCORE = (TOOL_CALLS,), (ARGS,), 30
 
     def new_call_id(self, name: str, index: int) -> str:
         return nine_alphanumerics()
@@ -127,15 +120,8 @@ class MistralV11(Dialect):
     family = "Mistral Small 3.2, Devstral 2507, Ministral 3, Magistral (tokenizer v11 and later)"
     CALL_POINTERS = None
 
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if TOOL_CALLS in template and ARGS in template:
-            return 40
-        return 0
-
-    @property
-    def trigger_text(self) -> str:
-        return TOOL_CALLS
+    TRIGGER = TOOL_CALLS
+    DETECT_ALL, DETECT_SCORE = (TOOL_CALLS, ARGS), 40
 
     def new_call_id(self, name: str, index: int) -> str:
         return nine_alphanumerics()

@@ -26,16 +26,8 @@ CLOSE = "<|/tool_call|>"
 class Phi4Mini(Dialect):
     name = "phi4_mini"
     family = "Phi-4-mini (and Phi-4-multimodal)"
-
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if "<|tool|>" in template and "<|/tool|>" in template:
-            return 30
-        return 0
-
-    @property
-    def trigger_text(self) -> str:
-        return OPEN
+    TRIGGER = OPEN
+    DETECT_ALL, DETECT_SCORE = ("<|tool|>", "<|/tool|>"), 30
 
     def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
                      ) -> cengine.TriggeredRegion:

@@ -50,16 +50,8 @@ class Qwen3Xml(Dialect):
     CALL_POINTERS = None
     NAME_MARKS = ("<function=", ">")
     JSON_ARGUMENTS = False
-
-    @classmethod
-    def detect(cls, template: str, specials) -> int:
-        if OPEN in template and "<function=" in template and "<parameter=" in template:
-            return 30
-        return 0
-
-    @property
-    def trigger_text(self) -> str:
-        return OPEN
+    TRIGGER = OPEN
+    DETECT_ALL, DETECT_SCORE = (OPEN, "<function=", "<parameter="), 30
 
     def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
                      ) -> cengine.TriggeredRegion:
@@ -75,13 +67,7 @@ class Qwen3Xml(Dialect):
                                        repeat=parallel, separator=cengine.Repeat("\n", 0, 1))
 
     def parse_region(self, text: str, tools: Sequence[ToolSpec], final: bool):
-        try:
-            call, end = self._call(text, tools)
-        except X.NeedMore:
-            return [], 0, False
-        except X.Broken:
-            return [None], 0, True
-        return [call], end, True
+        return X.one_call(self._call, text, tools)
 
     def _call(self, text: str, tools: Sequence[ToolSpec]):
         pos = X.expect(text, 0, "\n<function=")
