@@ -47,7 +47,8 @@ TOOL_RESULT = {"role": "tool", "tool_call_id": "call_1", "name": "get_weather",
                "content": json.dumps({"temperature": 21, "sky": "clear"})}
 BUDGETS = [1, 2, 3, 5, 8, 16, 64]
 # dialects whose tool name has no fixed text around it: llamay_choice_logprobs is a 400 there
-NAME_UNMARKED = {"glm"}
+# (none today: every dialect has CALL_POINTERS or NAME_MARKS)
+NAME_UNMARKED: set = set()
 
 KEYS = sorted(FAMILIES)
 
@@ -409,7 +410,7 @@ def test_choice_logprobs_on_the_tool_name(live_family):
         # a thought the budget cuts ends in the closer's call, which decides nothing
         body["llamay_reasoning_budget"] = 2
     if d.CALL_POINTERS is None and d.NAME_MARKS is None:
-        # no fixed text around the tool name (GLM's varies): refused, naming the field
+        # no fixed text around the tool name: refused, naming the field
         assert fam.dialect in NAME_UNMARKED
         r = httpx.post(srv.base + "/v1/chat/completions", json=body, timeout=120)
         assert r.status_code == 400, r.text
