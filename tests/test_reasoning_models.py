@@ -351,3 +351,12 @@ def test_bad_reasoning_fields_are_400s(live_thinker):
     r = httpx.post(srv.base + "/api/chat", json={"model": srv.model_name, "messages": [USER],
                                                  "think": "very", "stream": False}, timeout=60)
     assert r.status_code == 400
+
+
+def test_gpt_oss_takes_the_effort_from_the_request():
+    text = material.chat_template("openai-gpt-oss-120b")
+    switches = rz.template_switches(text, True, "high")
+    assert switches == {"reasoning_effort": "high"}
+    assert "Reasoning: high" in _render("openai-gpt-oss-120b", **switches)
+    # its thought cannot be turned off: no effort below low reaches the template
+    assert rz.template_switches(text, False, "none") == {}
