@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from ..runtime.reasoning import ReasoningFormat, detect_format, get_format
 from ..runtime.types import GenerationModel
-from ..tools import Dialect, dialect_for
+from ..tools import Dialect, dialect_for, registry
 from . import anthropic, ollama, openai
 from .auth import APIKeyMiddleware
 from .compiling import CompilePool
@@ -85,6 +85,13 @@ def create_app(settings: Optional[Settings] = None) -> Starlette:
     dialect = model_dialect(model, settings.tool_dialect)
     log.info("tool dialect: %s (%s)", dialect.name,
              "forced" if settings.tool_dialect else "detected from the chat template")
+    template = getattr(model, "chat_template", None) or ""
+    if settings.tool_dialect is None and "tool" in template and not registry.recognised(
+            template, getattr(model, "special_tokens", ())):
+        # the template teaches its own call format, which no dialect knows: the calls are
+        # held to Hermes' instead (say so; --tool-dialect picks another)
+        log.warning("the chat template writes tool calls in a format no tool dialect "
+                    "recognises; serving them as 'hermes' (--tool-dialect to choose)")
     reasoning = model_reasoning(model, settings.reasoning_format)
     routes = [Route("/health", health, methods=["GET"])]
     routes += openai.routes() + anthropic.routes() + ollama.routes()

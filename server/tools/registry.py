@@ -55,6 +55,13 @@ def detect_dialect(template: Optional[str], specials: Iterable[str] = ()) -> Dia
     return best
 
 
+def recognised(template: Optional[str], specials: Iterable[str] = ()) -> bool:
+    """Whether some dialect claims this template (False: Hermes serves it as the fallback)."""
+    sp = frozenset(specials)
+    return bool(template) and any(type(d).detect(template, sp) > 0
+                                  for d in all_dialects().values())
+
+
 def dialect_for(template: Optional[str], specials: Iterable[str] = (),
                 forced: Optional[str] = None) -> Dialect:
     """The dialect serving a model, bound to its vocabulary's special tokens."""
