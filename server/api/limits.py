@@ -16,6 +16,7 @@ from typing import Any, Iterator, Optional, Tuple
 import numpy as np
 from starlette.requests import Request
 
+from . import structured
 from .errors import InvalidRequest
 from .settings import Limits
 
@@ -82,32 +83,11 @@ def loads_bounded(raw: bytes, limits: Limits, what: str = "request body",
 
 # --- the parsed body -------------------------------------------------------------------------
 
-_EXTENSIONS = {"llamay_schema": "schema", "llamay_grammar": "grammar", "llamay_regex": "regex",
-               "llamay_lexicon": "lexicon"}
-
-
 def constraint_fields(body: dict, api: str) -> Iterator[Tuple[str, str, Any]]:
-    """(request field, kind, value) of every constraint a body carries: schemas, grammars,
-    regexes and word lists, wherever the API puts them (tools' parameter schemas too)."""
-    scopes = [("", body)]
-    if api == "ollama" and isinstance(body.get("options"), dict):
-        scopes.append(("options.", body["options"]))
-    for prefix, scope in scopes:
-        for name, kind in _EXTENSIONS.items():
-            if scope.get(name) is not None:
-                yield prefix + name, kind, scope[name]
-    if api == "openai":
-        rf = body.get("response_format")
-        if isinstance(rf, dict):
-            js = rf.get("json_schema", rf)
-            if isinstance(js, dict) and "schema" in js:
-                yield "response_format", "schema", js["schema"]
-        text = body.get("text")
-        fmt = text.get("format") if isinstance(text, dict) else None
-        if isinstance(fmt, dict) and "schema" in fmt:
-            yield "text.format", "schema", fmt["schema"]
-    if api == "ollama" and isinstance(body.get("format"), dict):
-        yield "format", "schema", body["format"]
+    """(request field, kind, value) of every constraint a body carries: the compiler's own
+    list (structured.request_constraints: every spelling it honours) and the tools' parameter
+    schemas."""
+    yield from structured.request_constraints(body, api)
     tools = body.get("tools")
     if isinstance(tools, list):
         for i, t in enumerate(tools):
@@ -164,7 +144,8 @@ def _check_constraint(param: str, kind: str, value: Any, limits: Limits) -> None
     elif kind == "regex" and isinstance(value, str) and len(value) > limits.max_regex_chars:
         raise LimitExceeded("max_regex_chars", limits.max_regex_chars,
                             f"'{param}' has {len(value)} characters", param=param)
-    elif kind == "lexicon" and isinstance(value, list) and len(value) > limits.max_enum_values:
+    elif kind in ("lexicon", "choice") and isinstance(value, list) \
+            and len(value) > limits.max_enum_values:
         raise LimitExceeded("max_enum_values", limits.max_enum_values,
                             f"'{param}' has {len(value)} words", param=param)
 

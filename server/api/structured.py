@@ -220,6 +220,22 @@ def openai_candidates(body: dict, rf_param: Optional[str] = "response_format") -
         extension_candidates(body)
 
 
+def request_constraints(body: dict, api: str) -> List[Candidate]:
+    """Every constraint a body of this API shape carries, in every spelling its routes compile
+    (openai: chat's response_format, Responses' text.format, vLLM's and llama-server's fields,
+    the llamay_* extensions; anthropic: output_config.format, output_format and the
+    extensions; ollama: format and the extensions in options). The request limits read this
+    one list (limits.constraint_fields), so no spelling escapes them."""
+    if api == "anthropic":
+        return anthropic_candidates(body)
+    if api == "ollama":
+        options = body.get("options") if isinstance(body.get("options"), dict) else {}
+        return ollama_format(body.get("format")) + extension_candidates(options, "options.")
+    text = body.get("text")
+    fmt = text.get("format") if isinstance(text, dict) else None
+    return openai_response_format(fmt, "text.format") + openai_candidates(body)
+
+
 def anthropic_candidates(body: dict) -> List[Candidate]:
     """`output_config.format` (and the beta `output_format`): {"type": "json_schema", schema}."""
     out: List[Candidate] = []
