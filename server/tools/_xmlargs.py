@@ -48,7 +48,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import cengine
 
-from .common import ToolFormatError, ToolSpec
+from .common import ToolCall, ToolFormatError, ToolSpec
 
 # keywords without effect on validity (docs/json-schema.md)
 ANNOTATIONS = frozenset((
@@ -458,3 +458,37 @@ def one_call(read, text: str, tools):
     except Broken:
         return [None], 0, True
     return [call], end, True
+
+
+def read_call(text: str, pos: int, tools, compiler: "ParamCompiler", *, name_end: str,
+              name_after: str, param_open: str, key_end: str, key_after: str, value_end: str,
+              call_end: str):
+    """One call of a form with a name and then one tag per parameter (qwen3_xml, minimax):
+    NAME up to `name_end`, `name_after`, then per parameter `param_open` KEY `key_after` VALUE
+    `value_end` and a newline, then `call_end`. -> (ToolCall, index after it); NeedMore while
+    the text may still become a call, Broken where it cannot."""
+    name, pos = until(text, pos, name_end, "\n")
+    pos = expect(text, pos, name_after)
+    tool = next((t for t in tools if t.name == name), None)
+    if tool is None:
+        raise Broken
+    sig = compiler.signature(tool)
+    pairs: List[Any] = []
+    while True:
+        if text.startswith(param_open, pos):
+            key, pos = until(text, pos + len(param_open), key_end, "\n")
+            pos = expect(text, pos, key_after)
+            param = sig.param(key)
+            if param is None:
+                raise Broken
+            value, pos = read_value(text, pos, param, value_end)
+            pos = expect(text, pos, value_end + "\n")
+            pairs.append((key, value))
+            continue
+        if param_open.startswith(text[pos:]):
+            raise NeedMore
+        pos = expect(text, pos, call_end)
+        args = arguments(sig, pairs)
+        if args is None:
+            raise Broken
+        return ToolCall(name, args), pos

@@ -96,31 +96,9 @@ class MiniMax(Dialect):
             return (calls, done, False) if calls else ([None], 0, True)
 
     def _invoke(self, text: str, pos: int, tools: Sequence[ToolSpec]):
-        name, pos = X.until(text, pos, '"', "\n")
-        pos = X.expect(text, pos, '">\n')
-        tool = next((t for t in tools if t.name == name), None)
-        if tool is None:
-            raise X.Broken
-        sig = _COMPILER.signature(tool)
-        pairs: List[Any] = []
-        while True:
-            if text.startswith(PARAM_OPEN, pos):
-                key, pos = X.until(text, pos + len(PARAM_OPEN), '"', "\n")
-                pos = X.expect(text, pos, '">')
-                param = sig.param(key)
-                if param is None:
-                    raise X.Broken
-                value, pos = X.read_value(text, pos, param, VALUE_END)
-                pos = X.expect(text, pos, VALUE_END + "\n")
-                pairs.append((key, value))
-                continue
-            if PARAM_OPEN.startswith(text[pos:]):
-                raise X.NeedMore
-            pos = X.expect(text, pos, INVOKE_CLOSE)
-            args = X.arguments(sig, pairs)
-            if args is None:
-                raise X.Broken
-            return ToolCall(name, args), pos
+        return X.read_call(text, pos, tools, _COMPILER, name_end='"', name_after='">\n',
+                           param_open=PARAM_OPEN, key_end='"', key_after='">',
+                           value_end=VALUE_END, call_end=INVOKE_CLOSE)
 
     def call_text(self, name: Any, arguments: Any) -> str:
         params = "".join(f'{PARAM_OPEN}{k}">{X.value_text(v, False)}{VALUE_END}\n'

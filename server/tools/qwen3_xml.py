@@ -28,13 +28,13 @@ the blocks. Reasoning (`<think>`, Qwen3.5) is not this module's.
 """
 from __future__ import annotations
 
-from typing import Any, List, Sequence
+from typing import Any, Sequence
 
 import cengine
 
 from . import _xmlargs as X
 from .base import Dialect
-from .common import ToolCall, ToolSpec
+from .common import ToolSpec
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
@@ -71,31 +71,9 @@ class Qwen3Xml(Dialect):
 
     def _call(self, text: str, tools: Sequence[ToolSpec]):
         pos = X.expect(text, 0, "\n<function=")
-        name, pos = X.until(text, pos, ">", "\n")
-        pos = X.expect(text, pos, ">\n")
-        tool = next((t for t in tools if t.name == name), None)
-        if tool is None:
-            raise X.Broken
-        sig = _COMPILER.signature(tool)
-        pairs: List[Any] = []
-        while True:
-            if text.startswith("<parameter=", pos):
-                key, pos = X.until(text, pos + len("<parameter="), ">", "\n")
-                pos = X.expect(text, pos, ">\n")
-                param = sig.param(key)
-                if param is None:
-                    raise X.Broken
-                value, pos = X.read_value(text, pos, param, VALUE_END)
-                pos = X.expect(text, pos, VALUE_END + "\n")
-                pairs.append((key, value))
-                continue
-            if "<parameter=".startswith(text[pos:]):
-                raise X.NeedMore
-            pos = X.expect(text, pos, "</function>\n" + CLOSE)
-            args = X.arguments(sig, pairs)
-            if args is None:
-                raise X.Broken
-            return ToolCall(name, args), pos
+        return X.read_call(text, pos, tools, _COMPILER, name_end=">", name_after=">\n",
+                           param_open="<parameter=", key_end=">", key_after=">\n",
+                           value_end=VALUE_END, call_end="</function>\n" + CLOSE)
 
     def call_text(self, name: Any, arguments: Any) -> str:
         params = "".join(f"<parameter={k}>\n{X.value_text(v, True)}\n</parameter>\n"
