@@ -47,6 +47,10 @@ def _u(*texts: str) -> Tuple[Tuple[str, int], ...]:
 
 
 CHATML = _c("<|im_start|>", "<|im_end|>")
+# GLM 4.5+: roles and masks special, the tool / reasoning tags added tokens that are not
+GLM = (_c("[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>")
+       + _u("<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>",
+            "</tool_response>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"))
 MISTRAL = _c("[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
              "[TOOL_RESULTS]", "[/TOOL_RESULTS]")
 # tokenizer v11 (tekken): [ARGS] and [CALL_ID] came together, with the system prompt's tokens
@@ -92,20 +96,8 @@ FAMILIES: Dict[str, Family] = {
     # no GLM vocabulary in the sdist: GPT-2's byte-level BPE (its <|endoftext|> is GLM's eos)
     # with GLM's added tokens: roles and masks special, the tool / reasoning tags not; llama.cpp
     # converts GLM with eot <|user|> (and eom <|observation|>)
-    "glm-4.6": Family("glm", "GLM-4.6", "gpt-2",
-                      _c("[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>",
-                         "<|observation|>")
-                      + _u("<think>", "</think>", "<tool_call>", "</tool_call>",
-                           "<tool_response>", "</tool_response>", "<arg_key>", "</arg_key>",
-                           "<arg_value>", "</arg_value>"),
-                      eot="<|user|>", reasoning="think"),
-    "glm-4.7": Family("glm", "GLM-4.7-Flash", "gpt-2",
-                      _c("[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>",
-                         "<|observation|>")
-                      + _u("<think>", "</think>", "<tool_call>", "</tool_call>",
-                           "<tool_response>", "</tool_response>", "<arg_key>", "</arg_key>",
-                           "<arg_value>", "</arg_value>"),
-                      eot="<|user|>", reasoning="think"),
+    "glm-4.6": Family("glm", "GLM-4.6", "gpt-2", GLM, eot="<|user|>", reasoning="think"),
+    "glm-4.7": Family("glm", "GLM-4.7-Flash", "gpt-2", GLM, eot="<|user|>", reasoning="think"),
     # no MiniMax vocabulary in the sdist: GPT-2's byte-level BPE with MiniMax-M2's added
     # tokens, all special in its tokenizer; [e~[ ends a turn
     "minimax-m2": Family("minimax", "MiniMax-M2", "gpt-2",
