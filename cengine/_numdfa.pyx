@@ -8,7 +8,7 @@
 # order (numbers._blocks_acyclic, the same signatures and self-loop substitution) and
 # renumbered breadth first (numbers._renumbered); a live part with other cycles (multipleOf
 # remainders) is handed back raw, for numbers._minimize's Moore refinement. The Python code
-# in numbers.py stays the reference (numbers._reference_automaton):
+# in numbers.py stays the reference (tests/test_schema_numbers_native.py's _reference_automaton):
 # tests/test_schema_numbers_native.py compares the two, raw state for state and minimal
 # ir.Dfa table for table, and checks the tables' membership against the numbers oracle.
 # The explored-state limit (max_raw) is checked after each state's successors are added: a

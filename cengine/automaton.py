@@ -39,7 +39,7 @@ from . import ir
 from .errors import CompileError
 from ._build import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF  # noqa: F401  (defined in _automaton.pxd)
 from ._build import DFA_GROWTH_SLACK  # noqa: F401  (re-exported beside MAX_DFA_GROWTH)
-from ._build import Builder, RuleNfa, inline_small_rules
+from ._build import Builder, inline_small_rules
 from ._anyorder import positions as any_order_positions
 from ._keytrie import escape_positions as key_escape_positions
 from ._keytrie import positions as free_key_positions
@@ -48,18 +48,6 @@ from .errors import LimitError
 # documented limits
 MAX_NFA_STATES = 400_000
 MAX_POSITIONS = 400_000
-
-
-class _RuleCompiler:
-    """Thompson construction of one rule (RuleNfa) behind the old interface: .build(expr)
-    returns (start, accept) and .nfa has per-state .eps/.bytes_/.calls lists."""
-
-    def __init__(self, rule_index: Dict[str, int], rule_name: str, whitespace: bool = False,
-                 share: bool = False):
-        self.nfa = RuleNfa(rule_index, rule_name, whitespace, MAX_NFA_STATES, _Whitespace, share)
-
-    def build(self, e: ir.Expr) -> Tuple[int, int]:
-        return self.nfa.build(e)
 
 
 # Deterministic cap on compile work (DFA construction), so no request can tie up a core for

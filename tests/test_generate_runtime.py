@@ -95,9 +95,9 @@ def test_branches_evaluate_beside_the_decoder_and_leave_it_untouched(runtimes):
     a, b, c, d = rt.tokenize(b" jumps over lazy dogs", add_special=False, parse_special=False)[:4]
     rt.truncate(0)
     rt.eval(prompt)
-    want_ab = rt.eval_each([a, b, d])
+    want_ab = np.stack(rt.eval_rows([a, b, d], 3)[0])
     rt.truncate(len(prompt))
-    want_ac = rt.eval_each([a, c])
+    want_ac = np.stack(rt.eval_rows([a, c], 2)[0])
     rt.truncate(len(prompt))
     with rt.branches(2) as (s1, s2):
         rt.fork(s1, len(prompt))

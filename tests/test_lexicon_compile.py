@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import cengine
 from cengine import ir
-from cengine.automaton import MAX_NFA_STATES, _RuleCompiler
+from cengine._build import RuleNfa
+from cengine.automaton import MAX_NFA_STATES, _Whitespace
 from cengine.errors import CompileError, LimitError
 from cengine.lexicon import (FINAL_MARKS, MAX_TOTAL_BYTES, MAX_TRIE_NESTING, MAX_WORD_BYTES,
                              MAX_WORDS, SEPARATORS, lexicon_to_ir, nfa_states, trie_expr)
@@ -108,9 +109,9 @@ def test_state_estimate_matches_the_automaton_builder():
     words = sorted({"".join(rnd.choice("abcde") for _ in range(rnd.randint(1, 8)))
                     for _ in range(500)})
     e = trie_expr([w.encode() for w in words])
-    rc = _RuleCompiler({}, "word")
-    rc.build(e)
-    assert nfa_states(e) + 2 == len(rc.nfa.eps)
+    nfa = RuleNfa({}, "word", False, MAX_NFA_STATES, _Whitespace, False)
+    nfa.build(e)
+    assert nfa_states(e) + 2 == len(nfa.eps)
 
 
 def test_completion_is_the_shortest_word():

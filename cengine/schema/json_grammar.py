@@ -725,14 +725,6 @@ def free_key_rule(g: ir.GrammarIR, keys: FreeKeys) -> ir.Expr:
     return string_not_in(g, keys.names)
 
 
-def is_free_key(g: ir.GrammarIR, e: ir.Expr) -> bool:
-    """e is a rule string_not_in made (an ir.FreeKey without a rest)."""
-    if type(e) is not ir.Ref:
-        return False
-    r = g.rules.get(e.name)
-    return r is not None and type(r.expr) is ir.FreeKey and r.expr.rest is None
-
-
 def is_free_member(g: ir.GrammarIR, e: ir.Expr) -> bool:
     """e is a rule free_member made (an ir.FreeKey with a rest)."""
     if type(e) is not ir.Ref:

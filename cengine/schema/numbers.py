@@ -551,11 +551,6 @@ def _minimal_dfa(trans, accepting) -> Optional[ir.Dfa]:
     return None if small is None else _as_dfa(*small)
 
 
-def _reference_automaton(dfa: _NumberDfa, keyword: str, pointer: str):
-    """What _automaton returns, made by the Python reference (_explore, _minimize, _as_dfa)."""
-    return _minimal_dfa(*_explore(dfa, keyword, pointer))
-
-
 # --- entry -------------------------------------------------------------------------------
 def has_numeric_keywords(schema: dict) -> bool:
     return any(k in schema for k in NUMERIC_KEYWORDS)

@@ -202,11 +202,6 @@ class LlamaRuntime:
         float32 copy of the logits after the last one."""
         return self._decode(ids, 0)[1]
 
-    def eval_each(self, ids: Sequence[int]) -> np.ndarray:
-        """Like eval, but the logits after every one of `ids`: shape (len(ids), n_vocab). One
-        batched pass instead of one per token."""
-        return np.stack(self._decode(ids, len(ids))[0])
-
     def eval_rows(self, ids: Sequence[int], n_rows: int) -> Tuple[List[np.ndarray], np.ndarray]:
         """Like eval, and also the logits after each of the first n_rows of `ids` (the
         decoder keeps them for a decision whose probe waits for them): (those rows, a
