@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from cengine import ir
-from cengine.automaton import MAX_NFA_STATES, RuleNfa, _Whitespace
+from cengine._build import RuleNfa
+from cengine.automaton import MAX_NFA_STATES, _Whitespace
 from cengine.errors import LimitError
 
 _WS = ir.Repeat(ir.ByteSet(((0x20, 0x20),)), 0, None)
