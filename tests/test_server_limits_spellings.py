@@ -7,6 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from fuzz_bodies import base_body
 from server.api import structured
 from server.api.limits import constraint_fields
 from server_harness import LiveServer
@@ -71,17 +72,8 @@ CASES = [
 
 
 def _body(api, path, name, extra):
-    msgs = [{"role": "user", "content": "hi"}]
-    if path == "/v1/completions":
-        b = {"model": name, "prompt": "hi", "max_tokens": 2}
-    elif path == "/v1/responses":
-        b = {"model": name, "input": "hi", "max_output_tokens": 2}
-    elif api == "anthropic":
-        b = {"model": name, "max_tokens": 2, "messages": msgs}
-    elif path == "/api/generate":
-        b = {"model": name, "prompt": "hi", "stream": False}
-    else:
-        b = {"model": name, "messages": msgs, "stream": False, "max_tokens": 2}
+    """The route's smallest request (fuzz_bodies.base_body) with the constraint fields."""
+    b = base_body(path, name)
     for k, v in extra.items():
         if k == "options":
             b.setdefault("options", {}).update(v)
