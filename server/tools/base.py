@@ -357,17 +357,6 @@ def partial_suffix(s: str, tag: str) -> int:
 
 # --- helpers the dialects share ---------------------------------------------------------------
 
-def json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-def decode_json(raw: str) -> Tuple[bool, Any]:
-    try:
-        return True, json.loads(raw)
-    except ValueError:
-        return False, None
-
-
 def leading_json(text: str, start: int = 0) -> Optional[Tuple[Any, int]]:
     """(the JSON value that begins at text[start] after whitespace, the index after it), or
     None while it is incomplete or not JSON."""

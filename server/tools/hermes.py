@@ -25,8 +25,6 @@ from .common import ToolCall, ToolSpec
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
-RESPONSE_OPEN = "<tool_response>"
-RESPONSE_CLOSE = "</tool_response>"
 # inside one call's JSON object: the pointer of the tool's name and of its arguments
 # (llamay_choice_logprobs reports the name as the decision "tool")
 CALL_POINTERS = ("/name", "/arguments")
