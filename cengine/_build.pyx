@@ -272,12 +272,9 @@ cdef enum:
     N_REPEAT
     N_WS            # the whitespace wrapper (ws_type): walked, never substituted into
 
-# A bounded repeat is unrolled into one copy of its item per count; above this count an
-# inlinable item stays a call, so a string of maxLength 2000 is 2000 call positions instead
-# of 2000 copies of the ~80-position JSON character automaton. (Must match
-# the oracle's, tests/oracles/automaton_reference.py.)
-cdef enum:
-    UNROLL_MAX = 32
+# ir.UNROLL_INLINE_MAX, read once into a C global (the frozen oracle,
+# tests/oracles/automaton_reference.py, keeps its own copy of the value)
+cdef long UNROLL_MAX = _ir.UNROLL_INLINE_MAX
 UNROLL_INLINE_MAX = UNROLL_MAX
 
 cdef double _PINF = float("inf")

@@ -14,6 +14,12 @@ from typing import Dict, Iterable, Optional, Tuple, Union
 
 Ranges = Tuple[Tuple[int, int], ...]
 
+# A bounded repeat is unrolled into one copy of its item per count; above this count an
+# inlinable item stays a call (a string of maxLength 2000 is 2000 call positions, not 2000
+# copies of the JSON character automaton). The builder (_build.pyx) unrolls by it and the
+# JSON Schema front end plans around it, so it lives here, where both may import it.
+UNROLL_INLINE_MAX = 32
+
 
 # slots: a compile makes hundreds of thousands of these; without a __dict__ each is half the
 # memory and half the objects for the cyclic collector to walk

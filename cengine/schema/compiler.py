@@ -39,7 +39,7 @@ from json.encoder import encode_basestring_ascii as _json_ascii
 from urllib.parse import unquote
 
 from .. import ir
-from .._build import UNROLL_INLINE_MAX
+from ..ir import UNROLL_INLINE_MAX
 from . import drafts
 from . import json_grammar as jg
 from . import keys as jk

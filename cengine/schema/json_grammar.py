@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence, Tuple
 
 from .. import ir
-from .._build import UNROLL_INLINE_MAX
+from ..ir import UNROLL_INLINE_MAX
 from .._strset import string_set_dfa
 
 WS = "json-ws"
