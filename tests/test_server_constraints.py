@@ -318,8 +318,8 @@ def test_ignored_schema_keywords_are_logged(caplog):
     schema = {"type": "object", "properties": {"a": {"type": "string", "javaType": "String"}},
               "propertyOrder": ["a"]}
     with caplog.at_level(logging.WARNING, logger="llamay"):
-        c = structured.build([("response_format", "schema", schema)])
-    assert {(k.keyword, k.pointer) for k in c.grammar.ignored_keywords} == \
+        grammar = structured.plan([("response_format", "schema", schema)]).compile()
+    assert {(k.keyword, k.pointer) for k in grammar.ignored_keywords} == \
         {("javaType", "/properties/a/javaType"), ("propertyOrder", "/propertyOrder")}
     text = caplog.text
     assert "response_format" in text and "javaType at /properties/a/javaType" in text

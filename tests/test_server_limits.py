@@ -135,7 +135,7 @@ def test_constraint_bombs_name_their_limit(live, api, path, field, value, limit)
     ("openai", "/v1/chat/completions",
      {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
          "type": "object", "properties": {"a": {"enum": list(range(5000))}}}}}]},
-     "max_enum_values", "tools[0].parameters"),
+     "max_enum_values", "tools[0].function.parameters"),
     ("anthropic", "/v1/messages",
      {"tools": [{"name": "f", "input_schema": nested(80, {})}]}, "max_schema_depth", None),
     ("openai", "/v1/chat/completions",

@@ -10,20 +10,20 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..runtime.types import SamplingParams
-from ..tools import parse_tools, tool_choice_mode
+from ..tools import tool_choice_mode
 from . import structured, thinking
-from .compiling import compile_constraint, compile_turn
+from .compiling import compile_turn
 from .endpoint import endpoint
 from .errors import InvalidRequest
-from .httpio import Fields, first_then_rest, read_json_object, run_to_end, sse, stream_response
+from .httpio import (Fields, constraints_of, first_then_rest, read_json_object, run_to_end, sse,
+                     stream_response)
 from .runner import Turn, TurnReader
 from .state import state_of
 
 API = "anthropic"
 # fields whose names look like constraints and that this route understands
-CONSTRAINT_FIELDS = {"tool_choice", "output_config", "output_format", "llamay_choice_logprobs",
-                     thinking.BUDGET_FIELD,
-                     *structured.EXTENSIONS}
+CONSTRAINT_FIELDS = structured.understood("messages", "tool_choice", "llamay_choice_logprobs",
+                                         thinking.BUDGET_FIELD)
 
 
 def _dropped(reader: TurnReader) -> dict:
@@ -131,13 +131,13 @@ async def messages(request: Request):
         raise InvalidRequest("missing required field 'max_tokens'")
     msgs = chat_messages(body, f)
     structured.refuse_unknown(body, CONSTRAINT_FIELDS)
-    tools = parse_tools(body.get("tools"), API)
+    found = constraints_of(request)
+    tools = found.tools
     tc = f.dict("tool_choice")
     mode, tool_name = tool_choice_mode(tc, tools, API)
     parallel = not bool((tc or {}).get("disable_parallel_tool_use", False))
     choice = f.bool("llamay_choice_logprobs", False)
-    constraint = await compile_constraint(request, structured.anthropic_candidates(body),
-                                          choice_logprobs=choice)
+    constraint = structured.plan(found.output, choice_logprobs=choice)
     params = SamplingParams(
         max_tokens=max_tokens,
         temperature=f.float("temperature", 1.0, lo=0.0, hi=1.0),

@@ -24,7 +24,6 @@ from typing import Any, Callable, Dict, Optional
 
 import cengine
 
-from . import structured
 from .errors import APIError, InvalidRequest
 from .limits import LimitExceeded
 from .settings import Limits
@@ -102,21 +101,14 @@ class CompilePool:
 
 
 async def compile_off_loop(request, fn: Callable[..., Any], *args, **kwargs) -> Any:
-    """Run `fn(*args, **kwargs)` (a compile: structured.build, Turn.compile_grammars) on the
-    app's compile pool, under its budget."""
+    """Run `fn(*args, **kwargs)` (a compile: Turn.compile_grammars) on the app's compile pool,
+    under its budget."""
     return await request.app.state.llamay.compiles.run(fn, *args, **kwargs)
 
 
-async def compile_constraint(request, candidates: list, **options) -> structured.Constraint:
-    """structured.build of a request's constraint candidates on the compile pool; a request
-    with none has nothing to compile and does not wait for a thread."""
-    if not candidates:
-        return structured.build(candidates, **options)
-    return await compile_off_loop(request, structured.build, candidates, **options)
-
-
 async def compile_turn(request, turn) -> None:
-    """A turn's tool-call grammar (runner.Turn.compile_grammars) on the compile pool, like a
-    constraint; a turn without tools has nothing to compile and does not wait for a thread."""
+    """A turn's grammars (runner.Turn.compile_grammars: its constraint, its tool-call grammar)
+    on the compile pool; a turn without either has nothing to compile and does not wait for a
+    thread."""
     if turn.needs_compile():
         await compile_off_loop(request, turn.compile_grammars)

@@ -10,8 +10,8 @@ from typing import Any, AsyncIterator, Callable, List, Optional
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from . import limits
-from .errors import InvalidRequest, api_of, error_payload
+from . import limits, structured
+from .errors import InvalidRequest, error_payload
 from .scheduler import Job
 from .state import state_of
 
@@ -28,8 +28,15 @@ async def read_json_object(request: Request) -> dict:
     body = limits.loads_bounded(raw, lim)
     if not isinstance(body, dict):
         raise InvalidRequest("request body must be a JSON object")
-    limits.check_body(body, api_of(request.url.path), lim)
+    route = structured.ROUTES.get(request.url.path)
+    request.state.constraints = limits.check_body(body, route, lim)
     return body
+
+
+def constraints_of(request: Request) -> structured.RequestConstraints:
+    """The constraints read_json_object found in this generation request's body (the one map,
+    structured.request_constraints), for the route to plan and compile."""
+    return request.state.constraints
 
 
 class Fields:

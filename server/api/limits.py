@@ -11,7 +11,7 @@ text) are checked before the handler sees it.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Optional, Tuple
+from typing import Any, Optional
 
 import numpy as np
 from starlette.requests import Request
@@ -83,22 +83,6 @@ def loads_bounded(raw: bytes, limits: Limits, what: str = "request body",
 
 # --- the parsed body -------------------------------------------------------------------------
 
-def constraint_fields(body: dict, api: str) -> Iterator[Tuple[str, str, Any]]:
-    """(request field, kind, value) of every constraint a body carries: the compiler's own
-    list (structured.request_constraints: every spelling it honours) and the tools' parameter
-    schemas."""
-    yield from structured.request_constraints(body, api)
-    tools = body.get("tools")
-    if isinstance(tools, list):
-        for i, t in enumerate(tools):
-            if not isinstance(t, dict):
-                continue
-            fn = t.get("function") if isinstance(t.get("function"), dict) else t
-            for key in ("parameters", "input_schema"):
-                if fn.get(key) is not None:
-                    yield f"tools[{i}].{key}", "schema", fn[key]
-
-
 def check_schema(schema: Any, param: str, limits: Limits) -> None:
     """Size, depth, enum sizes and pattern lengths of one schema, walked without recursion."""
     if isinstance(schema, str):
@@ -108,7 +92,7 @@ def check_schema(schema: Any, param: str, limits: Limits) -> None:
         try:
             schema = loads_bounded(schema.encode("utf-8"), limits, f"'{param}'", param)
         except ValueError:
-            return      # not JSON: structured.build refuses it with its own message
+            return      # not JSON: structured.plan refuses it with its own message
     stack = [(schema, 1)]
     nodes = 0
     while stack:
@@ -136,7 +120,7 @@ def check_schema(schema: Any, param: str, limits: Limits) -> None:
 
 
 def _check_constraint(param: str, kind: str, value: Any, limits: Limits) -> None:
-    if kind == "schema":
+    if kind in ("schema", structured.TOOL_PARAMETERS):
         check_schema(value, param, limits)
     elif kind == "grammar" and isinstance(value, str) and len(value) > limits.max_grammar_chars:
         raise LimitExceeded("max_grammar_chars", limits.max_grammar_chars,
@@ -160,8 +144,12 @@ def _check_budget(param: str, value: Any, limits: Limits) -> None:
                             f"'{param}' asks for {value} tokens", param=param)
 
 
-def check_body(body: dict, api: str, limits: Limits) -> None:
-    """Every limit a parsed body can exceed, checked before the handler does any work."""
+def check_body(body: dict, route: Optional[str], limits: Limits
+               ) -> Optional[structured.RequestConstraints]:
+    """Every limit a parsed body can exceed, checked before the handler does any work. For a
+    generation route (structured.ROUTES) the constraints are read with the one extractor,
+    structured.request_constraints, and returned: the route plans and compiles from the same
+    list."""
     for key in ("messages", "input"):
         v = body.get(key)
         if isinstance(v, list) and len(v) > limits.max_messages:
@@ -175,5 +163,9 @@ def check_body(body: dict, api: str, limits: Limits) -> None:
         _check_budget(key, body.get(key), limits)
     if isinstance(body.get("options"), dict):
         _check_budget("options.num_predict", body["options"].get("num_predict"), limits)
-    for param, kind, value in constraint_fields(body, api):
+    if route is None:
+        return None
+    found = structured.request_constraints(body, route)
+    for param, kind, value in found.fields():
         _check_constraint(param, kind, value, limits)
+    return found

@@ -15,12 +15,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..runtime.types import SamplingParams
-from ..tools import allowed_tool_names, parse_tools, tool_choice_mode
+from ..tools import allowed_tool_names, tool_choice_mode
 from . import structured, thinking
-from .compiling import compile_constraint, compile_turn
+from .compiling import compile_turn
 from .endpoint import endpoint
 from .errors import InvalidRequest, ModelNotFound, NotFound
-from .httpio import Fields, first_then_rest, ndjson, read_json_object, run_to_end, stream_response
+from .httpio import (Fields, constraints_of, first_then_rest, ndjson, read_json_object, run_to_end,
+                     stream_response)
 from .runner import Turn, TurnReader
 from .state import ServerState, state_of
 
@@ -49,9 +50,10 @@ def _params(st: ServerState, opts: Fields) -> SamplingParams:
 
 # fields whose names look like constraints and that these routes understand (tool_choice and
 # parallel_tool_calls: llamay extensions on /api/chat, in the OpenAI forms)
-CONSTRAINT_FIELDS = {"format", "tool_choice", thinking.BUDGET_FIELD}
-OPTION_CONSTRAINT_FIELDS = {"llamay_choice_logprobs", thinking.BUDGET_FIELD,
-                            *structured.EXTENSIONS}
+CONSTRAINT_FIELDS = structured.understood("ollama_chat", "tool_choice", thinking.BUDGET_FIELD)
+GENERATE_CONSTRAINT_FIELDS = structured.understood("ollama_generate")
+OPTION_CONSTRAINT_FIELDS = structured.understood("ollama_chat", "llamay_choice_logprobs",
+                                                 thinking.BUDGET_FIELD, prefix="options.")
 
 
 def _dropped(reader: TurnReader) -> dict:
@@ -59,15 +61,14 @@ def _dropped(reader: TurnReader) -> dict:
     return {"llamay_dropped_call": True} if reader.dropped_call else {}
 
 
-async def _constraint(request: Request, body: dict, opts_body: dict, chat: bool):
-    structured.refuse_unknown(body, CONSTRAINT_FIELDS if chat else {"format"})
+def _constraint(request: Request, body: dict, opts_body: dict, chat: bool):
+    """The request's output constraint, planned from the one map (not compiled yet)."""
+    structured.refuse_unknown(body, CONSTRAINT_FIELDS if chat else GENERATE_CONSTRAINT_FIELDS)
     structured.refuse_unknown(opts_body, OPTION_CONSTRAINT_FIELDS, prefix="options.")
-    cands = structured.ollama_format(body.get("format"))
-    cands += structured.extension_candidates(opts_body, prefix="options.")
     choice = opts_body.get("llamay_choice_logprobs", False)
     if not isinstance(choice, bool):
         raise InvalidRequest("'options.llamay_choice_logprobs' must be a boolean")
-    return await compile_constraint(request, cands, choice_logprobs=choice), choice
+    return structured.plan(constraints_of(request).output, choice_logprobs=choice), choice
 
 
 def chat_messages(msgs: Any) -> List[dict]:
@@ -130,7 +131,7 @@ async def _serve(request: Request, chat: bool):
     opts_body = f.dict("options") or {}
     opts = Fields(opts_body, prefix="options.")
     params = _params(st, opts)
-    constraint, choice = await _constraint(request, body, opts_body, chat)
+    constraint, choice = _constraint(request, body, opts_body, chat)
     think = thinking.ollama(body, opts_body)
     stream = f.bool("stream", True)
     tools, mode, tool_name = [], "none", None
@@ -140,7 +141,7 @@ async def _serve(request: Request, chat: bool):
             return JSONResponse({"model": model_name, "created_at": _now(),
                                  "message": {"role": "assistant", "content": ""},
                                  "done": True, "done_reason": "load"})
-        tools = parse_tools(body.get("tools"), API)
+        tools = constraints_of(request).tools
         # Ollama has no tool_choice; llamay takes OpenAI's forms as an extension
         mode, tool_name = tool_choice_mode(body.get("tool_choice"), tools, "openai")
         allowed = allowed_tool_names(body.get("tool_choice"), tools)

@@ -4,19 +4,20 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..runtime.types import SamplingParams
-from ..tools import allowed_tool_names, parse_tools, tool_choice_mode
+from ..tools import allowed_tool_names, tool_choice_mode
 from . import structured, thinking
-from .compiling import compile_constraint, compile_turn
+from .compiling import compile_turn
 from .endpoint import endpoint
 from .errors import InvalidRequest
-from .httpio import Fields, first_then_rest, read_json_object, run_to_end, sse, stream_response
+from .httpio import (Fields, constraints_of, first_then_rest, read_json_object, run_to_end, sse,
+                     stream_response)
 from .runner import TokenLogprob, Turn, TurnReader
 from .state import ServerState, state_of
 
@@ -140,18 +141,20 @@ def chat_messages(messages: Any) -> List[dict]:
 
 # fields of the chat and completion routes whose names look like constraints and that they
 # understand; other such names are refused (structured.refuse_unknown)
-CHAT_CONSTRAINT_FIELDS = structured.OPENAI_CONSTRAINT_FIELDS | {"response_format", "tool_choice",
-                                                               thinking.BUDGET_FIELD}
-RESPONSES_CONSTRAINT_FIELDS = structured.OPENAI_CONSTRAINT_FIELDS | {"tool_choice",
-                                                                    thinking.BUDGET_FIELD}
+CHAT_CONSTRAINT_FIELDS = structured.understood("chat", "tool_choice", thinking.BUDGET_FIELD,
+                                              *structured.OPENAI_OTHER_FIELDS)
+COMPLETIONS_CONSTRAINT_FIELDS = structured.understood("completions",
+                                                     *structured.OPENAI_OTHER_FIELDS)
+RESPONSES_CONSTRAINT_FIELDS = structured.understood("responses", "tool_choice",
+                                                   thinking.BUDGET_FIELD,
+                                                   *structured.OPENAI_OTHER_FIELDS)
 
 
-async def _constraint(request: Request, body: dict, f: Fields, rf_param: Optional[str],
-                      front: Sequence = ()):
-    cands = list(front) + structured.openai_candidates(body, rf_param)
+def _constraint(request: Request, f: Fields):
+    """The request's output constraint, planned from the one map (not compiled yet)."""
     choice = f.bool("llamay_choice_logprobs", False)
-    return await compile_constraint(request, cands, choice_logprobs=choice,
-                                    compact=structured.compact_param(body)), choice
+    found = constraints_of(request)
+    return structured.plan(found.output, choice_logprobs=choice, compact=found.compact), choice
 
 
 def _dropped(reader: TurnReader) -> dict:
@@ -159,8 +162,8 @@ def _dropped(reader: TurnReader) -> dict:
     return {"llamay_dropped_call": True} if reader.dropped_call else {}
 
 
-def _tools(body: dict, f: Fields, api_shape: str):
-    tools = parse_tools(body.get("tools"), api_shape)
+def _tools(request: Request, body: dict, f: Fields):
+    tools = constraints_of(request).tools
     mode, name = tool_choice_mode(body.get("tool_choice"), tools, API)
     allowed = allowed_tool_names(body.get("tool_choice"), tools)
     return tools, mode, name, f.bool("parallel_tool_calls", True), allowed
@@ -197,8 +200,8 @@ async def chat_completions(request: Request):
     _check_n(f)
     messages = chat_messages(body.get("messages"))
     structured.refuse_unknown(body, CHAT_CONSTRAINT_FIELDS)
-    tools, mode, tool_name, parallel, allowed = _tools(body, f, "openai")
-    constraint, choice = await _constraint(request, body, f, "response_format")
+    tools, mode, tool_name, parallel, allowed = _tools(request, body, f)
+    constraint, choice = _constraint(request, f)
     want_lp = f.bool("logprobs", False)
     top_k = f.int("top_logprobs", 0, lo=0, hi=20)
     params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
@@ -295,8 +298,8 @@ async def completions(request: Request):
     if body.get("suffix"):
         raise InvalidRequest("'suffix' is not supported", param="suffix")
     echo = f.bool("echo", False)
-    structured.refuse_unknown(body, CHAT_CONSTRAINT_FIELDS - {"tool_choice"})
-    constraint, choice = await _constraint(request, body, f, "response_format")
+    structured.refuse_unknown(body, COMPLETIONS_CONSTRAINT_FIELDS)
+    constraint, choice = _constraint(request, f)
     k = f.int("logprobs", None, lo=0, hi=20)
     params = sampling(f, max_tokens=_budget(f, 16, "max_tokens"), logprobs=k)
     stream = f.bool("stream", False)
@@ -417,12 +420,11 @@ async def responses(request: Request):
     st, body, f, model_name = await _read_generation_request(request)
     messages = responses_messages(body, f)
     structured.refuse_unknown(body, RESPONSES_CONSTRAINT_FIELDS)
-    tools, mode, tool_name, parallel, allowed = _tools(body, f, "responses")
+    tools, mode, tool_name, parallel, allowed = _tools(request, body, f)
     text_cfg = f.dict("text") or {}
-    structured.refuse_unknown(text_cfg, {"format"}, prefix="text.")
-    constraint, choice = await _constraint(
-        request, body, f, None,
-        structured.openai_response_format(text_cfg.get("format"), "text.format"))
+    structured.refuse_unknown(text_cfg, structured.understood("responses", prefix="text."),
+                              prefix="text.")
+    constraint, choice = _constraint(request, f)
     params = sampling(f, max_tokens=_budget(f, st.settings.default_max_tokens,
                                             "max_output_tokens"), logprobs=None)
     stream = f.bool("stream", False)

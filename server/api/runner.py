@@ -53,7 +53,7 @@ class Turn:
         # auto under a constraint is one grammar: a document of the constraint or the calls;
         # a constraint no composition part expresses cannot stand beside the calls
         c = self.constraint
-        if c.grammar is not None and self.tool_mode == "auto" and c.part is None:
+        if c.present and self.tool_mode == "auto" and c.part is None:
             raise InvalidRequest(f"'{c.param}' cannot be combined with tool_choice auto; send "
                                  f"tool_choice none, required or a named tool", param=c.param)
         if self.choice_logprobs and self.tool_mode != "none" \
@@ -73,9 +73,8 @@ class Turn:
         return self.reasoning.answer_prefix if self.reasoning is not None else ""
 
     def needs_compile(self) -> bool:
-        """Whether compile_grammars has work beyond the constraint compiled already."""
-        return self.tool_mode != "none" or bool(self.answer_prefix()
-                                                 and self.constraint.grammar is not None)
+        """Whether the output runs under any grammar (a constraint, or tools)."""
+        return self.tool_mode != "none" or self.constraint.present
 
     def template_switches(self, model: GenerationModel) -> dict:
         """The chat-template variables that turn this model's thinking on or off."""
@@ -136,36 +135,42 @@ class Turn:
         return None
 
     def compile_grammars(self) -> None:
-        """Compile the grammars the output runs under (the constraint's, or with tools the call
-        grammar, the answer-or-call grammar or the lazy call grammar). Routes run this on the
-        compile pool (compiling.compile_off_loop: its time and engine budget, as for the
-        constraint) before the job is submitted, so the model's worker never compiles."""
+        """Compile the grammars the output runs under, each once and in the shape it is used:
+        the constraint alone; or with tools the call grammar, the answer-or-call grammar (the
+        constraint inside the union) or the lazy call grammar. Routes run this on the compile
+        pool (compiling.compile_turn: its time and engine budget) after the whole request is
+        checked and before the job is submitted, so the model's worker never compiles."""
         if self._grammars is not None:
             return
-        grammar, lazy = self.constraint.grammar, None
+        c = self.constraint
+        grammar, lazy = None, None
         tools = self.offered_tools()
         parallel = self.parallel_tool_calls
-        answer = self.constraint.part
-        prefix = self.answer_prefix() if grammar is not None else ""
+        answer = c.part
+        prefix = self.answer_prefix() if c.present else ""
         if prefix and self.tool_mode not in ("required", "named"):
             # the family opens a text answer with its own framing (harmony's final channel)
             if answer is None:
-                raise InvalidRequest(f"'{self.constraint.param}' cannot follow this model's "
-                                     f"answer framing ({prefix}); send a JSON Schema, regex "
-                                     f"or GBNF constraint", param=self.constraint.param)
+                raise InvalidRequest(f"'{c.param}' cannot follow this model's answer framing "
+                                     f"({prefix}); send a JSON Schema, regex or GBNF "
+                                     f"constraint", param=c.param)
             answer = cengine.Concat(self.dialect.framing(prefix), answer)
-            if self.tool_mode == "none":
-                grammar = cengine.compile_structural(
-                    answer, whitespace_budget=0 if self.constraint.compact else 64)
         if self.tool_mode in ("required", "named"):
-            # the output is the call: the constraint is for a later answer in text
+            # the output is the call; the constraint is for a later answer in text, compiled
+            # alone so that what it asks and cannot be enforced is refused all the same
+            c.compile()
             grammar = self.dialect.call_grammar(tools, parallel=parallel)
-        elif self.tool_mode == "auto" and grammar is not None:
-            grammar = self.dialect.answer_or_call_grammar(answer, tools,
-                                                          parallel=parallel,
-                                                          compact=self.constraint.compact)
+        elif self.tool_mode == "auto" and c.present:
+            grammar = self.dialect.answer_or_call_grammar(answer, tools, parallel=parallel,
+                                                          compact=c.compact)
         elif self.tool_mode == "auto":
             lazy = self.dialect.lazy_call_grammar(tools, parallel=parallel)
+        elif prefix:
+            grammar = cengine.compile_structural(answer,
+                                                 whitespace_budget=0 if c.compact else 64)
+            report_ignored(grammar, c.param)
+        else:
+            grammar = c.compile()
         if self.tool_mode != "none":
             report_ignored(lazy[1] if lazy is not None else grammar, "tools")
         self._grammars = (grammar, lazy)

@@ -13,6 +13,16 @@ a lie. A field this module does not understand but whose name looks like a const
 output (a schema, JSON mode, tools: decision points are found in it as it is generated), a
 choice list or a lexicon (whose words are the alternatives).
 
+One map: `request_constraints(body, route)` is the only reader of constraint fields. It
+returns every constraint the body carries, in every spelling the route accepts (`SPELLINGS`),
+with the tools' parameter schemas; the request limits (limits.check_body), the conflict check
+(`plan`) and the compile (runner.Turn.compile_grammars) all read that one list, and the fields
+each route understands (`understood`, for refuse_unknown) are read off the same table.
+
+A request is planned completely (`plan`: types, conflicts, what each kind needs) before anything
+compiles; the constraint is then compiled once, in the shape it is used: alone, or inside the
+tool-call union (runner.Turn.compile_grammars, on the compile pool).
+
 Documents are compiled in the generation form (no whitespace around the root value): once
 the root value closes only the end of the output may follow, so the turn ends there.
 """
@@ -21,11 +31,12 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, Iterable, List, NamedTuple, Optional
 
 import cengine
 
+from ..tools import ToolSpec, parse_tools
 from .errors import InvalidRequest
 
 log = logging.getLogger("llamay")
@@ -36,11 +47,30 @@ EXTENSIONS = ("llamay_schema", "llamay_format", "llamay_grammar", "llamay_regex"
 OBJECT_SCHEMA = {"type": "object"}
 
 
+class ConstraintField(NamedTuple):
+    """One constraint a request carries: where (the field path as the body spells it), what
+    kind (json | object | schema | grammar | regex | choice | lexicon, or TOOL_PARAMETERS) and
+    its value as sent."""
+    path: str
+    kind: str
+    value: Any
+
+
+# the kind of a tool's parameter schema: compiled into the tool-call grammar, never alone
+TOOL_PARAMETERS = "tool_parameters"
+
+# the older name of a field record, as the extractors below build them
+Candidate = ConstraintField
+
+
 @dataclass
 class Constraint:
-    grammar: Optional[cengine.Grammar] = None
+    """The output constraint of a request, planned (validated) but not compiled: `compile()`
+    gives its grammar alone; runner.Turn decides whether it is used alone or as `part` inside
+    the tool-call union, and compiles it once, in that shape."""
     param: Optional[str] = None                 # the request field it came from
     kind: str = "text"      # text | json | object | schema | grammar | regex | choice | lexicon
+    value: Any = None                           # the value as compiled (a schema parsed)
     alternatives: Optional[List[str]] = None    # a choice list's or lexicon's words
     # the same constraint as a composition part, so it can be one alternative beside tool
     # calls (tool_choice auto); None where no part expresses it (a lexicon)
@@ -48,9 +78,33 @@ class Constraint:
     # JSON without any whitespace outside strings (vLLM's disable_any_whitespace)
     compact: bool = False
 
+    @property
+    def present(self) -> bool:
+        return self.kind != "text"
 
-# a candidate: (request field, kind, value)
-Candidate = Tuple[str, str, Any]
+    def compile(self) -> Optional[cengine.Grammar]:
+        """The constraint's grammar on its own (None: no constraint). CompileError propagates
+        (-> 400); runs on the compile pool, under the server's budget."""
+        if not self.present:
+            return None
+        grammar = _compile_alone(self)
+        report_ignored(grammar, self.param)
+        return grammar
+
+
+@dataclass(frozen=True)
+class RequestConstraints:
+    """Every constraint a request carries (request_constraints): the output constraint
+    spellings found (a valid request has at most one), and the tools offered, parsed once, with
+    their parameter schemas as fields."""
+    output: List[ConstraintField] = field(default_factory=list)
+    tools: List[ToolSpec] = field(default_factory=list)
+    tool_fields: List[ConstraintField] = field(default_factory=list)
+    # the field asking for JSON without whitespace (compact_param), if any
+    compact: Optional[str] = None
+
+    def fields(self) -> List[ConstraintField]:
+        return self.output + self.tool_fields
 
 
 # --- field names: understood, known and ignored, or refused ------------------------------
@@ -83,7 +137,8 @@ def extension_candidates(body: dict, prefix: str = "") -> List[Candidate]:
     for name in EXTENSIONS:
         if name in body and body[name] is not None:
             kind = name[len("llamay_"):]
-            out.append((prefix + name, "json" if kind == "format" else kind, body[name]))
+            out.append(ConstraintField(prefix + name, "json" if kind == "format" else kind,
+                                      body[name]))
     return out
 
 
@@ -111,12 +166,12 @@ def openai_response_format(rf: Any, param: str) -> List[Candidate]:
         return []
     if kind == "json_object":
         if rf.get("schema") is not None:
-            return [(param, "schema", rf["schema"])]
-        return [(param, "object", None)]
+            return [ConstraintField(param, "schema", rf["schema"])]
+        return [ConstraintField(param, "object", None)]
     js = rf.get("json_schema", rf)      # chat nests it; Responses and llama-server do not
     if not isinstance(js, dict) or "schema" not in js:
         raise InvalidRequest(f"'{param}' of type json_schema needs a 'schema'", param=param)
-    return [(param, "schema", js["schema"])]
+    return [ConstraintField(param, "schema", js["schema"])]
 
 
 def ollama_format(fmt: Any) -> List[Candidate]:
@@ -124,9 +179,9 @@ def ollama_format(fmt: Any) -> List[Candidate]:
         return []
     if fmt == "json":
         # Ollama's JSON mode grammar has an object at its root, as OpenAI's json_object
-        return [("format", "object", None)]
+        return [ConstraintField("format", "object", None)]
     if isinstance(fmt, dict):
-        return [("format", "schema", fmt)]
+        return [ConstraintField("format", "schema", fmt)]
     raise InvalidRequest("'format' must be \"json\" or a JSON Schema object", param="format")
 
 
@@ -146,17 +201,15 @@ BACKEND_OPTIONS_IGNORED = {"no-fallback", "disable-additional-properties"}
 # the constraint kinds whose output is JSON: the only ones disable_any_whitespace applies to
 JSON_KINDS = ("schema", "object", "json")
 LLAMA_SERVER = {"json_schema": "schema", "grammar": "grammar"}
-# understood by every OpenAI-shaped route, beside the route's own fields
-OPENAI_CONSTRAINT_FIELDS = (set(VLLM_GUIDED) | set(LLAMA_SERVER)
-                            | {"structured_outputs", "guided_decoding_backend"} | set(EXTENSIONS)
-                            | {"llamay_choice_logprobs"})
+# understood by every OpenAI-shaped route beside its constraint spellings (understood())
+OPENAI_OTHER_FIELDS = ("guided_decoding_backend", "llamay_choice_logprobs")
 
 
 def vllm_candidates(body: dict) -> List[Candidate]:
     out: List[Candidate] = []
     for name, kind in VLLM_GUIDED.items():
         if body.get(name) is not None:
-            out.append((name, kind, body[name]))
+            out.append(ConstraintField(name, kind, body[name]))
     so = body.get("structured_outputs")
     if so is not None:
         if not isinstance(so, dict):
@@ -169,7 +222,7 @@ def vllm_candidates(body: dict) -> List[Candidate]:
                     continue
                 if key == "json_object" and value is not True:
                     raise InvalidRequest(f"'{param}' must be a boolean", param=param)
-                out.append((param, STRUCTURED_OUTPUTS[key], value))
+                out.append(ConstraintField(param, STRUCTURED_OUTPUTS[key], value))
             elif key in STRUCTURED_OUTPUTS_IGNORED or key == "disable_any_whitespace":
                 continue        # the flag is read by compact_param
             else:
@@ -209,31 +262,22 @@ def compact_param(body: dict) -> Optional[str]:
 
 
 def llama_server_candidates(body: dict) -> List[Candidate]:
-    return [(name, kind, body[name]) for name, kind in LLAMA_SERVER.items()
+    return [ConstraintField(name, kind, body[name]) for name, kind in LLAMA_SERVER.items()
             if body.get(name) is not None]
 
 
 def openai_candidates(body: dict, rf_param: Optional[str] = "response_format") -> List[Candidate]:
-    """Everything an OpenAI-shaped body may constrain its output with."""
-    out = openai_response_format(body.get(rf_param), rf_param) if rf_param else []
+    """Everything an OpenAI-shaped body may constrain its output with: `rf_param` (chat's and
+    completions' response_format, Responses' text.format), vLLM's and llama-server's fields
+    and the llamay_* extensions."""
+    if rf_param == "text.format":
+        text = body.get("text")
+        out = openai_response_format(text.get("format") if isinstance(text, dict) else None,
+                                     rf_param)
+    else:
+        out = openai_response_format(body.get(rf_param), rf_param) if rf_param else []
     return out + vllm_candidates(body) + llama_server_candidates(body) + \
         extension_candidates(body)
-
-
-def request_constraints(body: dict, api: str) -> List[Candidate]:
-    """Every constraint a body of this API shape carries, in every spelling its routes compile
-    (openai: chat's response_format, Responses' text.format, vLLM's and llama-server's fields,
-    the llamay_* extensions; anthropic: output_config.format, output_format and the
-    extensions; ollama: format and the extensions in options). The request limits read this
-    one list (limits.constraint_fields), so no spelling escapes them."""
-    if api == "anthropic":
-        return anthropic_candidates(body)
-    if api == "ollama":
-        options = body.get("options") if isinstance(body.get("options"), dict) else {}
-        return ollama_format(body.get("format")) + extension_candidates(options, "options.")
-    text = body.get("text")
-    fmt = text.get("format") if isinstance(text, dict) else None
-    return openai_response_format(fmt, "text.format") + openai_candidates(body)
 
 
 def anthropic_candidates(body: dict) -> List[Candidate]:
@@ -258,7 +302,92 @@ def _anthropic_format(fmt: Any, param: str) -> List[Candidate]:
     if not isinstance(fmt, dict) or fmt.get("type") != "json_schema" or "schema" not in fmt:
         raise InvalidRequest(f"'{param}' must be {{\"type\": \"json_schema\", \"schema\": ...}}",
                              param=param)
-    return [(param, "schema", fmt["schema"])]
+    return [ConstraintField(param, "schema", fmt["schema"])]
+
+
+def ollama_candidates(body: dict) -> List[Candidate]:
+    """Ollama's `format` and the llamay_* extensions inside `options`."""
+    options = body.get("options") if isinstance(body.get("options"), dict) else {}
+    return ollama_format(body.get("format")) + extension_candidates(options, "options.")
+
+
+# --- the map: each route's spellings, its tools, and the one extractor ----------------------
+
+_OPENAI_SHARED = (*VLLM_GUIDED, "structured_outputs", *LLAMA_SERVER, *EXTENSIONS)
+
+
+@dataclass(frozen=True)
+class RouteConstraints:
+    """Where a route's body carries constraints: the top-level fields that spell an output
+    constraint (`options.` for Ollama's), the extractor that reads them, and the tool-list
+    shape (parse_tools' api; None: the route takes no tools), and whether it takes vLLM's
+    request for JSON without whitespace (compact_param)."""
+    spellings: FrozenSet[str]
+    output: Any                      # body -> List[ConstraintField]
+    tools: Optional[str] = None
+    compact: bool = False
+
+
+SPELLINGS: Dict[str, RouteConstraints] = {
+    "chat": RouteConstraints(frozenset(("response_format", *_OPENAI_SHARED)),
+                             lambda b: openai_candidates(b, "response_format"), "openai",
+                             compact=True),
+    "completions": RouteConstraints(frozenset(("response_format", *_OPENAI_SHARED)),
+                                    lambda b: openai_candidates(b, "response_format"),
+                                    compact=True),
+    "responses": RouteConstraints(frozenset(("text.format", *_OPENAI_SHARED)),
+                                  lambda b: openai_candidates(b, "text.format"), "responses",
+                                  compact=True),
+    "messages": RouteConstraints(frozenset(("output_config.format", "output_format",
+                                            *EXTENSIONS)),
+                                 anthropic_candidates, "anthropic"),
+    "ollama_chat": RouteConstraints(frozenset(("format", *(f"options.{e}" for e in EXTENSIONS))),
+                                    ollama_candidates, "ollama"),
+    "ollama_generate": RouteConstraints(
+        frozenset(("format", *(f"options.{e}" for e in EXTENSIONS))), ollama_candidates),
+}
+
+# the generation routes by path
+ROUTES = {"/v1/chat/completions": "chat", "/v1/completions": "completions",
+          "/v1/responses": "responses", "/v1/messages": "messages",
+          "/api/chat": "ollama_chat", "/api/generate": "ollama_generate"}
+
+
+def understood(route: str, *others: str, prefix: str = "") -> FrozenSet[str]:
+    """The constraint-like field names a route understands at one level of its body (top level,
+    or `options.` for Ollama's): its spellings there, plus `others` (tool_choice and the like),
+    for refuse_unknown."""
+    names = {n[len(prefix):] for n in SPELLINGS[route].spellings
+             if n.startswith(prefix) and "." not in n[len(prefix):]}
+    top = {n.split(".")[0] for n in SPELLINGS[route].spellings if not prefix and "." in n}
+    return frozenset(names | top | set(others))
+
+
+def _tool_path(tool: Any, i: int, shape: str) -> str:
+    if shape == "anthropic":
+        return f"tools[{i}].input_schema"
+    if shape != "responses" and isinstance(tool, dict) and "function" in tool:
+        return f"tools[{i}].function.parameters"
+    return f"tools[{i}].parameters"
+
+
+def request_constraints(body: dict, route: str) -> RequestConstraints:
+    """Every constraint a body of this route carries, in every spelling the route accepts
+    (SPELLINGS), and its tools (parsed once) with their parameter schemas. The one reader of
+    constraint fields: the limits check these, plan() the output's, the tool-call grammar is
+    compiled from these tools. Malformed constraint fields are a 400 here."""
+    spec = SPELLINGS[route]
+    output = spec.output(body)
+    tools: List[ToolSpec] = []
+    tool_fields: List[ConstraintField] = []
+    if spec.tools is not None:
+        raw = body.get("tools")
+        tools = parse_tools(raw, spec.tools)
+        tool_fields = [ConstraintField(_tool_path(t, i, spec.tools), TOOL_PARAMETERS,
+                                       tools[i].parameters)
+                       for i, t in enumerate(raw or ())]
+    return RequestConstraints(output, tools, tool_fields,
+                              compact_param(body) if spec.compact else None)
 
 
 # --- compiling ------------------------------------------------------------------------------
@@ -287,19 +416,17 @@ def _schema_value(param: str, value: Any) -> Any:
     return value
 
 
-def _compile(c: Constraint, value: Any) -> None:
+def _plan_value(c: Constraint, value: Any) -> None:
+    """Check the value's type for its kind and fill what the request needs before compiling:
+    the value as compiled, the composition part, a choice list's words."""
     param, kind = c.param, c.kind
-    # compact JSON: a whitespace budget of 0 (strings keep their contents)
-    ws = {"whitespace_budget": 0} if c.compact else {}
     if kind == "json":
         if value != "json":
             raise InvalidRequest(f"'{param}' must be \"json\"", param=param)
-        c.grammar = cengine.compile_any_json(surrounding_whitespace=False, **ws)
-        c.part = cengine.JsonSchema(True)
+        c.value, c.part = True, cengine.JsonSchema(True)
     elif kind in ("schema", "object"):
-        value = OBJECT_SCHEMA if kind == "object" else _schema_value(param, value)
-        c.grammar = cengine.compile_json_schema(value, surrounding_whitespace=False, **ws)
-        c.part = cengine.JsonSchema(value)
+        c.value = OBJECT_SCHEMA if kind == "object" else _schema_value(param, value)
+        c.part = cengine.JsonSchema(c.value)
     elif kind == "grammar":
         if not isinstance(value, str):
             raise InvalidRequest(f"'{param}' must be GBNF text", param=param)
@@ -307,59 +434,66 @@ def _compile(c: Constraint, value: Any) -> None:
             raise InvalidRequest(f"'{param}' is a Lark-style EBNF grammar (rules written "
                                  f"'name: ...'); only llama.cpp GBNF ('name ::= ...') is "
                                  f"supported", param=param)
-        c.grammar = cengine.compile_gbnf(value)
-        c.part = cengine.Gbnf(value)
+        c.value, c.part = value, cengine.Gbnf(value)
     elif kind == "regex":
         if not isinstance(value, str):
             raise InvalidRequest(f"'{param}' must be a regular expression string", param=param)
-        c.grammar = cengine.compile_regex(value)
-        c.part = cengine.Regex(value)
-    elif kind == "choice":
+        c.value, c.part = value, cengine.Regex(value)
+    elif kind in ("choice", "lexicon"):
         if not isinstance(value, list) or not value \
                 or not all(isinstance(w, str) and w for w in value):
             raise InvalidRequest(f"'{param}' must be a non-empty list of non-empty strings",
                                  param=param)
+        c.value = value
         c.alternatives = list(dict.fromkeys(value))
-        c.part = cengine.OneOf(*(cengine.Text(w) for w in c.alternatives))
-        c.grammar = cengine.compile_structural(c.part)
-    elif kind == "lexicon":
-        if not isinstance(value, list) or not value \
-                or not all(isinstance(w, str) and w for w in value):
-            raise InvalidRequest(f"'{param}' must be a non-empty list of non-empty strings",
-                                 param=param)
-        c.grammar = cengine.compile_lexicon(value)
-        c.alternatives = list(dict.fromkeys(value))
-    else:   # pragma: no cover - candidates come from this module
+        if kind == "choice":
+            c.part = cengine.OneOf(*(cengine.Text(w) for w in c.alternatives))
+    else:   # pragma: no cover - fields come from this module's extractors
         raise InvalidRequest(f"unknown constraint '{param}'", param=param)
 
 
-def build(candidates: List[Candidate], *, choice_logprobs: bool = False,
-          compact: Optional[str] = None) -> Constraint:
-    """Compile the one constraint a request asks for. CompileError propagates (-> 400).
-    compact: the field that asked for JSON without whitespace (compact_param); it needs a
-    JSON constraint, and is refused by name beside any other."""
-    if len(candidates) > 1:
-        names = " and ".join(c[0] for c in candidates)
+def _compile_alone(c: Constraint) -> cengine.Grammar:
+    # compact JSON: a whitespace budget of 0 (strings keep their contents)
+    ws = {"whitespace_budget": 0} if c.compact else {}
+    if c.kind == "json":
+        return cengine.compile_any_json(surrounding_whitespace=False, **ws)
+    if c.kind in ("schema", "object"):
+        return cengine.compile_json_schema(c.value, surrounding_whitespace=False, **ws)
+    if c.kind == "grammar":
+        return cengine.compile_gbnf(c.value)
+    if c.kind == "regex":
+        return cengine.compile_regex(c.value)
+    if c.kind == "choice":
+        return cengine.compile_structural(c.part)
+    return cengine.compile_lexicon(c.value)
+
+
+def plan(fields: List[ConstraintField], *, choice_logprobs: bool = False,
+         compact: Optional[str] = None) -> Constraint:
+    """The one output constraint a request asks for, checked but not compiled (the conflict
+    check: at most one). compact: the field that asked for JSON without whitespace
+    (compact_param); it needs a JSON constraint, and is refused by name beside any other."""
+    if len(fields) > 1:
+        names = " and ".join(f[0] for f in fields)
         raise InvalidRequest(f"give at most one output constraint; this request has {names}",
-                             param=candidates[1][0])
-    if compact is not None and (not candidates or candidates[0][1] not in JSON_KINDS):
-        beside = f"'{candidates[0][0]}' is not JSON" if candidates else "there is none"
+                             param=fields[1][0])
+    if compact is not None and (not fields or fields[0][1] not in JSON_KINDS):
+        beside = f"'{fields[0][0]}' is not JSON" if fields else "there is none"
         raise InvalidRequest(f"'{compact}' removes the whitespace of JSON output and needs a "
                              f"JSON constraint (a schema, json_object, JSON mode); {beside}",
                              param=compact)
-    if not candidates:
+    if not fields:
         c = Constraint()
     else:
-        param, kind, value = candidates[0]
+        param, kind, value = fields[0]
         c = Constraint(param=param, kind=kind, compact=compact is not None)
-        _compile(c, value)
+        _plan_value(c, value)
     if choice_logprobs and c.kind in ("grammar", "regex"):
         # decisions are located by JSON pointer (or are a choice list's or lexicon's words): a
         # GBNF or regex output has neither
         raise InvalidRequest(f"llamay_choice_logprobs needs a choice among alternatives: JSON "
                              f"output, tools, a choice list or llamay_lexicon, not '{c.param}'",
                              param="llamay_choice_logprobs")
-    report_ignored(c.grammar, c.param)
     return c
 
 
