@@ -149,7 +149,7 @@ def main(argv=None) -> int:
                                       tools=[t.openai_shape() for t in TOOLS],
                                       tool_format=hermes) for m in msgs]
     enum_grammar = cengine.compile_json_schema(ROUTING)
-    tool_grammar = hermes.call_grammar(TOOLS, parallel=False)
+    tool_grammar = hermes.HERMES.call_grammar(TOOLS, parallel=False)
     if args.branches_cost:
         model.close()
         rows = [bench_branches(path, args.threads, "6-way enum in an object", enum_prompts,

@@ -119,7 +119,7 @@ TOOLS = [ToolSpec(name, "", {"type": "object", "properties": {"unit": {"enum": u
 
 
 def test_tool_decisions_come_in_the_order_offered(model):
-    grammar = hermes.call_grammar(TOOLS, parallel=False)
+    grammar = hermes.HERMES.call_grammar(TOOLS, parallel=False)
     _, engine_order = run(model, "hi", scope=ChoiceScope("calls"), seed=3, grammar=grammar)
     scope = ChoiceScope("calls", tools=[(t.name, t.parameters) for t in TOOLS])
     _, ordered = run(model, "hi", scope=scope, seed=3, grammar=grammar)
@@ -145,7 +145,8 @@ ANSWER = {"type": "object",
 def test_answer_beside_calls_is_reported_as_its_own_document(model):
     # tool_choice auto with a response format: one grammar, either the answer or the calls;
     # over seeds the random fixture model writes both
-    grammar = hermes.answer_or_call_grammar(cengine.JsonSchema(ANSWER), TOOLS, parallel=False)
+    grammar = hermes.HERMES.answer_or_call_grammar(cengine.JsonSchema(ANSWER), TOOLS,
+                                                   parallel=False)
     scope = ChoiceScope("calls", tools=[(t.name, t.parameters) for t in TOOLS], schema=ANSWER,
                         call_open=hermes.CALL_OPEN)
     seen = set()

@@ -27,6 +27,7 @@ from server.runtime.types import (ChoiceScope, DecisionsEvent, FinishEvent, Samp
 from server.tools import ToolSpec, hermes
 
 from test_decisions_pointer import resolve
+from tool_text import parse_output
 
 N_CTX = 1024
 PROMPT = "Route this request: I want my money back."
@@ -150,8 +151,8 @@ TOOLS = [ToolSpec(name, "", {"type": "object", "properties": {"unit": {"enum": [
 @pytest.mark.parametrize("parallel", [False, True])
 def test_decisions_tool_name_among_several_tools(model, parallel):
     out, decisions = run(model, "hi", scope=ChoiceScope("calls"), seed=3,
-                         grammar=hermes.call_grammar(TOOLS, parallel=parallel))
-    calls = hermes.parse_output(out.decode(), TOOLS)[1]
+                         grammar=hermes.HERMES.call_grammar(TOOLS, parallel=parallel))
+    calls = parse_output(hermes.HERMES, out.decode(), TOOLS)[1]
     assert calls and (parallel or len(calls) == 1)
     want = [(i, p) for i in range(len(calls)) for p in ("tool", "/unit")]
     got = [(d.call, d.pointer) for d in decisions]
@@ -177,12 +178,12 @@ def test_decisions_tool_name_under_a_lazy_grammar(model):
     # rarely writes `<tool_call>`, so the call region is put behind a trigger it writes
     # early ("e"); the bytes after the trigger in that token are respelled or accepted as
     # the lazy path does, and the call that follows carries the decisions.
-    _, grammar = hermes.lazy_call_grammar(TOOLS)
+    _, grammar = hermes.HERMES.lazy_call_grammar(TOOLS)
     out, decisions = run(model, "hi", scope=ChoiceScope("calls"), seed=5, max_tokens=200,
                          lazy_grammar=("e", grammar))
     text = out.decode("utf-8", "replace")
     head, _, rest = text.partition("e")
-    calls = hermes.parse_output(hermes.OPEN + rest, TOOLS)[1]
+    calls = parse_output(hermes.HERMES, hermes.OPEN + rest, TOOLS)[1]
     assert calls, text
     assert [(d.call, d.pointer) for d in decisions][:2] == [(0, "tool"), (0, "/unit")]
     assert decisions[0].chosen == calls[0].name

@@ -16,6 +16,7 @@ from families import FAMILIES
 from server.runtime import reasoning as rz
 from scripted import ScriptedSampler
 from server.runtime.types import ReasoningPlan, SamplingParams
+from tool_text import parse_output
 
 openai = pytest.importorskip("openai")
 
@@ -117,7 +118,7 @@ def test_a_thought_that_writes_the_trigger_stays_text(qwen3_model, monkeypatch):
     parts, fin = _run(m, monkeypatch, script, lazy=lazy, plan=_plan())
     assert call in parts["thought"]                     # the trigger inside the thought is text
     assert parts["marker"] == "<think></think>\n\n"
-    text, calls = d.parse_output(parts["answer"], [ToolSpec("get_weather", "", WEATHER)])
+    text, calls = parse_output(d, parts["answer"], [ToolSpec("get_weather", "", WEATHER)])
     assert [(c.name, c.arguments) for c in calls] == [("get_weather",
                                                        {"city": "Oslo", "unit": "C"})]
 

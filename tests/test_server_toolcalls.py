@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from server.tools.common import ToolFormatError, ToolSpec, parse_tools, tool_choice_mode
-from server.tools.hermes import CallStream, call_grammar, lazy_call_grammar, parse_output
+from server.tools.hermes import HERMES
+from tool_text import parse_output
 
 WEATHER = ToolSpec("get_weather", "",
                    {"type": "object", "properties": {"city": {"type": "string"}}})
@@ -37,7 +38,7 @@ def _call(name, args):
     ("a < b and <tool", "a < b and <tool", []),
 ])
 def test_parse_output(text, want_text, want_calls):
-    got_text, calls = parse_output(text, TOOLS)
+    got_text, calls = parse_output(HERMES, text, TOOLS)
     assert got_text == want_text
     assert [(c.name, c.arguments) for c in calls] == want_calls
     for c in calls:
@@ -55,13 +56,13 @@ def test_stream_split_anywhere_matches_whole(pieces, data):
     is only ever released whole."""
     text = "".join(pieces)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
-    s = CallStream(TOOLS)
+    s = HERMES.call_reader(TOOLS)
     events, prev = [], 0
     for c in cuts + [len(text)]:
         events += s.feed(text[prev:c])
         prev = c
     events += s.finish()
-    whole = CallStream(TOOLS)
+    whole = HERMES.call_reader(TOOLS)
     ref = whole.feed(text) + whole.finish()
     assert "".join(v for k, v in events if k == "text") == "".join(v for k, v in ref if k == "text")
     assert [(v.name, v.arguments) for k, v in events if k == "call"] == \
@@ -69,7 +70,7 @@ def test_stream_split_anywhere_matches_whole(pieces, data):
 
 
 def test_stream_holds_back_partial_tag():
-    s = CallStream(TOOLS)
+    s = HERMES.call_reader(TOOLS)
     assert s.feed("Hello <tool") == [("text", "Hello ")]
     assert s.feed("_call>{\"name\": \"get_time\", ") == []
     ev = s.feed("\"arguments\": {}}</tool_call>")
@@ -153,16 +154,16 @@ TIME_CALL = '{"name": "get_time", "arguments": {}}'
 ])
 def test_hermes_call_grammars(parallel, lazy, text, ok):
     if lazy:
-        trigger, g = lazy_call_grammar(TOOLS, parallel=parallel)
+        trigger, g = HERMES.lazy_call_grammar(TOOLS, parallel=parallel)
         assert trigger == "<tool_call>"
     else:
-        g = call_grammar(TOOLS, parallel=parallel)
+        g = HERMES.call_grammar(TOOLS, parallel=parallel)
     m = g.matcher()
     assert (m.accept_bytes(text.encode()) and m.is_accepting()) is ok
 
 
 def test_hermes_call_grammar_closer_writes_the_closing_tag():
-    _, g = lazy_call_grammar(TOOLS)
+    _, g = HERMES.lazy_call_grammar(TOOLS)
     m = g.matcher()
     assert m.accept_bytes(b'{"name": "get_weather", "arguments": {"ci')
     assert m.completion() == b'ty":""}}</tool_call>'
@@ -170,5 +171,5 @@ def test_hermes_call_grammar_closer_writes_the_closing_tag():
 
 def test_hermes_call_grammar_needs_tools():
     with pytest.raises(ToolFormatError) as e:
-        call_grammar([])
+        HERMES.call_grammar([])
     assert e.value.param == "tool_choice"

@@ -297,13 +297,13 @@ def test_chat_response_format_with_tools(oa, live, model, script, choice, want_c
 
 def test_answer_or_call_grammar_refuses_free_text():
     tools = [ToolSpec(n, "", s) for n, s in SCHEMAS.items()]
-    g = hermes.answer_or_call_grammar(cengine.JsonSchema(ANSWER), tools)
+    g = hermes.HERMES.answer_or_call_grammar(cengine.JsonSchema(ANSWER), tools)
     for text, ok in [("".join(DOC), True), ("".join(CALL_1), True), ("".join(TWO_CALLS), True),
                      ("".join(DOC) + " ", False), ("Sure: " + "".join(DOC), False),
                      ("".join(DOC) + "".join(CALL_1), False)]:
         m = g.matcher()
         assert (m.accept_bytes(text.encode()) and m.is_accepting()) is ok, text
-    one = hermes.answer_or_call_grammar(cengine.JsonSchema(ANSWER), tools, parallel=False)
+    one = hermes.HERMES.answer_or_call_grammar(cengine.JsonSchema(ANSWER), tools, parallel=False)
     m = one.matcher()
     assert not m.accept_bytes("".join(TWO_CALLS).encode())
 

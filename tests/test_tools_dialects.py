@@ -16,6 +16,7 @@ import material
 from families import FAMILIES
 from server.runtime.chat_template import template_knows_tools
 from server.tools import ToolSpec, dialect_for, get_dialect
+from tool_text import parse_output
 
 openai = pytest.importorskip("openai")
 
@@ -166,7 +167,7 @@ def test_template_call_is_accepted_by_the_call_grammar(family_model):
     # what follows the call is the end of the turn (and the tool result's turn), never call text
     assert refused is None or refused in m.stop_ids or not rest.strip() \
         or _turn_end(m, rest), f"{key}: after the call the template wrote {rest[:80]!r}"
-    text, calls = d.parse_output(accepted.decode("utf-8"), SPECS)
+    text, calls = parse_output(d, accepted.decode("utf-8"), SPECS)
     assert [(c.name, c.arguments) for c in calls] == [("get_weather", {"city": "Paris",
                                                                        "days": 2})], text
 
@@ -199,7 +200,7 @@ def test_auto_free_text_then_the_trigger_then_a_whole_call(family_model, monkeyp
     events = list(m.generate(prompt, lazy_grammar=d.lazy_call_grammar(SPECS, parallel=False),
                              params=SamplingParams(max_tokens=256, temperature=0)))
     out = b"".join(e.text for e in events[:-1]).decode("utf-8")
-    text, calls = d.parse_output(out, SPECS)
+    text, calls = parse_output(d, out, SPECS)
     assert [(c.name, c.arguments) for c in calls] == [("get_weather",
                                                        {"city": "Oslo", "days": 3})], out
     assert text.strip() == "Let me check.", out

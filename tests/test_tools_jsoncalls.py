@@ -9,6 +9,7 @@ import pytest
 import material
 from server.tools import ToolFormatError, ToolSpec, detect_dialect, dialect_for, get_dialect
 from server.tools.granite import GRANITE4
+from tool_text import parse_output
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
                                             "days": {"type": "integer", "minimum": 1,
@@ -111,13 +112,13 @@ def test_reader_cases(name, case):
         else:
             # nothing is a call: every character comes back as text, in order
             assert rest == text, (step, rest)
-    t, c = d.parse_output(text, TOOLS)
+    t, c = parse_output(d, text, TOOLS)
     assert [(x.name, x.arguments) for x in c] == calls
 
 
 def test_granite4_reads_hermes_blocks():
     text = '<tool_call>\n{"name": "ping", "arguments": {}}\n</tool_call>'
-    assert [(c.name, c.arguments) for c in GRANITE4.parse_output(text, TOOLS)[1]] == [PING]
+    assert [(c.name, c.arguments) for c in parse_output(GRANITE4, text, TOOLS)[1]] == [PING]
     assert GRANITE4.name == "granite"
 
 
@@ -178,7 +179,7 @@ def test_grammar_cases(name):
     good, bad = GRAMMARS[name]
     for t in good:
         assert _accepts(g, t), t
-        assert d.parse_output(t, TOOLS)[1], t
+        assert parse_output(d, t, TOOLS)[1], t
     for t in bad:
         assert not _accepts(g, t), t
 
@@ -189,7 +190,7 @@ def test_call_text_is_accepted_and_read_back(name):
     for tool, args in [PARIS, PING, ("get_weather", {"city": "Zürich <x>", "days": 7})]:
         text = d.call_text(tool, args)
         assert _accepts(d.call_grammar(TOOLS), text), text
-        assert [(c.name, c.arguments) for c in d.parse_output(text, TOOLS)[1]] == [(tool, args)]
+        assert [(c.name, c.arguments) for c in parse_output(d, text, TOOLS)[1]] == [(tool, args)]
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
@@ -198,7 +199,7 @@ def test_one_call_when_parallel_is_off(name):
     g = d.call_grammar(TOOLS, parallel=False)
     good = GRAMMARS[name][0]
     assert _accepts(g, good[0])
-    two = [t for t in good if len(d.parse_output(t, TOOLS)[1]) == 2]
+    two = [t for t in good if len(parse_output(d, t, TOOLS)[1]) == 2]
     assert two and not any(_accepts(g, t) for t in two)
 
 
@@ -212,7 +213,7 @@ def test_closer_finishes_a_cut_call(name):
         if not m.accept_bytes(text[:cut]):
             continue            # inside a multi-byte character
         done = (text[:cut] + m.completion()).decode("utf-8")
-        calls = d.parse_output(done, TOOLS)[1]
+        calls = parse_output(d, done, TOOLS)[1]
         assert calls, (cut, done)
 
 

@@ -20,6 +20,7 @@ import material
 from families import FAMILIES
 from server.tools import ToolSpec, get_dialect
 from server.tools.registry import detect_dialect
+from tool_text import parse_output
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
                                             "days": {"type": "integer", "minimum": 1}},
@@ -158,7 +159,7 @@ def _read(d, chunks):
 @pytest.mark.parametrize("name,output,text,calls", READS)
 def test_reader(name, output, text, calls):
     d = DIALECTS[name]
-    got_text, got = d.parse_output(output, SPECS)
+    got_text, got = parse_output(d, output, SPECS)
     assert (got_text, [(c.name, c.arguments) for c in got]) == (text, calls)
     # a character at a time, and in two pieces at every place: the same text and calls
     for chunks in [list(output)] + [[output[:i], output[i:]]
@@ -190,23 +191,23 @@ def test_streaming_releases_each_call_once_whole():
 def test_call_ids_fit_the_templates():
     """Mistral's templates refuse ids that are not nine alphanumerics; Kimi's write
     functions.NAME:IDX, numbering a turn's calls from 0; the others keep the default form."""
-    _, calls = NEMO.parse_output('[TOOL_CALLS][{"name": "get_weather", "arguments": ' + WA
+    _, calls = parse_output(NEMO, '[TOOL_CALLS][{"name": "get_weather", "arguments": ' + WA
                                  + '}, {"name": "get_weather", "arguments": ' + WA + "}]", SPECS)
     assert len(calls) == 2 and calls[0].id != calls[1].id
     assert all(re.fullmatch("[A-Za-z0-9]{9}", c.id) for c in calls)
-    _, calls = V11.parse_output("[TOOL_CALLS]get_weather[CALL_ID]a1B2c3D4e[ARGS]" + WA, SPECS)
+    _, calls = parse_output(V11, "[TOOL_CALLS]get_weather[CALL_ID]a1B2c3D4e[ARGS]" + WA, SPECS)
     assert re.fullmatch("[A-Za-z0-9]{9}", calls[0].id)
-    _, calls = KIMI.parse_output(kimi(("functions.place_order:4", OA),
+    _, calls = parse_output(KIMI, kimi(("functions.place_order:4", OA),
                                       ("functions.get_weather:9", WA)), SPECS)
     assert [c.id for c in calls] == ["functions.place_order:0", "functions.get_weather:1"]
-    _, calls = HARMONY.parse_output(HARMONY.call_text("get_weather", WC[1]), SPECS)
+    _, calls = parse_output(HARMONY, HARMONY.call_text("get_weather", WC[1]), SPECS)
     assert calls[0].id.startswith("call_")
 
 
 @pytest.mark.parametrize("name", sorted(DIALECTS))
 def test_call_text_reads_back(name):
     d = DIALECTS[name]
-    text, calls = d.parse_output(d.call_text(*OC), SPECS)
+    text, calls = parse_output(d, d.call_text(*OC), SPECS)
     assert (text, [(c.name, c.arguments) for c in calls]) == ("", [OC])
     assert d.call_text(*OC).startswith(d.trigger_text)
 
@@ -275,7 +276,7 @@ def test_forced_grammar(name, parallel, output, ok):
     m = d.call_grammar(SPECS, parallel=parallel).matcher()
     assert (m.accept_bytes(spelled(d, output)) and m.is_accepting()) == ok
     if ok:
-        _, calls = d.parse_output(output, SPECS)
+        _, calls = parse_output(d, output, SPECS)
         assert calls and all(jsonschema.validate(c.arguments, SCHEMAS[c.name]) is None
                              for c in calls)
 
@@ -363,7 +364,7 @@ def test_closer_ends_every_cut_in_valid_calls(name, output):
         if not m.accept_bytes(data[:cut]):
             continue        # inside a special token's marked spelling
         whole = cengine.plain_text(data[:cut] + m.completion()).decode()
-        text, calls = d.parse_output(whole, SPECS)
+        text, calls = parse_output(d, whole, SPECS)
         assert calls and not text, (cut, whole)
         for c in calls:
             jsonschema.validate(c.arguments, SCHEMAS[c.name])

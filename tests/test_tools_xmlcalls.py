@@ -15,6 +15,7 @@ import cengine
 from server.tools import ToolFormatError, ToolSpec, get_dialect
 from server.tools import _xmlargs as X
 from server.tools.base import RegionReader
+from tool_text import parse_output
 
 WEATHER = {"type": "object",
            "properties": {"city": {"type": "string"},
@@ -78,7 +79,7 @@ def _text(d, calls):
 @pytest.mark.parametrize("call", CALLS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CALLS)])
 def test_one_call_reads_back(dialect, call):
     d = _d(dialect)
-    text, calls = d.parse_output(_text(d, [call]), SPECS)
+    text, calls = parse_output(d, _text(d, [call]), SPECS)
     assert [(c.name, c.arguments) for c in calls] == [call], text
     assert text == ""
     _valid(*call)
@@ -182,7 +183,7 @@ def test_an_unfinished_call_is_text_at_the_end(dialect):
     d = _d(dialect)
     whole = d.call_text(*CALLS[0])
     for cut in (len(d.trigger_text) + 3, len(whole) // 2):
-        text, calls = d.parse_output("Hi " + whole[:cut], SPECS)
+        text, calls = parse_output(d, "Hi " + whole[:cut], SPECS)
         assert calls == [] and text == "Hi " + whole[:cut]
 
 
@@ -190,7 +191,7 @@ def test_minimax_a_good_invoke_stands_before_a_broken_one():
     d = _d("minimax")
     good = d.call_text(*CALLS[0])[:-len("</minimax:tool_call>")]
     bad = '<invoke name="rm_rf">\n</invoke>\n</minimax:tool_call>'
-    text, calls = d.parse_output(good + bad, SPECS)
+    text, calls = parse_output(d, good + bad, SPECS)
     assert [(c.name, c.arguments) for c in calls] == [CALLS[0]]
     assert text == bad
 
@@ -277,7 +278,7 @@ def test_qwen_takes_python_spellings_of_booleans_only_where_the_template_writes_
     assert _accepts(g, text.replace("\nTrue\n", "\ntrue\n"))
     # note is string-or-null: written as JSON, so None (Python) is not its spelling
     assert not _accepts(g, text.replace("<parameter=note>\nnull", "<parameter=note>\nNone"))
-    _, calls = d.parse_output(text.replace("\nTrue\n", "\nFalse\n"), SPECS)
+    _, calls = parse_output(d, text.replace("\nTrue\n", "\nFalse\n"), SPECS)
     assert calls[0].arguments["urgent"] is False
 
 
@@ -291,7 +292,7 @@ def test_the_closer_finishes_every_cut_into_a_valid_call(dialect):
         head = text.encode()[:cut]
         assert m.accept_bytes(head)
         whole = head + m.completion()
-        rest, calls = d.parse_output(whole.decode("utf-8"), SPECS)
+        rest, calls = parse_output(d, whole.decode("utf-8"), SPECS)
         assert calls and rest == "", (cut, whole)
         for c in calls:
             _valid(c.name, c.arguments)

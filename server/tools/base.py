@@ -241,15 +241,6 @@ class Dialect:
     def call_reader(self, tools: Sequence[ToolSpec]) -> "RegionReader":
         return RegionReader(self, tools)
 
-    def parse_output(self, text: str, tools: Sequence[ToolSpec]) -> Tuple[str, List[ToolCall]]:
-        """(text outside the calls, calls in order); a block that does not decode to an
-        offered tool stays text."""
-        reader = self.call_reader(tools)
-        events = reader.feed(text) + reader.finish()
-        parts = [v for k, v in events if k == "text"]
-        calls = [v for k, v in events if k == "call"]
-        return "".join(parts).strip() if calls else "".join(parts), calls
-
     def __repr__(self) -> str:
         return f"<tool dialect {self.name}>"
 

@@ -20,7 +20,7 @@ from typing import Any, List, Optional, Sequence
 
 import cengine
 
-from .base import Dialect, RegionReader
+from .base import Dialect
 from .common import ToolCall, ToolSpec
 
 OPEN = "<tool_call>"
@@ -108,27 +108,3 @@ class Hermes(Dialect):
 
 HERMES = Hermes()
 DIALECT = HERMES
-
-
-# module-level names of the unbound dialect (framing as text), as before dialects were objects
-def calls_region(tools: Sequence[ToolSpec], *, parallel: bool = True) -> cengine.TriggeredRegion:
-    return HERMES.calls_region(tools, parallel=parallel)
-
-
-call_grammar = HERMES.call_grammar
-answer_or_call_grammar = HERMES.answer_or_call_grammar
-lazy_call_grammar = HERMES.lazy_call_grammar
-parse_output = HERMES.parse_output
-
-
-class CallStream(RegionReader):
-    """Incremental splitter for streaming: text passes through as soon as it cannot be the
-    start of `<tool_call>`; a call is held back and released whole once its closing tag
-    arrives."""
-
-    def __init__(self, tools: Sequence[ToolSpec]):
-        super().__init__(HERMES, tools)
-
-
-def call_reader(tools: Sequence[ToolSpec]) -> CallStream:
-    return CallStream(tools)
