@@ -6,7 +6,8 @@ from setuptools import Extension, setup
 COMPILE_ARGS = ["-O3", "-fno-strict-aliasing"]
 # the automaton builder: the Builder (_build) and the modules of its phases
 BUILDER_MODULES = ("_build", "_build_hash", "_build_ir", "_build_utf8", "_build_nfa",
-                   "_build_inline")
+                   "_build_inline", "_build_positions", "_build_dfa", "_build_minimize",
+                   "_build_analyses", "_build_pack")
 
 extensions = [
     Extension(f"cengine.{name}", [f"cengine/{name}.pyx"],

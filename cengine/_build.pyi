@@ -1,19 +1,19 @@
-"""Type stubs of cengine._build (Cython, C++): the automaton builder's kernels."""
+"""Type stubs of cengine._build (Cython, C++): the automaton builder (its phases in the
+cengine._build_* modules)."""
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ._build_nfa import RuleNfa
+from ._build_positions import Positions
 
 FLAG_FINAL: int
 FLAG_WS: int
 FLAG_CONTAINER: int
 INF: int
-DFA_GROWTH_SLACK: int           # DFA states a rule may always have under a growth limit
 
-class Builder:
-    """Subset construction and the per-position passes of the automaton builder."""
-    used: int                   # compile work spent so far (units of MAX_COMPILE_WORK)
+class Builder(Positions):
+    """The positions of a grammar's rules, built phase by phase (cengine._build_* modules)."""
     # max_growth: DFA states a rule may have per NFA state reached (plus DFA_GROWTH_SLACK),
     # 0: any;
     # limit_name: how the work limit is named in its error
