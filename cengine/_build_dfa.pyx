@@ -187,7 +187,7 @@ cdef class Determinizer:
                             vector[int]& rec, vector[int]& bounds,
                             vector[pair[int, int]]& cpairs, vector[int]& lo_next,
                             vector[int]& covering) noexcept:
-        # _add_rule's locals and the kept scratch vectors trade contents: at the start the
+        # add_rule's locals and the kept scratch vectors trade contents: at the start the
         # locals take the room of the rule before, at the end they give it back (a swap is
         # its own inverse, so one call serves both)
         cur.swap(self.x_cur)
@@ -202,9 +202,9 @@ cdef class Determinizer:
     cdef int _state_of(self, Positions pos, _SetTable sets, vector[int]& targets,
                        int* nsets, bint byte_edge) except -1:
         """The DFA state an edge leads to: the closure of targets, found among the rule's sets
-        or added as state nsets[0] (counted, within the growth limit, and for a byte edge
-        within the position limit: the frozen reference counts a call's new states against
-        it only when the rule is done)."""
+        or added as state nsets[0], counted within the growth limit; a byte edge's new state
+        also within the position limit (the frozen reference checks a call's new states
+        against it only when the rule is done, as add_rule does at its end)."""
         self.closure(pos, targets)
         cdef vector[int]* key = self.dfa_key()
         cdef int j = sets.find(deref(key))

@@ -112,8 +112,7 @@ cdef void _sccs(Positions pos, int b, int e, vector[int]& members, vector[int]& 
     fin.assign(n, 0)
     members.assign(n, 0)
     # (comp_off filled from lvalues: a push_back of a temporary goes through
-    # emplace_back, and the more of those this module has, the fewer GCC inlines,
-    # _add_rule's among them)
+    # emplace_back, and the more of those a module has, the fewer calls GCC inlines)
     comp_off.assign(1, 0)
     index.assign(n, -1)             # discovery number; -2 once in a component
     low.assign(n, 0)
