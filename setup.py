@@ -4,6 +4,10 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 COMPILE_ARGS = ["-O3", "-fno-strict-aliasing"]
+# the automaton builder: the Builder (_build) and the modules of its phases
+BUILDER_MODULES = ("_build", "_build_hash", "_build_ir", "_build_utf8", "_build_nfa",
+                   "_build_inline", "_build_positions", "_build_dfa", "_build_minimize",
+                   "_build_analyses", "_build_pack")
 
 extensions = [
     Extension(f"cengine.{name}", [f"cengine/{name}.pyx"],
@@ -14,9 +18,12 @@ extensions = [
     # and walks
     for name in ("_matcher", "_bitmask", "_trie", "_tables", "_slices", "_mask")
 ] + [
-    # the automaton builder's kernels use C++ containers (vectors, hash maps)
-    Extension("cengine._build", ["cengine/_build.pyx"], language="c++",
-              extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
+    # the automaton builder's kernels use C++ containers (vectors, hash maps): the Builder
+    # (_build) and its phases, one module each (docs/architecture.md)
+    Extension(f"cengine.{name}", [f"cengine/{name}.pyx"], language="c++",
+              extra_compile_args=COMPILE_ARGS + ["-std=c++11"])
+    for name in BUILDER_MODULES
+] + [
     # the states of an any-order object, made into positions directly
     Extension("cengine._anyorder", ["cengine/_anyorder.pyx"], language="c++",
               extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),

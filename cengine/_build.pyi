@@ -1,35 +1,19 @@
-"""Type stubs of cengine._build (Cython, C++): the automaton builder's kernels."""
-from typing import Any, Dict, List, Optional, Set, Tuple
+"""Type stubs of cengine._build (Cython, C++): the automaton builder (its phases in the
+cengine._build_* modules)."""
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
+
+from ._build_nfa import RuleNfa
+from ._build_positions import Positions
 
 FLAG_FINAL: int
 FLAG_WS: int
 FLAG_CONTAINER: int
 INF: int
-UNROLL_INLINE_MAX: int
-DFA_GROWTH_SLACK: int           # DFA states a rule may always have under a growth limit
 
-def inline_small_rules(grammar: Any, ws_type: type, inline_max_match: int,
-                       inline_max_size: int, any_order: Any = None
-                       ) -> Tuple[Dict[str, Any], Dict[str, Set[str]]]: ...
-
-class RuleNfa:
-    """Thompson NFA of one rule over bytes and calls (flat C++ vectors)."""
-    n: int
-    def __init__(self, rule_index: Dict[str, int], rule_name: str, whitespace: bool,
-                 max_states: int, ws_type: type, share: bool = False) -> None: ...
-    @property
-    def eps(self) -> List[List[int]]: ...
-    @property
-    def bytes_(self) -> List[List[Tuple[int, int, int, int]]]: ...
-    @property
-    def calls(self) -> List[List[Tuple[int, int]]]: ...
-    def build(self, e: Any) -> Tuple[int, int]: ...
-
-class Builder:
-    """Subset construction and the per-position passes of the automaton builder."""
-    used: int                   # compile work spent so far (units of MAX_COMPILE_WORK)
+class Builder(Positions):
+    """The positions of a grammar's rules, built phase by phase (cengine._build_* modules)."""
     # max_growth: DFA states a rule may have per NFA state reached (plus DFA_GROWTH_SLACK),
     # 0: any;
     # limit_name: how the work limit is named in its error

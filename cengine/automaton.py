@@ -38,8 +38,9 @@ import numpy as np
 from . import ir
 from .errors import CompileError
 from ._build import FLAG_CONTAINER, FLAG_FINAL, FLAG_WS, INF  # noqa: F401  (defined in _automaton.pxd)
-from ._build import DFA_GROWTH_SLACK  # noqa: F401  (re-exported beside MAX_DFA_GROWTH)
-from ._build import Builder, inline_small_rules
+from ._build_dfa import DFA_GROWTH_SLACK  # noqa: F401  (re-exported beside MAX_DFA_GROWTH)
+from ._build import Builder
+from ._build_inline import inline_small_rules
 from ._anyorder import positions as any_order_positions
 from ._keytrie import escape_positions as key_escape_positions
 from ._keytrie import positions as free_key_positions

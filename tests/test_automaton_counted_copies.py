@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from cengine import ir
-from cengine._build import RuleNfa
+from cengine._build_nfa import RuleNfa
 from cengine.automaton import MAX_NFA_STATES, _Whitespace
 from cengine.errors import LimitError
 

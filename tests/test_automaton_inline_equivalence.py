@@ -26,7 +26,7 @@ from grammars_ir import ir_or_none
 import material
 from oracles import inline_reference
 from cengine import CompileError, automaton, ir
-from cengine._build import UNROLL_INLINE_MAX, inline_small_rules
+from cengine._build_inline import UNROLL_INLINE_MAX, inline_small_rules
 from cengine.gbnf import parse_gbnf
 from cengine.lexicon import lexicon_to_ir
 from cengine.regex import regex_to_ir

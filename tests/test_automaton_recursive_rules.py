@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from cengine._build import _recursive_rules
+from cengine._build_inline import _recursive_rules
 # the oracle's: a search from every rule
 from oracles.inline_reference import _recursive_rules as _reaches_itself
 

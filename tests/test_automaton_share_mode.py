@@ -15,7 +15,7 @@ import pytest
 import grammars_ir
 from cengine import automaton
 from cengine.automaton import INF
-from cengine._build import RuleNfa
+from cengine._build_nfa import RuleNfa
 from cengine.automaton import MAX_NFA_STATES, _builder, _inline_small_rules, _Whitespace
 from cengine.regex import regex_to_ir
 from cengine.schema import schema_to_ir

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import cengine
 from cengine import ir
-from cengine._build import RuleNfa
+from cengine._build_nfa import RuleNfa
 from cengine.automaton import MAX_NFA_STATES, _Whitespace
 from cengine.errors import CompileError, LimitError
 from cengine.lexicon import (FINAL_MARKS, MAX_TOTAL_BYTES, MAX_TRIE_NESTING, MAX_WORD_BYTES,
