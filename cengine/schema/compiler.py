@@ -41,11 +41,11 @@ from urllib.parse import unquote
 from .. import ir
 from ..ir import UNROLL_INLINE_MAX
 from . import drafts
-from . import json_grammar as jg
-from . import keys as jk
-from . import formats as jf
-from . import numbers as jn
-from . import strings as js
+from . import json_grammar
+from . import keys
+from . import formats
+from . import numbers
+from . import strings
 from .drafts import IgnoredKeyword, Node
 from .drafts import pointer as _ptr
 from ..errors import CompileError, LimitError
@@ -531,10 +531,11 @@ class _Compiler:
                              keyword=key, pointer=_ptr(ptr, key))
 
     def _check_length(self, n: Optional[int], key: str, ptr: str) -> None:
-        # string bounds past jg.UNROLL_LENGTH_MAX are counted in blocks, not unrolled
-        if n is not None and n > jg.MAX_STRING_LENGTH:
+        # string bounds past json_grammar.UNROLL_LENGTH_MAX are counted in blocks, not unrolled
+        if n is not None and n > json_grammar.MAX_STRING_LENGTH:
             raise LimitError(f"'{key}' of {n} exceeds the documented limit of "
-                             f"{jg.MAX_STRING_LENGTH}", keyword=key, pointer=_ptr(ptr, key))
+                             f"{json_grammar.MAX_STRING_LENGTH}", keyword=key,
+                             pointer=_ptr(ptr, key))
 
     def _types(self, schema: dict, ptr: str) -> Tuple[str, ...]:
         """The types a node's documents may have, in TYPES order (number covers integer)."""
@@ -679,7 +680,7 @@ class _Compiler:
     # --- entry ---------------------------------------------------------------------------
     def compile(self, schema: Any, ptr: str) -> ir.Expr:
         if schema is True:
-            return jg.value(self.g)
+            return json_grammar.value(self.g)
         if schema is False:
             return ir.NOTHING
         if not isinstance(schema, dict):
@@ -717,7 +718,7 @@ class _Compiler:
                  not _is_noop("dependentSchemas", schema["dependentSchemas"]))):
             return self._dependent(schema, ptr)
         if not self._has_validating_key(schema):
-            return jg.value(self.g)
+            return json_grammar.value(self.g)
         alts = []
         for t in types:
             if t == "object":
@@ -732,13 +733,13 @@ class _Compiler:
                 alts.append(self._boolean(schema))
             else:
                 alts.append(ir.NOTHING if _json_in(None, schema.get(EXCLUDE, []))
-                            else jg.null(self.g))
+                            else json_grammar.null(self.g))
         return ir.alt(*alts)
 
     def _boolean(self, schema: dict) -> ir.Expr:
         out = schema.get(EXCLUDE, [])
         if not out:
-            return jg.boolean(self.g)
+            return json_grammar.boolean(self.g)
         return ir.alt(*(ir.lit(json.dumps(b)) for b in (True, False) if not _json_in(b, out)))
 
     # --- enum / const: a finite set, every sibling keyword enforced by filtering ------------
@@ -748,9 +749,9 @@ class _Compiler:
         kw = "const" if "const" in schema else "enum"
         values = _values_of(schema)     # both keywords: the values in both
         if "format" in schema and isinstance(schema["format"], str) and \
-                jf.format_expr(schema["format"]) is not None:
+                formats.format_expr(schema["format"]) is not None:
             # an enforced format filters exactly like the grammar would
-            fmt = js.format_body(schema["format"])
+            fmt = strings.format_body(schema["format"])
             values = [v for v in values if not isinstance(v, str) or _matches(fmt, v)]
         if EXCLUDE in schema:
             values = [v for v in values if not _json_in(v, schema[EXCLUDE])]
@@ -774,15 +775,15 @@ class _Compiler:
         t = _type_list(schema.get("type"))
         # typed integer: integral values are written as integers (no `1.0`)
         integer = t not in (None, True) and "integer" in t and "number" not in t
-        strings = [v for v in kept if isinstance(v, str)]
-        if len(strings) >= jg.STRING_SET_DFA_MIN:
+        texts = [v for v in kept if isinstance(v, str)]
+        if len(texts) >= json_grammar.STRING_SET_DFA_MIN:
             # many strings: one automaton of their spellings (linear to make and to build),
             # then the other values' literals (in the values' order as before)
-            expr = ir.alt(jg.string_set(strings),
-                          *(jg.value_literal(self.g, v, integer=integer)
+            expr = ir.alt(json_grammar.string_set(texts),
+                          *(json_grammar.value_literal(self.g, v, integer=integer)
                             for v in kept if not isinstance(v, str)))
         else:
-            expr = ir.alt(*(jg.value_literal(self.g, v, integer=integer) for v in kept))
+            expr = ir.alt(*(json_grammar.value_literal(self.g, v, integer=integer) for v in kept))
         if any(isinstance(v, (list, dict)) for v in kept):
             # literal containers count as one level of nesting
             return self.g.add(self._rule_name(ptr, kw), expr, container=True)
@@ -998,12 +999,12 @@ class _Compiler:
                 out[k] = min(w, v)
             elif k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum") \
                     and _is_bound(v) and _is_bound(w):
-                tighter = jn.tighter_bound(w, v, lower=k.endswith("inimum"))
+                tighter = numbers.tighter_bound(w, v, lower=k.endswith("inimum"))
                 if tighter is None:
                     self._refuse_merge(f"two '{k}' bounds", ptr, kw)
                 out[k] = tighter
             elif k == "multipleOf" and _is_bound(v) and _is_bound(w) and v > 0 and w > 0:
-                fa, fb = jn._spec_value(w), jn._spec_value(v)
+                fa, fb = numbers._spec_value(w), numbers._spec_value(v)
                 if (fa / fb).denominator == 1:
                     out[k] = w
                 elif (fb / fa).denominator == 1:
@@ -1470,10 +1471,10 @@ class _Compiler:
         if EXCLUDE in schema and any(_is_type(v, "number") for v in schema[EXCLUDE]):
             raise CompileError("'not' of a number value is not enforced", keyword="not",
                                pointer=ptr)
-        if not jn.has_numeric_keywords(schema):
-            return jg.integer(self.g) if integer else jg.number(self.g)
+        if not numbers.has_numeric_keywords(schema):
+            return json_grammar.integer(self.g) if integer else json_grammar.number(self.g)
         try:
-            return jn.number_expr(self.g, schema, ptr, integer=integer,
+            return numbers.number_expr(self.g, schema, ptr, integer=integer,
                                   name=self._rule_name(ptr, "integer" if integer else "number"),
                                   cache=self.number_rules)
         except CompileError as e:
@@ -1492,10 +1493,10 @@ class _Compiler:
         if not isinstance(name, str):
             raise CompileError("'format' must be a string", keyword="format",
                                pointer=_ptr(ptr, "format"))
-        if name in jf.UNENFORCEABLE:
-            raise CompileError(f"format '{name}' is not enforced: {jf.UNENFORCEABLE[name]}",
+        if name in formats.UNENFORCEABLE:
+            raise CompileError(f"format '{name}' is not enforced: {formats.UNENFORCEABLE[name]}",
                                keyword="format", pointer=_ptr(ptr, "format"))
-        return jf.format_expr(name)
+        return formats.format_expr(name)
 
     def _string(self, schema: dict, ptr: str) -> ir.Expr:
         lo = self._count(schema, "minLength", ptr) or 0
@@ -1506,22 +1507,22 @@ class _Compiler:
             raise CompileError("'not' of a string value beside string keywords is not enforced",
                                keyword="not", pointer=ptr)
         if out:
-            return jg.string_not_in(self.g, list(dict.fromkeys(out)))
+            return json_grammar.string_not_in(self.g, list(dict.fromkeys(out)))
         if fmt is not None:
             if "pattern" in schema:
                 raise CompileError("'pattern' beside an enforced 'format' is not enforced",
                                    keyword="pattern", pointer=_ptr(ptr, "pattern"))
             return self._shared_string(
                 ("format", schema["format"], lo, hi), ptr,
-                lambda: js.format_string(schema["format"], lo, hi, ptr, self.g))
+                lambda: strings.format_string(schema["format"], lo, hi, ptr, self.g))
         if "pattern" in schema:
             return self._shared_string(
                 ("pattern", schema["pattern"], lo, hi), ptr,
-                lambda: js.constrained_string(js.pattern_expr(schema["pattern"], ptr), lo, hi,
-                                              ptr, "pattern", self.g))
+                lambda: strings.constrained_string(strings.pattern_expr(schema["pattern"], ptr),
+                                                   lo, hi, ptr, "pattern", self.g))
         self._check_length(lo, "minLength", ptr)
         self._check_length(hi, "maxLength", ptr)
-        return jg.bounded_string(self.g, lo, hi)
+        return json_grammar.bounded_string(self.g, lo, hi)
 
     def _shared_string(self, key: tuple, ptr: str, make) -> ir.Expr:
         """The string of a format or pattern (with length bounds), one rule per distinct key
@@ -1574,7 +1575,7 @@ class _Compiler:
         self._check_unroll(lo, "minItems", ptr)
         self._check_unroll(hi if hi is not None and hi > len(elems) else None, "maxItems", ptr)
         k = len(elems)
-        sep = jg.comma(g)
+        sep = json_grammar.comma(g)
         # the keyword a limit met while building the array's rules names
         size_kw = "maxItems" if hi is not None else "minItems" if lo else ikw
         run_item = ir.seq(sep, rest)
@@ -1599,14 +1600,14 @@ class _Compiler:
 
         members = ir.NOTHING if hi == 0 else ir.seq(elem(0), tail(1))
         tail = None     # unbound: it calls itself through its cell (a cycle)
-        expr = jg.container(g, "[", members, "]", nullable_members=(lo == 0))
+        expr = json_grammar.container(g, "[", members, "]", nullable_members=(lo == 0))
         # schemas repeat arrays too (a list of strings in every rule of a linter's config):
         # equal ones are one rule
         return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword=size_kw))
 
     # --- objects ---------------------------------------------------------------------------
     def _value_expr(self, schema: Any, ptr: str) -> ir.Expr:
-        return jg.value(self.g) if schema is True else self.compile(schema, ptr)
+        return json_grammar.value(self.g) if schema is True else self.compile(schema, ptr)
 
     def _pattern_language(self, pattern: Any, pp_ptr: str) -> ir.Expr:
         """strings.pattern_expr of a patternProperties pattern, parsed once per compile:
@@ -1614,10 +1615,10 @@ class _Compiler:
         hundred characters in every object of a release schema), and the same IR object
         also makes the key languages' memo hit by identity."""
         if not isinstance(pattern, str):
-            return js.pattern_expr(pattern, pp_ptr)     # (refused, naming pp_ptr)
+            return strings.pattern_expr(pattern, pp_ptr)     # (refused, naming pp_ptr)
         e = self._regex_exprs.get(pattern)
         if e is None:
-            e = self._regex_exprs[pattern] = js.pattern_expr(pattern, pp_ptr)
+            e = self._regex_exprs[pattern] = strings.pattern_expr(pattern, pp_ptr)
         return e
 
     def _extra_keys(self, schema: dict, ptr: str, declared: List[str], addl: Any,
@@ -1661,7 +1662,7 @@ class _Compiler:
                 value = self._value_expr(value_schema, where)
                 if isinstance(value, ir.Nothing):
                     continue
-                key = jk.key_expr(g, self._rule_name(where, "key"), language, declared,
+                key = keys.key_expr(g, self._rule_name(where, "key"), language, declared,
                                   negate=negate, keyword="patternProperties", pointer=pp_ptr,
                                   alphabet=_key_alphabet(narrow))
                 if not isinstance(key, ir.Nothing):
@@ -1688,7 +1689,7 @@ class _Compiler:
             return out
         # (a FreeKeys: its rule is made where it is called, _object_expr; under
         # property_order "any" the extra member's own free-key rule stands instead)
-        free = jg.free_keys(g, declared)
+        free = json_grammar.free_keys(g, declared)
         return [(k if k is not None else free, v) for k, v in out]
 
     def _property_value(self, schema: Any, ptr: str) -> ir.Expr:
@@ -1774,7 +1775,7 @@ class _Compiler:
             else:
                 both = _all_of(conj, ("properties", prop_ptr))
             entries.append((name, self._property_value(both, where) if both is not True
-                            else jg.value(g), req))
+                            else json_grammar.value(g), req))
         present = []
         for name, e, req in entries:
             if isinstance(e, ir.Nothing):
@@ -1796,11 +1797,13 @@ class _Compiler:
         members; with lo/hi, the members are counted (extra ones too: the count states
         follow the declared chain)."""
         g = self.g
-        col = jg.colon(g)
-        sep = jg.comma(g)
-        extras = [(jg.free_key_rule(g, k) if type(k) is jg.FreeKeys else k, v) for k, v in extras]
-        kvs = [ir.seq(ir.byte_string(jg.canonical_string(n)), col, e) for n, e, _ in present]
-        extra = jg.alt(*(ir.seq(k, col, v) for k, v in extras)) if extras else None
+        col = json_grammar.colon(g)
+        sep = json_grammar.comma(g)
+        extras = [(json_grammar.free_key_rule(g, k) if type(k) is json_grammar.FreeKeys else k, v)
+                  for k, v in extras]
+        kvs = [ir.seq(ir.byte_string(json_grammar.canonical_string(n)), col, e)
+               for n, e, _ in present]
+        extra = json_grammar.alt(*(ir.seq(k, col, v) for k, v in extras)) if extras else None
         n = len(present)
         n_req = sum(1 for _, _, r in present if r)
         if hi is not None and n_req > hi:
@@ -1852,7 +1855,7 @@ class _Compiler:
                 e = _seq_onto(item if present[i][2] else ir.opt(item), after(i + 1, c))
             else:
                 take = _seq_onto(ir.seq(sep, kvs[i]), after(i + 1, c + 1))
-                e = take if present[i][2] else jg.alt(take, after(i + 1, c))
+                e = take if present[i][2] else json_grammar.alt(take, after(i + 1, c))
             if not inline and i < n and not isinstance(e, ir.Nothing):
                 e = g.add(self._rule_name(ptr, f"after{i}" + (f"-{c}" if counted else "")), e)
                 made.append(e.name)
@@ -1863,7 +1866,7 @@ class _Compiler:
         firsts = [_seq_onto(kvs[j], after(j + 1, 1)) for j in starts]
         if first_req is None and extra is not None:
             firsts.append(_seq_onto(extra, after(n, 1)))
-        members = jg.alt(*firsts)
+        members = json_grammar.alt(*firsts)
         after = None    # unbound: it calls itself through its cell (a cycle)
         # the chain's rules were made callee first; each caller before its callees instead
         # (reverse post-order), so the builder's shortest-completion sweeps, which run from
@@ -1874,7 +1877,7 @@ class _Compiler:
         if tail is not None:
             members = ir.seq(members, tail)
         empty_ok = first_req is None and lo == 0
-        expr = jg.container(g, "{", members, "}", nullable_members=empty_ok)
+        expr = json_grammar.container(g, "{", members, "}", nullable_members=empty_ok)
         return g.add(self._rule_name(ptr, "object"), expr, container=True)
 
     def _object_expr_any_order(self, ptr: str, present, extras, lo: int,
@@ -1893,7 +1896,7 @@ class _Compiler:
         make, inline and determinize; tests/oracles/any_order_reference.py keeps that form
         as the reference)."""
         g = self.g
-        col = jg.colon(g)
+        col = json_grammar.colon(g)
         n = len(present)
         n_req = sum(1 for _, _, r in present if r)
         if hi is not None and (n_req > hi or lo > hi):
@@ -1929,15 +1932,16 @@ class _Compiler:
             extra = self.shared_parts.get(key)
             if extra is None:
                 options = [self._extra_option(ptr, k, col, v) for k, v in extras]
-                if len(options) == 1 and jg.is_free_member(g, options[0]):
+                if len(options) == 1 and json_grammar.is_free_member(g, options[0]):
                     # the free-key rule is the whole extra member already
                     extra = self.shared_parts[key] = options[0].name
                 else:
-                    extra = self._object_part(ptr, "extra-member", jg.alt(*options), key=key)
+                    extra = self._object_part(ptr, "extra-member", json_grammar.alt(*options),
+                                              key=key)
                 self.shared_keys.extend(k for k, _ in extras)   # (their ids stay theirs)
-        jg.ws(g)        # (the root's whitespace rule: its bytes are the node's whitespace)
+        json_grammar.ws(g)      # (the root's whitespace rule: its bytes are the node's whitespace)
         node = ir.AnyOrder(members, tuple(r for _, _, r in present), extra, lo, hi,
-                           not subsets, jg.ws_bytes())
+                           not subsets, json_grammar.ws_bytes())
         return ir.ref(self._object_part(ptr, "object", node, container=True))
 
     def _member_rule(self, ptr: str, name: str, e: ir.Expr, col: ir.Expr) -> str:
@@ -1952,7 +1956,7 @@ class _Compiler:
         # the name, col and one call is keyed by the three, not by its expression, whose
         # hash calls every leaf's __hash__; any member expression of that form gets that key
         # (the name's spelling is one to one), so equal expressions still share one rule
-        name_lit = ir.byte_string(jg.canonical_string(name))
+        name_lit = ir.byte_string(json_grammar.canonical_string(name))
         if type(e) is ir.Ref:
             call = e
             # what ir.seq makes of them, spelled directly once col is known to join a
@@ -1980,15 +1984,15 @@ class _Compiler:
         return rule
 
     def _extra_option(self, ptr: str, k: ir.Expr, col: ir.Expr, v: ir.Expr) -> ir.Expr:
-        """Extra members with keys k: `k col v`. Free keys (jg.FreeKeys) are one rule, the
-        names' trie, that calls `col v` as a rule of its own once the key is closed (made
-        instead of string_not_in's rule, which nothing would call), so that a token such as `":`
-        after a key still inside the names' trie enters a rule instead of leaving the key's
-        (the mask tables decide entering ahead of time; leaving needs the stack)."""
-        if type(k) is jg.FreeKeys:
+        """Extra members with keys k: `k col v`. Free keys (json_grammar.FreeKeys) are one
+        rule, the names' trie, that calls `col v` as a rule of its own once the key is closed
+        (made instead of string_not_in's rule, which nothing would call), so that a token such
+        as `":` after a key still inside the names' trie enters a rule instead of leaving the
+        key's (the mask tables decide entering ahead of time; leaving needs the stack)."""
+        if type(k) is json_grammar.FreeKeys:
             rest = self._object_part(ptr, "extra-value", ir.seq(col, v),
                                      keyword="additionalProperties")
-            return jg.free_member(self.g, k, rest)
+            return json_grammar.free_member(self.g, k, rest)
         return ir.seq(k, col, v)
 
     def _object_part(self, ptr: str, kind: str, expr: ir.Expr, container: bool = False,
@@ -2031,7 +2035,7 @@ def _matches(expr: ir.Expr, s: str) -> bool:
     g = ir.GrammarIR()
     g.add("root", expr)
     m = Grammar.from_ir(g).matcher()
-    body = jg.canonical_string(s)[1:-1]
+    body = json_grammar.canonical_string(s)[1:-1]
     return m.accept_bytes(body) and m.is_accepting()
 
 
@@ -2088,14 +2092,14 @@ def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget:
     """The whole document: optional whitespace, one instance of schema, optional whitespace
     (without surrounding_whitespace: the instance alone, so generation ends with its root)."""
     g = ir.GrammarIR()
-    w = jg.ws(g) if surrounding_whitespace else None
+    w = json_grammar.ws(g) if surrounding_whitespace else None
     body = add_schema(g, schema, prefix="s-", closed_objects=closed_objects,
                       property_order=property_order)
     g.add("root", ir.seq(w, body, w) if w is not None else body)
     g.root = "root"
     g.whitespace_budget = whitespace_budget
     g.max_depth = max_depth
-    if "root" not in ir.productive_rules(g, jg.productive_fixed_rules(g)):
+    if "root" not in ir.productive_rules(g, json_grammar.productive_fixed_rules(g)):
         raise CompileError("the schema accepts no finite JSON document (false schema, an "
                            "impossible constraint, or a required endless recursion)", pointer="")
     return g
