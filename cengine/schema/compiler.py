@@ -34,7 +34,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 from json.encoder import encode_basestring_ascii as _json_ascii
 from urllib.parse import unquote
 
@@ -48,15 +48,15 @@ from . import numbers
 from . import strings
 from .drafts import IgnoredKeyword, Node
 from .drafts import pointer as _ptr
+from .vocabulary import (ABSENT, ANNOTATIONS, ENFORCED, EXCLUDE, MAX_VARIANTS, NEEDS_PARTNER,
+                         TYPES, _is_annotation, _is_bound, _is_count, _is_type, _json_in,
+                         _same, _type_list, _types_overlap, _values_of)
 from ..errors import CompileError, LimitError
 
 # minItems/maxItems are unrolled into copies: same cap as GBNF repetition (string lengths:
 # json_grammar.MAX_STRING_LENGTH)
 MAX_UNROLL = 4096
 
-# at most this many variants for dependentRequired/dependentSchemas (2**keys) and for the
-# distribution of two anyOf lists in a merge (len * len)
-MAX_VARIANTS = 64
 # extra keys beside a narrow patternProperties pattern that uses a construct ECMA-262 and
 # Python's re read differently outside printable ASCII (keys.py): printable ASCII only
 PATTERN_KEY_ALPHABET = (0x20, 0x7E)
@@ -84,24 +84,6 @@ _RULE_KEYWORDS = {"object": "properties", "after": "properties",
                   "extra-member": "additionalProperties", "all": "allOf", "enum": "enum",
                   "const": "const"}
 
-TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
-
-# keywords that never change which documents are valid (in the 2020-12 reading every node
-# is rewritten into)
-ANNOTATIONS = drafts.ALWAYS_ANNOTATIONS
-
-# internal keywords of rewritten nodes (never in a user's schema: the compiler makes them)
-ABSENT = "$llamay-absent"        # names that must not occur (from not/required, variants)
-EXCLUDE = "$llamay-exclude"      # values that must not occur (from not/enum, not/const)
-
-ENFORCED = frozenset({
-    "type", "properties", "required", "additionalProperties", "items", "prefixItems",
-    "minItems", "maxItems", "enum", "const", "minLength", "maxLength", "$ref", "anyOf", "$id",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern",
-    "format", "allOf", "oneOf", "not", "if", "then", "else", "patternProperties",
-    "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
-    ABSENT, EXCLUDE,
-})
 
 # keywords that are refused, with the instance types they constrain (None: every type)
 TYPE_SPECIFIC = {
@@ -112,8 +94,6 @@ TYPE_SPECIFIC = {
     "unevaluatedProperties": ("object",),
 }
 
-# keywords that only act together with a partner; alone they have no effect (spec)
-NEEDS_PARTNER = {"then": "if", "else": "if", "minContains": "contains", "maxContains": "contains"}
 
 # compile() reads a node's other keywords only when one of these is present
 _DISPATCHED = frozenset({"$id", "enum", "const", "allOf", "$ref", "not", "if", "oneOf", "anyOf"})
@@ -126,36 +106,6 @@ _ENFORCED_VALIDATING = ENFORCED - {"$id"}
 _NO_TYPE = object()
 _TYPES_OF = {name: (name,) for name in TYPES}
 _TYPES_OF[_NO_TYPE] = ("object", "array", "string", "number", "boolean", "null")
-
-
-def _is_annotation(key: str) -> bool:
-    # vendor extensions (OpenAPI `x-...`) are annotations by convention
-    return key in ANNOTATIONS or key.startswith("x-")
-
-
-def _type_list(t):
-    """`type` as a list of known type names, True when absent, None when malformed."""
-    if t is None:
-        return True
-    names = [t] if isinstance(t, str) else t
-    if not isinstance(names, list) or not all(isinstance(n, str) and n in TYPES for n in names):
-        return None
-    return names
-
-
-def _is_type(v, t: str) -> bool:
-    """JSON Schema's type test (booleans are not numbers; 1.0 is an integer)."""
-    if t == "null":
-        return v is None
-    if t == "boolean":
-        return isinstance(v, bool)
-    if isinstance(v, bool):
-        return False
-    if t == "integer":
-        return isinstance(v, int) or (isinstance(v, float) and v.is_integer())
-    if t == "number":
-        return isinstance(v, (int, float))
-    return isinstance(v, {"string": str, "array": list, "object": dict}[t])
 
 
 _SLUG_WORD = re.compile(r"[A-Za-z0-9]+")
@@ -194,70 +144,8 @@ def _is_noop(key: str, val: Any) -> bool:
     return False
 
 
-def _is_bound(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _is_count(v: Any) -> bool:
-    return (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or \
-        (isinstance(v, float) and v.is_integer() and v >= 0)
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON documents (1 and true differ; key order does not matter)."""
-    # the merges compare the same objects and short strings (`type`) over and over: those
-    # answers need no serializing (json.dumps writes a str, int or bool differently from any
-    # other value of another type, and equal ones alike)
-    if a is b:
-        return True
-    ta, tb = type(a), type(b)
-    if ta in _SCALARS and tb in _SCALARS:
-        return ta is tb and a == b
-    # objects and arrays member by member (the merges compare property schemas of many
-    # keys, which serializing wrote out whole, twice, per comparison): equal key sets of
-    # strings (json.dumps writes other keys as strings, so those are left to it), then
-    # equal members; json.dumps writes a tuple as an array
-    if isinstance(a, dict) and isinstance(b, dict):
-        if len(a) != len(b):
-            return False
-        if all(type(k) is str for k in a) and all(type(k) is str for k in b):
-            return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
-    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-
-
-_SCALARS = (str, int, bool)
 # the keywords of an original schema that _Compiler._lengths_only reads without a validator
 _LENGTH_ENUM_KEYS = ("enum", "type", "minLength", "maxLength")
-
-
-def _json_in(v: Any, values: List[Any]) -> bool:
-    """v equals one of values as JSON Schema compares (1 == 1.0, true != 1)."""
-    return any(_json_equal(v, w) for w in values)
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
-def _values_of(schema: dict) -> Optional[list]:
-    """The values const and enum of schema allow (both: the ones in both), None: any."""
-    out = None
-    if "enum" in schema and isinstance(schema["enum"], list):
-        out = list(schema["enum"])
-    if "const" in schema:
-        c = schema["const"]
-        out = [c] if out is None or _json_in(c, out) else []
-    return out
 
 
 def _parts_of(*schemas) -> Optional[list]:
@@ -452,13 +340,6 @@ class _Facts:
         self.props = props          # name -> schema of its value
         self.closed = closed        # the only names an object may have, or None
         self.absent = absent        # names no object has
-
-
-def _types_overlap(a: Set[str], b: Set[str]) -> Set[str]:
-    out = a & b
-    if "number" in a and "integer" in b or "integer" in a and "number" in b:
-        out.add("integer")
-    return out
 
 
 class _Compiler:
