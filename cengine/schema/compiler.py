@@ -34,7 +34,6 @@ import math
 import re
 from typing import Any, Dict, List, Optional, Tuple
 from json.encoder import encode_basestring_ascii as _json_ascii
-from urllib.parse import unquote
 
 from .. import ir
 from ..ir import UNROLL_INLINE_MAX
@@ -46,6 +45,7 @@ from . import numbers
 from . import strings
 from .drafts import IgnoredKeyword, Node
 from .drafts import pointer as _ptr
+from .refs import References
 from .pattern_names import _key_alphabet, _name_matches, _universal_pattern
 from .vocabulary import (ABSENT, ANNOTATIONS, ENFORCED, EXCLUDE, MAX_VARIANTS, NEEDS_PARTNER,
                          TYPES, _is_annotation, _is_bound, _is_count, _is_type, _json_in,
@@ -256,7 +256,7 @@ class _Facts:
         self.absent = absent        # names no object has
 
 
-class _Compiler:
+class _Compiler(References):
     def __init__(self, g: ir.GrammarIR, root: Any, prefix: str, closed_objects: bool,
                  property_order: str = "declared"):
         self.g = g
@@ -412,25 +412,6 @@ class _Compiler:
             k = self.ignored[i]
             self.ignored[i] = IgnoredKeyword(k.keyword, where + k.pointer[len(ptr):], k.why)
 
-    def _embedded_ids(self) -> bool:
-        """Some schema below the root has a non-fragment $id (id in draft-04)."""
-        if self._embedded is None:
-            self._embedded = self._find_embedded_ids()
-        return self._embedded
-
-    def _find_embedded_ids(self) -> bool:
-        key = "id" if self.draft == drafts.DRAFT4 else "$id"
-        stack = [(self.root, True)]
-        while stack:
-            x, top = stack.pop()
-            if isinstance(x, dict):
-                v = x.get(key)
-                if not top and isinstance(v, str) and not v.startswith("#"):
-                    return True
-                stack.extend((y, False) for k, y in x.items() if k not in ("enum", "const"))
-            elif isinstance(x, list):
-                stack.extend((y, False) for y in x)
-        return False
 
     def _json_text(self, x: Any) -> str:
         """json.dumps(x). The conjunctions _conj_rule keys by their text hold the same
@@ -468,9 +449,6 @@ class _Compiler:
             return float.__repr__(x)
         return json.dumps(x)
 
-    def _uses_ref(self, schema: Any) -> bool:
-        text = json.dumps(schema)
-        return '"$ref"' in text or '"$recursiveRef"' in text
 
     # --- entry ---------------------------------------------------------------------------
     def compile(self, schema: Any, ptr: str) -> ir.Expr:
@@ -642,41 +620,6 @@ class _Compiler:
         return ok and not _json_in(value, schema.get(EXCLUDE, [])) and \
             all(not isinstance(value, dict) or n not in value for n in schema.get(ABSENT, []))
 
-    # --- $ref ------------------------------------------------------------------------------
-    def _resolve(self, ref: Any, ptr: str) -> Tuple[Any, str]:
-        where = _ptr(ptr, "$ref")
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            raise CompileError(f"only local references ('#...') are enforced, not {ref!r}",
-                               keyword="$ref", pointer=where)
-        frag = unquote(ref[1:])
-        if frag and not frag.startswith("/"):
-            raise CompileError(f"anchor references ({ref!r}) are not supported",
-                               keyword="$ref", pointer=where)
-        node = self.root
-        tokens = [t.replace("~1", "/").replace("~0", "~") for t in frag.split("/")[1:]]
-        for t in tokens:
-            if isinstance(node, dict) and t in node:
-                node = node[t]
-            elif isinstance(node, list) and t.isdigit() and int(t) < len(node):
-                node = node[int(t)]
-            else:
-                raise CompileError(f"reference {ref!r} points nowhere", keyword="$ref",
-                                   pointer=where)
-        return node, _ptr("", *tokens)
-
-    def _ref(self, ref: Any, ptr: str) -> ir.Expr:
-        target, tptr = self._resolve(ref, ptr)
-        return self.rule_for(target, tptr)
-
-    def rule_for(self, schema: Any, ptr: str) -> ir.Ref:
-        """The rule of the schema at pointer ptr, made once; recursion refers back to it."""
-        name = self.ref_rules.get(ptr)
-        if name is None:
-            name = self._rule_name(ptr, "schema", _sizing_keyword(schema))
-            self.ref_rules[ptr] = name
-            self.g.add(name, ir.NOTHING)
-            self.g.rules[name].expr = self.compile(schema, ptr)
-        return ir.ref(name)
 
     # --- allOf / $ref with siblings: one merged schema -------------------------------------
     def _conj_rule(self, schema: Node, ptr: str, kw: str) -> ir.Expr:
@@ -1806,17 +1749,6 @@ class _Compiler:
 
 
 _COMPOSITE = (ir.Seq, ir.Alt, ir.Repeat)
-
-
-def _sizing_keyword(schema: Any) -> Optional[str]:
-    """The keyword of a schema that a limit met while building its rule names: the first
-    present of those whose compiled form can grow large."""
-    if isinstance(schema, dict):
-        for k in ("pattern", "format", "enum", "maxLength", "minLength", "maxItems",
-                  "minItems", "properties", "items", "anyOf", "oneOf", "allOf", "$ref"):
-            if k in schema:
-                return k
-    return None
 
 
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties")
