@@ -24,6 +24,15 @@ Shape: one rule per object/array (flagged `container`, so max_depth counts them)
 per $ref target and per merged conjunction (so recursion is a rule calling itself), shared
 lexical rules from json_grammar (whitespace with the budget flag, one string body for all
 free strings).
+
+Parts: this module holds the entry points (schema_to_ir, add_schema, check_property_order)
+and _Compiler's dispatch over a node's keywords (compile), with what is left small: the
+keyword checks, anyOf, booleans, null, numbers, strings and arrays. _Compiler is composed of
+one mixin per concern, each in its module: References (refs.py: $ref), Conjunction
+(conjunction.py: allOf and $ref beside siblings, merged), Negation (negation.py: not,
+if/then/else, oneOf), Enums (enums.py: enum / const and the validator of single values),
+Objects (objects.py: properties to member order). __init__ below holds the state of one
+compile for all of them; vocabulary.py the keywords and value tests they share.
 """
 from __future__ import annotations
 
@@ -35,25 +44,24 @@ from typing import Any, Dict, List, Optional, Tuple
 from .. import ir
 from ..ir import UNROLL_INLINE_MAX
 from . import drafts
-from . import json_grammar
 from . import formats
+from . import json_grammar
 from . import numbers
 from . import strings
+from .conjunction import Conjunction, _all_of
 from .drafts import IgnoredKeyword, Node
 from .drafts import pointer as _ptr
-from .conjunction import Conjunction, _all_of
 from .enums import Enums
 from .negation import Negation
 from .objects import Objects
 from .refs import References
-from .vocabulary import (ANNOTATIONS, ENFORCED, EXCLUDE, NEEDS_PARTNER,
-                         TYPES, _is_annotation, _is_count, _is_type, _json_in)
+from .vocabulary import (ANNOTATIONS, ENFORCED, EXCLUDE, NEEDS_PARTNER, TYPES, _is_annotation,
+                         _is_count, _is_type, _json_in)
 from ..errors import CompileError, LimitError
 
 # minItems/maxItems are unrolled into copies: same cap as GBNF repetition (string lengths:
 # json_grammar.MAX_STRING_LENGTH)
 MAX_UNROLL = 4096
-
 
 # property_order: "declared" (the default, what generation should write: declared properties
 # in the schema's order, extra keys last) or "any" (every order, each declared name at most
@@ -179,6 +187,8 @@ def _place_pointer(where: Optional[tuple]) -> str:
 
 
 class _Compiler(References, Conjunction, Negation, Enums, Objects):
+    """One compile of one schema document into g: compile() dispatches a node to its part."""
+
     def __init__(self, g: ir.GrammarIR, root: Any, prefix: str, closed_objects: bool,
                  property_order: str = "declared"):
         self.g = g
@@ -188,17 +198,24 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         self.any_order = property_order == "any"
         self.draft = drafts.draft_of(root)
         self.ignored: List[IgnoredKeyword] = []
+        self._places: Optional[_Places] = None
+        self._regex_exprs: Dict[str, ir.Expr] = {}   # _pattern_expr, _pattern_language
+        self.number_rules: Dict = {}
+        self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
+        # refs.py
         self.ref_rules: Dict[str, str] = {}
+        self._embedded: Optional[bool] = None
+        # conjunction.py
         self.conj_rules: Dict[str, str] = {}
         # _flatten_ref: $ref target pointer -> (its conjuncts, depth of the chain below it)
         self._flat_refs: Dict[str, Tuple[list, Optional[int]]] = {}
         self._flat_depth = -1
+        self._json_texts: Dict[int, Tuple[Any, str]] = {}     # _json_text
+        # enums.py
+        self._validator = None
+        # objects.py
         # _property_value: id of a document's schema object -> (it, its expression)
         self._property_values: Dict[int, Tuple[dict, ir.Expr]] = {}
-        self._regex_exprs: Dict[str, ir.Expr] = {}   # _pattern_expr, _pattern_language
-        self._validator = None
-        self.number_rules: Dict = {}
-        self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
         self.shared_parts: Dict[tuple, str] = {}        # (kind, expression) -> object part rule
         self.shared_keys: List[ir.Expr] = []            # extra keys shared_parts keys by id
         # _object_expr_any_order: (name, id of the value expression) -> (it, member rule)
@@ -206,10 +223,7 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         # _member_rule: the colon expression last seen, and its items when a member spelled
         # with it is the literal, its items and the call (None: ir.seq joins them)
         self._member_col: Optional[ir.Expr] = None
-        self._json_texts: Dict[int, Tuple[Any, str]] = {}     # _json_text
         self._member_col_items: Optional[tuple] = None
-        self._embedded: Optional[bool] = None
-        self._places: Optional[_Places] = None
 
     # --- helpers ------------------------------------------------------------------------
     def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
@@ -283,6 +297,21 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         """The keyword as written in the schema (a draft rewrite may have renamed it)."""
         return schema.src.get(key, key) if isinstance(schema, Node) else key
 
+    def _without(self, schema: Node, *keys: str) -> Node:
+        """schema minus keys (anyOf, oneOf, not, if and the dependencies compile the rest beside
+        them); it still stands for its original (minus the same keys) when it is a draft
+        rewrite of one original schema."""
+        parts = None
+        if schema.parts is not None and len(schema.parts) == 1 and \
+                all(self._kw(schema, k) == k for k in keys) and \
+                set(schema.parts[0]) >= set(k for k in keys if k in schema):
+            orig = schema.parts[0]
+            if all(schema.get(k) is orig.get(k) for k in schema if k in orig) and \
+                    all(k in schema or _is_annotation(k) or k in keys for k in orig
+                        if k in drafts.KEYWORDS[self.draft]):
+                parts = [{k: v for k, v in orig.items() if k not in keys}]
+        return Node({k: v for k, v in schema.items() if k not in keys}, src=schema.src, parts=parts)
+
     def _check_keywords(self, schema: dict, ptr: str, types: Tuple[str, ...]) -> None:
         """Refuse every keyword that would change validity and is not enforced here."""
         if _ENFORCED_OR_ANNOTATION.issuperset(schema):
@@ -333,7 +362,6 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         for i in range(mark, len(self.ignored)):
             k = self.ignored[i]
             self.ignored[i] = IgnoredKeyword(k.keyword, where + k.pointer[len(ptr):], k.why)
-
 
     # --- entry ---------------------------------------------------------------------------
     def compile(self, schema: Any, ptr: str) -> ir.Expr:
@@ -400,22 +428,7 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
             return json_grammar.boolean(self.g)
         return ir.alt(*(ir.lit(json.dumps(b)) for b in (True, False) if not _json_in(b, out)))
 
-
     # --- anyOf -----------------------------------------------------------------------------
-    def _without(self, schema: Node, *keys: str) -> Node:
-        """schema minus keys; it still stands for its original (minus the same keys) when it
-        is a draft rewrite of one original schema."""
-        parts = None
-        if schema.parts is not None and len(schema.parts) == 1 and \
-                all(self._kw(schema, k) == k for k in keys) and \
-                set(schema.parts[0]) >= set(k for k in keys if k in schema):
-            orig = schema.parts[0]
-            if all(schema.get(k) is orig.get(k) for k in schema if k in orig) and \
-                    all(k in schema or _is_annotation(k) or k in keys for k in orig
-                        if k in drafts.KEYWORDS[self.draft]):
-                parts = [{k: v for k, v in orig.items() if k not in keys}]
-        return Node({k: v for k, v in schema.items() if k not in keys}, src=schema.src, parts=parts)
-
     def _any_of(self, schema: Node, ptr: str) -> ir.Expr:
         branches = schema["anyOf"]
         if not isinstance(branches, list) or not branches:
@@ -428,7 +441,6 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
             return ir.alt(*(self.compile(_all_of([rest, b], origin), _ptr(ptr, "anyOf", i))
                             for i, b in enumerate(branches)))
         return ir.alt(*(self.compile(b, _ptr(ptr, "anyOf", i)) for i, b in enumerate(branches)))
-
 
     # --- numbers ---------------------------------------------------------------------------
     def _number(self, schema: dict, ptr: str, integer: bool) -> ir.Expr:
