@@ -106,8 +106,8 @@ def small_order_budget(monkeypatch):
     """MAX_ORDER_STATES shrunk so that every object with properties takes the form past the
     any-order state budget (declared properties in declared order, extra keys anywhere)."""
     import cengine
-    from cengine.schema import compiler
-    monkeypatch.setattr(compiler, "MAX_ORDER_STATES", 1)
+    from cengine.schema import objects
+    monkeypatch.setattr(objects, "MAX_ORDER_STATES", 1)
     cengine.CACHE.clear()
     yield
     cengine.CACHE.clear()

@@ -16,6 +16,7 @@ import pytest
 
 from cengine import LimitError, ir
 from cengine.schema import numbers as N
+from oracles import number_reference
 
 SHAPES = [
     {"type": "number", "exclusiveMinimum": 0},
@@ -74,16 +75,18 @@ def number_dfa(schema, *, refused: bool = False):
 
 
 def _raw(schema, with_dfa=False):
-    """The explored (unminimized) DFA of schema by the Python reference (_explore), from the
-    _NumberDfa number_expr builds (number_expr itself uses cengine._numdfa, which
-    tests/test_schema_numbers_native.py compares with this reference)."""
+    """The explored (unminimized) DFA of schema by the Python reference
+    (oracles/number_reference.explore), from the _NumberDfa number_expr builds (number_expr
+    itself uses cengine._numdfa, which tests/test_schema_numbers_native.py compares with this
+    reference)."""
     dfa, keyword, pointer = number_dfa(schema)
-    raw = N._explore(dfa, keyword, pointer)
+    raw = number_reference.explore(dfa, keyword, pointer)
     return (raw, dfa) if with_dfa else raw
 
 
 def _explore_by_step(dfa):
-    """The breadth-first exploration as it was: dfa.step per symbol."""
+    """The breadth-first exploration as it was: step per symbol."""
+    dfa = number_reference.NumberDfa(dfa)
     index = {dfa.start(): 0}
     order = [dfa.start()]
     trans = []

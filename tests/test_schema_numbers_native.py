@@ -1,9 +1,9 @@
 """The bounded-number automaton made in C (cengine._numdfa, numbers._automaton) against the
-Python reference (numbers._explore, _minimize, _as_dfa, kept for this): the same explored
-automaton state for state, the same minimal ir.Dfa tables, the same LimitError (keyword and
-pointer), over a case table of bound shapes and hypothesis-generated bounds; and the native
-tables accept a spelling near a bound exactly when it is valid under both readings (the
-oracle of tests/test_schema_numbers.py).
+Python reference (oracles/number_reference.explore, numbers._minimize and _as_dfa): the same
+explored automaton state for state, the same minimal ir.Dfa tables, the same LimitError
+(keyword and pointer), over a case table of bound shapes and hypothesis-generated bounds;
+and the native tables accept a spelling near a bound exactly when it is valid under both
+readings (the oracle of tests/test_schema_numbers.py).
 """
 from __future__ import annotations
 
@@ -18,14 +18,15 @@ from hypothesis import strategies as st
 from cengine import LimitError, ir
 from cengine.schema import numbers as N
 from cengine.schema import schema_to_ir
+from oracles import number_reference
 from test_schema_numbers import _spellings, documented, valid
 from test_schema_numbers_construction import number_dfa
 
 
 def _reference_automaton(dfa, keyword: str, pointer: str):
-    """What numbers._automaton returns, made by the Python reference (_explore, _minimize,
+    """What numbers._automaton returns, made by the Python reference (explore, _minimize,
     _as_dfa) that the native exploration is held to."""
-    return N._minimal_dfa(*N._explore(dfa, keyword, pointer))
+    return N._minimal_dfa(*number_reference.explore(dfa, keyword, pointer))
 
 CASES = [
     {"type": "number", "exclusiveMinimum": 0},
@@ -80,7 +81,7 @@ def _same(schema):
     """Native and reference agree, raw and minimal; returns the native ir.Dfa (None: empty)."""
     dfa, keyword, pointer = number_dfa(schema)
     raw = N._automaton(dfa, keyword, pointer, raw=True)
-    assert raw == N._explore(dfa, keyword, pointer)
+    assert raw == number_reference.explore(dfa, keyword, pointer)
     native = N._automaton(dfa, keyword, pointer)
     reference = _reference_automaton(dfa, keyword, pointer)
     assert native == reference
@@ -213,10 +214,10 @@ def test_limit_error_keeps_keyword_and_pointer():
 
 
 def test_native_raw_limit_is_the_reference_limit():
-    """max_raw counts explored states as _explore does: a limit of the explored size passes,
-    one less is refused."""
+    """max_raw counts explored states as the reference's explore does: a limit of the explored
+    size passes, one less is refused."""
     dfa, keyword, pointer = number_dfa({"type": "number", "exclusiveMinimum": 0})
-    n = len(N._explore(dfa, keyword, pointer)[0])
+    n = len(number_reference.explore(dfa, keyword, pointer)[0])
     spec = ([N._comparator_spec(c) for c in dfa.ib], [N._comparator_spec(c) for c in dfa.fb])
     from cengine._numdfa import number_automaton
     assert number_automaton(dfa.integer, *spec, dfa.p, -1, n)[0] == 3

@@ -1,6 +1,6 @@
 """A patternProperties pattern is parsed once per compile, for both of its uses: matching the
-declared names (compiler._pattern_grammar) and the extra keys' language
-(compiler._Compiler._pattern_language, strings.pattern_expr). A refused pattern keeps each
+declared names (pattern_names._pattern_grammar) and the extra keys' language
+(objects.Objects._pattern_language, strings.pattern_expr). A refused pattern keeps each
 use's own error, and the process's pattern grammars stay bounded."""
 import itertools
 
@@ -8,7 +8,7 @@ import pytest
 
 from cengine import regex
 from cengine.errors import CompileError
-from cengine.schema import compiler, schema_to_ir
+from cengine.schema import pattern_names, schema_to_ir
 from cengine.schema import strings
 
 _fresh = itertools.count()
@@ -89,10 +89,10 @@ def test_refused_pattern_keeps_its_error(declared, keyword, pointer):
 
 
 def test_pattern_grammars_bounded(monkeypatch):
-    monkeypatch.setattr(compiler, "_PATTERN_GRAMMARS_MAX", 4)
+    monkeypatch.setattr(pattern_names, "_PATTERN_GRAMMARS_MAX", 4)
     for _ in range(10):
         p = _pattern()
         schema = {"type": "object", "properties": {"ab": {"type": "string"}},
                   "patternProperties": {p: {"type": "integer"}}}
         schema_to_ir(schema, **OPTS)
-    assert len(compiler._PATTERN_GRAMMARS) <= 4
+    assert len(pattern_names._PATTERN_GRAMMARS) <= 4

@@ -24,59 +24,49 @@ Shape: one rule per object/array (flagged `container`, so max_depth counts them)
 per $ref target and per merged conjunction (so recursion is a rule calling itself), shared
 lexical rules from json_grammar (whitespace with the budget flag, one string body for all
 free strings).
+
+Parts: this module holds the entry points (schema_to_ir, add_schema, check_property_order)
+and _Compiler's dispatch over a node's keywords (compile), with what is left small: the
+keyword checks, anyOf, booleans, null, numbers, strings and arrays. _Compiler is composed of
+one mixin per concern, each in its module: References (refs.py: $ref), Conjunction
+(conjunction.py: allOf and $ref beside siblings, merged), Negation (negation.py: not,
+if/then/else, oneOf), Enums (enums.py: enum / const and the validator of single values),
+Objects (objects.py: properties to member order). __init__ below holds the state of one
+compile for all of them; vocabulary.py the keywords and value tests they share.
 """
 from __future__ import annotations
 
 import functools
-import itertools
 import json
-import math
 import re
-import threading
-from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Set, Tuple
-from json.encoder import encode_basestring_ascii as _json_ascii
-from urllib.parse import unquote
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import ir
 from ..ir import UNROLL_INLINE_MAX
 from . import drafts
-from . import json_grammar as jg
-from . import keys as jk
-from . import formats as jf
-from . import numbers as jn
-from . import strings as js
+from . import formats
+from . import json_grammar
+from . import numbers
+from . import strings
+from .conjunction import Conjunction, _all_of
 from .drafts import IgnoredKeyword, Node
 from .drafts import pointer as _ptr
+from .enums import Enums
+from .negation import Negation
+from .objects import Objects
+from .refs import References
+from .vocabulary import (ANNOTATIONS, ENFORCED, EXCLUDE, NEEDS_PARTNER, TYPES, _is_annotation,
+                         _is_count, _is_type, _json_in)
 from ..errors import CompileError, LimitError
 
 # minItems/maxItems are unrolled into copies: same cap as GBNF repetition (string lengths:
 # json_grammar.MAX_STRING_LENGTH)
 MAX_UNROLL = 4096
 
-# at most this many variants for dependentRequired/dependentSchemas (2**keys) and for the
-# distribution of two anyOf lists in a merge (len * len)
-MAX_VARIANTS = 64
-# extra keys beside a narrow patternProperties pattern that uses a construct ECMA-262 and
-# Python's re read differently outside printable ASCII (keys.py): printable ASCII only
-PATTERN_KEY_ALPHABET = (0x20, 0x7E)
-_DIALECT_SENSITIVE = re.compile(r"\\[dwsDWSbB]|\.|\$")
-
-
-def _key_alphabet(patterns: List[str]) -> Tuple[int, int]:
-    if any(_DIALECT_SENSITIVE.search(p.replace("\\\\", "")) for p in patterns):
-        return PATTERN_KEY_ALPHABET
-    return (0, ir.MAX_UNICODE)
-# (property index, count) states of an object with minProperties/maxProperties
-MAX_COUNT_STATES = 1024
-
 # property_order: "declared" (the default, what generation should write: declared properties
 # in the schema's order, extra keys last) or "any" (every order, each declared name at most
-# once). "any" needs one state per subset of the declared properties written (times the member
-# count when min/maxProperties count extra keys too): at most MAX_ORDER_STATES of them; a larger
-# object keeps its declared properties in declared order, extra keys anywhere between them
+# once; objects.MAX_ORDER_STATES bounds its states)
 PROPERTY_ORDERS = ("declared", "any")
-MAX_ORDER_STATES = 1024
 
 # the keyword a limit met while building a rule of this kind names (others: the keyword whose
 # value holds the rule's schema, from its pointer)
@@ -84,24 +74,6 @@ _RULE_KEYWORDS = {"object": "properties", "after": "properties",
                   "extra-member": "additionalProperties", "all": "allOf", "enum": "enum",
                   "const": "const"}
 
-TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
-
-# keywords that never change which documents are valid (in the 2020-12 reading every node
-# is rewritten into)
-ANNOTATIONS = drafts.ALWAYS_ANNOTATIONS
-
-# internal keywords of rewritten nodes (never in a user's schema: the compiler makes them)
-ABSENT = "$llamay-absent"        # names that must not occur (from not/required, variants)
-EXCLUDE = "$llamay-exclude"      # values that must not occur (from not/enum, not/const)
-
-ENFORCED = frozenset({
-    "type", "properties", "required", "additionalProperties", "items", "prefixItems",
-    "minItems", "maxItems", "enum", "const", "minLength", "maxLength", "$ref", "anyOf", "$id",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern",
-    "format", "allOf", "oneOf", "not", "if", "then", "else", "patternProperties",
-    "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
-    ABSENT, EXCLUDE,
-})
 
 # keywords that are refused, with the instance types they constrain (None: every type)
 TYPE_SPECIFIC = {
@@ -112,8 +84,6 @@ TYPE_SPECIFIC = {
     "unevaluatedProperties": ("object",),
 }
 
-# keywords that only act together with a partner; alone they have no effect (spec)
-NEEDS_PARTNER = {"then": "if", "else": "if", "minContains": "contains", "maxContains": "contains"}
 
 # compile() reads a node's other keywords only when one of these is present
 _DISPATCHED = frozenset({"$id", "enum", "const", "allOf", "$ref", "not", "if", "oneOf", "anyOf"})
@@ -126,36 +96,6 @@ _ENFORCED_VALIDATING = ENFORCED - {"$id"}
 _NO_TYPE = object()
 _TYPES_OF = {name: (name,) for name in TYPES}
 _TYPES_OF[_NO_TYPE] = ("object", "array", "string", "number", "boolean", "null")
-
-
-def _is_annotation(key: str) -> bool:
-    # vendor extensions (OpenAPI `x-...`) are annotations by convention
-    return key in ANNOTATIONS or key.startswith("x-")
-
-
-def _type_list(t):
-    """`type` as a list of known type names, True when absent, None when malformed."""
-    if t is None:
-        return True
-    names = [t] if isinstance(t, str) else t
-    if not isinstance(names, list) or not all(isinstance(n, str) and n in TYPES for n in names):
-        return None
-    return names
-
-
-def _is_type(v, t: str) -> bool:
-    """JSON Schema's type test (booleans are not numbers; 1.0 is an integer)."""
-    if t == "null":
-        return v is None
-    if t == "boolean":
-        return isinstance(v, bool)
-    if isinstance(v, bool):
-        return False
-    if t == "integer":
-        return isinstance(v, int) or (isinstance(v, float) and v.is_integer())
-    if t == "number":
-        return isinstance(v, (int, float))
-    return isinstance(v, {"string": str, "array": list, "object": dict}[t])
 
 
 _SLUG_WORD = re.compile(r"[A-Za-z0-9]+")
@@ -192,201 +132,6 @@ def _is_noop(key: str, val: Any) -> bool:
     if key in ("propertyNames", "unevaluatedProperties", "unevaluatedItems"):
         return val is True or val == {}
     return False
-
-
-def _is_bound(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _is_count(v: Any) -> bool:
-    return (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or \
-        (isinstance(v, float) and v.is_integer() and v >= 0)
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON documents (1 and true differ; key order does not matter)."""
-    # the merges compare the same objects and short strings (`type`) over and over: those
-    # answers need no serializing (json.dumps writes a str, int or bool differently from any
-    # other value of another type, and equal ones alike)
-    if a is b:
-        return True
-    ta, tb = type(a), type(b)
-    if ta in _SCALARS and tb in _SCALARS:
-        return ta is tb and a == b
-    # objects and arrays member by member (the merges compare property schemas of many
-    # keys, which serializing wrote out whole, twice, per comparison): equal key sets of
-    # strings (json.dumps writes other keys as strings, so those are left to it), then
-    # equal members; json.dumps writes a tuple as an array
-    if isinstance(a, dict) and isinstance(b, dict):
-        if len(a) != len(b):
-            return False
-        if all(type(k) is str for k in a) and all(type(k) is str for k in b):
-            return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
-    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-
-
-_SCALARS = (str, int, bool)
-# the keywords of an original schema that _Compiler._lengths_only reads without a validator
-_LENGTH_ENUM_KEYS = ("enum", "type", "minLength", "maxLength")
-
-
-def _json_in(v: Any, values: List[Any]) -> bool:
-    """v equals one of values as JSON Schema compares (1 == 1.0, true != 1)."""
-    return any(_json_equal(v, w) for w in values)
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
-def _values_of(schema: dict) -> Optional[list]:
-    """The values const and enum of schema allow (both: the ones in both), None: any."""
-    out = None
-    if "enum" in schema and isinstance(schema["enum"], list):
-        out = list(schema["enum"])
-    if "const" in schema:
-        c = schema["const"]
-        out = [c] if out is None or _json_in(c, out) else []
-    return out
-
-
-def _parts_of(*schemas) -> Optional[list]:
-    """The original schemas whose conjunction these schemas mean (None: unknown)."""
-    out = []
-    for s in schemas:
-        if s is True:
-            continue
-        if isinstance(s, Node):
-            if s.parts is None:
-                return None
-            out.extend(s.parts)
-        else:
-            out.append(s)
-    return out
-
-
-_EVERY_TYPE = frozenset(TYPES) - {"integer"}
-
-
-def _accepts_everything(schema: dict) -> bool:
-    """Every document satisfies schema: nothing but annotations and, at most, a `type` list
-    of every type (generated schemas write TypeScript's `any` so). As a conjunct it adds
-    nothing, and without it a `$ref` beside it stays a call of the referenced rule instead of
-    a merged copy compiled again. (Annotations only: an unknown keyword is recorded as
-    ignored when the schema is read, so such a schema is kept.)"""
-    for k in schema:
-        if k == "type":
-            t = schema[k]
-            if not (isinstance(t, list) and _EVERY_TYPE.issubset(t) and
-                    all(isinstance(x, str) and x in TYPES for x in t)):
-                return False
-        elif k not in ANNOTATIONS:
-            return False
-    return True
-
-
-def _all_of(schemas: list, origin: Optional[Tuple[str, str]] = None):
-    """The conjunction of schemas as one schema (True / False / the schema / an allOf node;
-    origin: the (keyword, pointer) that errors about the made node name)."""
-    items = []
-    for s in schemas:
-        if s is True or (isinstance(s, dict) and _accepts_everything(s)):
-            continue
-        if s is False:
-            return False
-        if not any(_same(s, x) for x in items):
-            items.append(s)
-    if not items:
-        return True
-    if len(items) == 1:
-        return items[0]
-    return Node({"allOf": items}, parts=_parts_of(*items), origin=origin)
-
-
-# patternProperties patterns' grammars (a declared name matched against a pattern), by
-# pattern, at most _PATTERN_GRAMMARS_MAX of them (least recently used dropped)
-_PATTERN_GRAMMARS: "OrderedDict[str, Any]" = OrderedDict()
-_PATTERN_GRAMMARS_MAX = 512
-_PATTERN_GRAMMARS_LOCK = threading.Lock()
-
-
-def _pattern_expr(pattern: str, exprs: Optional[Dict[str, ir.Expr]]) -> ir.Expr:
-    """regex_to_expr(pattern, anchored=False), read once per compile: exprs is the compile's
-    memo (_Compiler._regex_exprs), shared by the name matches' grammars and the key
-    languages (strings.pattern_expr), which parse the same pattern alike. Only a parse that
-    succeeded is kept: a refused pattern is parsed again by each, so each names its error."""
-    from ..regex import regex_to_expr
-    if exprs is None:
-        return regex_to_expr(pattern, anchored=False)
-    e = exprs.get(pattern)
-    if e is None:
-        e = exprs[pattern] = regex_to_expr(pattern, anchored=False)
-    return e
-
-
-def _pattern_grammar(pattern: str, exprs: Optional[Dict[str, ir.Expr]] = None):
-    from ..grammar import Grammar
-    with _PATTERN_GRAMMARS_LOCK:
-        got = _PATTERN_GRAMMARS.get(pattern)
-        if got is not None:
-            _PATTERN_GRAMMARS.move_to_end(pattern)
-            return got
-    g = ir.GrammarIR()
-    g.add("root", _pattern_expr(pattern, exprs))
-    got = Grammar.from_ir(g)
-    with _PATTERN_GRAMMARS_LOCK:
-        _PATTERN_GRAMMARS[pattern] = got
-        while len(_PATTERN_GRAMMARS) > _PATTERN_GRAMMARS_MAX:
-            _PATTERN_GRAMMARS.popitem(last=False)
-    return got
-
-
-def _pattern_matches(pattern: str, s: str, ptr: str,
-                     exprs: Optional[Dict[str, ir.Expr]] = None) -> bool:
-    """The decoded string s contains a match of pattern (ECMA-262, as the grammar reads it)."""
-    try:
-        g = _pattern_grammar(pattern, exprs)
-    except CompileError as e:
-        raise CompileError(f"pattern {pattern!r}: {e.reason}", keyword="patternProperties",
-                           pointer=ptr) from None
-    m = g.matcher()
-    try:
-        data = s.encode("utf-8")
-    except UnicodeEncodeError:
-        raise CompileError("a name with a lone surrogate beside patternProperties",
-                           keyword="patternProperties", pointer=ptr) from None
-    return m.accept_bytes(data) and m.is_accepting()
-
-
-def _name_matches(pattern: str, name: str, ptr: str,
-                  exprs: Optional[Dict[str, ir.Expr]] = None) -> bool:
-    """A declared name matches a patternProperties pattern, read alike by ECMA-262 and
-    Python's re (refused where the two could disagree, see PATTERN_KEY_ALPHABET)."""
-    lo, hi = _key_alphabet([pattern])
-    if not all(lo <= ord(c) <= hi for c in name):
-        raise CompileError(f"the name {name!r} beside the pattern {pattern!r}: ECMA-262 and "
-                           "Python's re may read it differently", keyword="patternProperties",
-                           pointer=ptr)
-    return _pattern_matches(pattern, name, ptr, exprs)
-
-
-def _universal_pattern(pattern: Any, exprs: Optional[Dict[str, ir.Expr]] = None) -> bool:
-    """Every string contains a match: no anchors or lookaround, and the empty string matches."""
-    if not isinstance(pattern, str):
-        return False
-    if "^" in pattern or "$" in pattern:      # an anchor can make the empty match position-bound
-        return pattern in ("^.*", ".*$", "^[\\s\\S]*$")
-    return _pattern_matches(pattern, "", "", exprs)
 
 
 class _Places:
@@ -441,27 +186,9 @@ def _place_pointer(where: Optional[tuple]) -> str:
     return _ptr("", *reversed(tokens))
 
 
-class _Facts:
-    """What every document of a schema has in common, for proving oneOf branches disjoint."""
-    __slots__ = ("types", "values", "required", "props", "closed", "absent")
+class _Compiler(References, Conjunction, Negation, Enums, Objects):
+    """One compile of one schema document into g: compile() dispatches a node to its part."""
 
-    def __init__(self, types, values, required, props, closed, absent):
-        self.types = types          # set of TYPES the documents may have
-        self.values = values        # the finite set of documents (enum/const), or None
-        self.required = required    # names every object has
-        self.props = props          # name -> schema of its value
-        self.closed = closed        # the only names an object may have, or None
-        self.absent = absent        # names no object has
-
-
-def _types_overlap(a: Set[str], b: Set[str]) -> Set[str]:
-    out = a & b
-    if "number" in a and "integer" in b or "integer" in a and "number" in b:
-        out.add("integer")
-    return out
-
-
-class _Compiler:
     def __init__(self, g: ir.GrammarIR, root: Any, prefix: str, closed_objects: bool,
                  property_order: str = "declared"):
         self.g = g
@@ -471,17 +198,24 @@ class _Compiler:
         self.any_order = property_order == "any"
         self.draft = drafts.draft_of(root)
         self.ignored: List[IgnoredKeyword] = []
+        self._places: Optional[_Places] = None
+        self._regex_exprs: Dict[str, ir.Expr] = {}   # _pattern_expr, _pattern_language
+        self.number_rules: Dict = {}
+        self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
+        # refs.py
         self.ref_rules: Dict[str, str] = {}
+        self._embedded: Optional[bool] = None
+        # conjunction.py
         self.conj_rules: Dict[str, str] = {}
         # _flatten_ref: $ref target pointer -> (its conjuncts, depth of the chain below it)
         self._flat_refs: Dict[str, Tuple[list, Optional[int]]] = {}
         self._flat_depth = -1
+        self._json_texts: Dict[int, Tuple[Any, str]] = {}     # _json_text
+        # enums.py
+        self._validator = None
+        # objects.py
         # _property_value: id of a document's schema object -> (it, its expression)
         self._property_values: Dict[int, Tuple[dict, ir.Expr]] = {}
-        self._regex_exprs: Dict[str, ir.Expr] = {}   # _pattern_expr, _pattern_language
-        self._validator = None
-        self.number_rules: Dict = {}
-        self.shared_strings: Dict[tuple, str] = {}      # (kind, format/pattern, lo, hi) -> rule
         self.shared_parts: Dict[tuple, str] = {}        # (kind, expression) -> object part rule
         self.shared_keys: List[ir.Expr] = []            # extra keys shared_parts keys by id
         # _object_expr_any_order: (name, id of the value expression) -> (it, member rule)
@@ -489,10 +223,7 @@ class _Compiler:
         # _member_rule: the colon expression last seen, and its items when a member spelled
         # with it is the literal, its items and the call (None: ir.seq joins them)
         self._member_col: Optional[ir.Expr] = None
-        self._json_texts: Dict[int, Tuple[Any, str]] = {}     # _json_text
         self._member_col_items: Optional[tuple] = None
-        self._embedded: Optional[bool] = None
-        self._places: Optional[_Places] = None
 
     # --- helpers ------------------------------------------------------------------------
     def _rule_name(self, ptr: str, kind: str, keyword: Optional[str] = None) -> str:
@@ -531,10 +262,11 @@ class _Compiler:
                              keyword=key, pointer=_ptr(ptr, key))
 
     def _check_length(self, n: Optional[int], key: str, ptr: str) -> None:
-        # string bounds past jg.UNROLL_LENGTH_MAX are counted in blocks, not unrolled
-        if n is not None and n > jg.MAX_STRING_LENGTH:
+        # string bounds past json_grammar.UNROLL_LENGTH_MAX are counted in blocks, not unrolled
+        if n is not None and n > json_grammar.MAX_STRING_LENGTH:
             raise LimitError(f"'{key}' of {n} exceeds the documented limit of "
-                             f"{jg.MAX_STRING_LENGTH}", keyword=key, pointer=_ptr(ptr, key))
+                             f"{json_grammar.MAX_STRING_LENGTH}", keyword=key,
+                             pointer=_ptr(ptr, key))
 
     def _types(self, schema: dict, ptr: str) -> Tuple[str, ...]:
         """The types a node's documents may have, in TYPES order (number covers integer)."""
@@ -564,6 +296,21 @@ class _Compiler:
     def _kw(self, schema: dict, key: str) -> str:
         """The keyword as written in the schema (a draft rewrite may have renamed it)."""
         return schema.src.get(key, key) if isinstance(schema, Node) else key
+
+    def _without(self, schema: Node, *keys: str) -> Node:
+        """schema minus keys (anyOf, oneOf, not, if and the dependencies compile the rest beside
+        them); it still stands for its original (minus the same keys) when it is a draft
+        rewrite of one original schema."""
+        parts = None
+        if schema.parts is not None and len(schema.parts) == 1 and \
+                all(self._kw(schema, k) == k for k in keys) and \
+                set(schema.parts[0]) >= set(k for k in keys if k in schema):
+            orig = schema.parts[0]
+            if all(schema.get(k) is orig.get(k) for k in schema if k in orig) and \
+                    all(k in schema or _is_annotation(k) or k in keys for k in orig
+                        if k in drafts.KEYWORDS[self.draft]):
+                parts = [{k: v for k, v in orig.items() if k not in keys}]
+        return Node({k: v for k, v in schema.items() if k not in keys}, src=schema.src, parts=parts)
 
     def _check_keywords(self, schema: dict, ptr: str, types: Tuple[str, ...]) -> None:
         """Refuse every keyword that would change validity and is not enforced here."""
@@ -616,70 +363,10 @@ class _Compiler:
             k = self.ignored[i]
             self.ignored[i] = IgnoredKeyword(k.keyword, where + k.pointer[len(ptr):], k.why)
 
-    def _embedded_ids(self) -> bool:
-        """Some schema below the root has a non-fragment $id (id in draft-04)."""
-        if self._embedded is None:
-            self._embedded = self._find_embedded_ids()
-        return self._embedded
-
-    def _find_embedded_ids(self) -> bool:
-        key = "id" if self.draft == drafts.DRAFT4 else "$id"
-        stack = [(self.root, True)]
-        while stack:
-            x, top = stack.pop()
-            if isinstance(x, dict):
-                v = x.get(key)
-                if not top and isinstance(v, str) and not v.startswith("#"):
-                    return True
-                stack.extend((y, False) for k, y in x.items() if k not in ("enum", "const"))
-            elif isinstance(x, list):
-                stack.extend((y, False) for y in x)
-        return False
-
-    def _json_text(self, x: Any) -> str:
-        """json.dumps(x). The conjunctions _conj_rule keys by their text hold the same
-        document objects over and over (a base schema merged into every object extending it,
-        a property's schema beside each pattern that matches its name): the text of a dict or
-        list (exactly those types: a Node is spelled from its members each time) is written
-        once per compile and kept, with the object, by identity. Neither the document nor a
-        container the compiler made is ever changed once it stands in a schema node."""
-        t = type(x)
-        if t is dict or t is list:
-            got = self._json_texts.get(id(x))
-            if got is not None and got[0] is x:
-                return got[1]
-            text = json.dumps(x)
-            self._json_texts[id(x)] = (x, text)
-            return text
-        if t is Node and all(type(k) is str for k in x):
-            if not x:
-                return "{}"
-            # json.dumps's own spelling: ", " between members, ": " after an ASCII-escaped key
-            return "{" + ", ".join([_json_ascii(k) + ": " + self._json_text(v)
-                                    for k, v in x.items()]) + "}"
-        if t is str:
-            return _json_ascii(x)
-        # the scalars json.dumps spells itself, without its encoder per value
-        if x is True:
-            return "true"
-        if x is False:
-            return "false"
-        if x is None:
-            return "null"
-        if t is int:
-            return int.__repr__(x)
-        if t is float and math.isfinite(x):
-            return float.__repr__(x)
-        return json.dumps(x)
-
-    def _uses_ref(self, schema: Any) -> bool:
-        text = json.dumps(schema)
-        return '"$ref"' in text or '"$recursiveRef"' in text
-
     # --- entry ---------------------------------------------------------------------------
     def compile(self, schema: Any, ptr: str) -> ir.Expr:
         if schema is True:
-            return jg.value(self.g)
+            return json_grammar.value(self.g)
         if schema is False:
             return ir.NOTHING
         if not isinstance(schema, dict):
@@ -717,7 +404,7 @@ class _Compiler:
                  not _is_noop("dependentSchemas", schema["dependentSchemas"]))):
             return self._dependent(schema, ptr)
         if not self._has_validating_key(schema):
-            return jg.value(self.g)
+            return json_grammar.value(self.g)
         alts = []
         for t in types:
             if t == "object":
@@ -732,407 +419,16 @@ class _Compiler:
                 alts.append(self._boolean(schema))
             else:
                 alts.append(ir.NOTHING if _json_in(None, schema.get(EXCLUDE, []))
-                            else jg.null(self.g))
+                            else json_grammar.null(self.g))
         return ir.alt(*alts)
 
     def _boolean(self, schema: dict) -> ir.Expr:
         out = schema.get(EXCLUDE, [])
         if not out:
-            return jg.boolean(self.g)
+            return json_grammar.boolean(self.g)
         return ir.alt(*(ir.lit(json.dumps(b)) for b in (True, False) if not _json_in(b, out)))
 
-    # --- enum / const: a finite set, every sibling keyword enforced by filtering ------------
-    def _enum(self, schema: dict, ptr: str) -> ir.Expr:
-        if "enum" in schema and not isinstance(schema["enum"], list):
-            raise CompileError("'enum' must be an array", keyword="enum", pointer=_ptr(ptr, "enum"))
-        kw = "const" if "const" in schema else "enum"
-        values = _values_of(schema)     # both keywords: the values in both
-        if "format" in schema and isinstance(schema["format"], str) and \
-                jf.format_expr(schema["format"]) is not None:
-            # an enforced format filters exactly like the grammar would
-            fmt = js.format_body(schema["format"])
-            values = [v for v in values if not isinstance(v, str) or _matches(fmt, v)]
-        if EXCLUDE in schema:
-            values = [v for v in values if not _json_in(v, schema[EXCLUDE])]
-        rest = [k for k in schema if not _is_annotation(k) and k not in ("enum", "const", "type",
-                                                                           "$id", EXCLUDE)]
-        if not rest and _type_list(schema.get("type")) is not None:
-            # only `type` beside the values (the common case): no validator needed
-            types = _type_list(schema.get("type"))
-            kept = [v for v in values if types is True or any(_is_type(v, t) for t in types)]
-        elif self._lengths_only(schema, rest, values):
-            # string lengths beside them too (an enum of codes with maxLength): jsonschema's
-            # reading of those (len of a str, others pass) without validating every value
-            # against the whole part, whose enum keyword compares it with every value
-            types = _type_list(schema.get("type"))
-            lo = schema.get("minLength", 0)
-            hi = schema.get("maxLength")
-            kept = [v for v in values if (types is True or any(_is_type(v, t) for t in types))
-                    and (not isinstance(v, str) or (lo <= len(v) and (hi is None or len(v) <= hi)))]
-        else:
-            kept = [v for v in values if self._valid(v, schema, ptr, kw)]
-        t = _type_list(schema.get("type"))
-        # typed integer: integral values are written as integers (no `1.0`)
-        integer = t not in (None, True) and "integer" in t and "number" not in t
-        strings = [v for v in kept if isinstance(v, str)]
-        if len(strings) >= jg.STRING_SET_DFA_MIN:
-            # many strings: one automaton of their spellings (linear to make and to build),
-            # then the other values' literals (in the values' order as before)
-            expr = ir.alt(jg.string_set(strings),
-                          *(jg.value_literal(self.g, v, integer=integer)
-                            for v in kept if not isinstance(v, str)))
-        else:
-            expr = ir.alt(*(jg.value_literal(self.g, v, integer=integer) for v in kept))
-        if any(isinstance(v, (list, dict)) for v in kept):
-            # literal containers count as one level of nesting
-            return self.g.add(self._rule_name(ptr, kw), expr, container=True)
-        return expr
-
-    @staticmethod
-    def _lengths_only(schema: dict, rest: List[str], values: list) -> bool:
-        """_valid of each of `values` (from schema's enum) is type, minLength and maxLength
-        alone, read as jsonschema reads them: schema stands for one original schema that
-        holds nothing else that validates (the same enum object and the same bounds), the
-        bounds are counts, and no value is a float (draft 4 types 1.0 apart from the
-        integers, the later drafts not)."""
-        if not rest or "const" in schema or EXCLUDE in schema or \
-                not all(k == "minLength" or k == "maxLength" for k in rest):
-            return False
-        if _type_list(schema.get("type")) is None or any(type(v) is float for v in values):
-            return False
-        if not all(type(schema[k]) is int and schema[k] >= 0 for k in rest):
-            return False
-        if not isinstance(schema, Node):
-            return True
-        if schema.parts is None or len(schema.parts) != 1:
-            return False
-        part = schema.parts[0]
-        return isinstance(part, dict) and part.get("enum") is schema["enum"] and \
-            all(k in _LENGTH_ENUM_KEYS or _is_annotation(k) for k in part) and \
-            all(part.get(k) == schema.get(k) for k in _LENGTH_ENUM_KEYS)
-
-    def _validator_class(self):
-        import jsonschema
-        return {drafts.DRAFT4: jsonschema.Draft4Validator,
-                drafts.DRAFT6: jsonschema.Draft6Validator,
-                drafts.DRAFT7: jsonschema.Draft7Validator,
-                drafts.DRAFT2019: jsonschema.Draft201909Validator,
-                drafts.DRAFT2020: jsonschema.Draft202012Validator}[self.draft]
-
-    def _spec_valid(self, value: Any, schema: Any) -> bool:
-        """value satisfies schema, an original schema of this document (jsonschema for the
-        document's draft, refs resolved from the root, formats asserted)."""
-        if schema is True:
-            return True
-        if schema is False:
-            return False
-        if self._validator is None:
-            cls = self._validator_class()
-            root = self.root if isinstance(self.root, (dict, bool)) else {}
-            self._validator = cls(root, format_checker=cls.FORMAT_CHECKER)
-        return next(self._validator.descend(value, schema), None) is None
-
-    def _valid(self, value: Any, schema: dict, ptr: str, kw: str) -> bool:
-        """value satisfies every keyword of schema (the original schemas it stands for)."""
-        parts = schema.parts if isinstance(schema, Node) else [schema]
-        if parts is None:
-            raise CompileError(f"'{kw}' beside keywords that a merge rewrote is not enforced",
-                               keyword=kw, pointer=_ptr(ptr, kw))
-        try:
-            ok = all(self._spec_valid(value, p) for p in parts)
-        except Exception as e:  # unresolvable reference, malformed keyword
-            raise CompileError(f"cannot evaluate '{kw}' against its sibling keywords: {e}",
-                               keyword=kw, pointer=_ptr(ptr, kw)) from None
-        return ok and not _json_in(value, schema.get(EXCLUDE, [])) and \
-            all(not isinstance(value, dict) or n not in value for n in schema.get(ABSENT, []))
-
-    # --- $ref ------------------------------------------------------------------------------
-    def _resolve(self, ref: Any, ptr: str) -> Tuple[Any, str]:
-        where = _ptr(ptr, "$ref")
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            raise CompileError(f"only local references ('#...') are enforced, not {ref!r}",
-                               keyword="$ref", pointer=where)
-        frag = unquote(ref[1:])
-        if frag and not frag.startswith("/"):
-            raise CompileError(f"anchor references ({ref!r}) are not supported",
-                               keyword="$ref", pointer=where)
-        node = self.root
-        tokens = [t.replace("~1", "/").replace("~0", "~") for t in frag.split("/")[1:]]
-        for t in tokens:
-            if isinstance(node, dict) and t in node:
-                node = node[t]
-            elif isinstance(node, list) and t.isdigit() and int(t) < len(node):
-                node = node[int(t)]
-            else:
-                raise CompileError(f"reference {ref!r} points nowhere", keyword="$ref",
-                                   pointer=where)
-        return node, _ptr("", *tokens)
-
-    def _ref(self, ref: Any, ptr: str) -> ir.Expr:
-        target, tptr = self._resolve(ref, ptr)
-        return self.rule_for(target, tptr)
-
-    def rule_for(self, schema: Any, ptr: str) -> ir.Ref:
-        """The rule of the schema at pointer ptr, made once; recursion refers back to it."""
-        name = self.ref_rules.get(ptr)
-        if name is None:
-            name = self._rule_name(ptr, "schema", _sizing_keyword(schema))
-            self.ref_rules[ptr] = name
-            self.g.add(name, ir.NOTHING)
-            self.g.rules[name].expr = self.compile(schema, ptr)
-        return ir.ref(name)
-
-    # --- allOf / $ref with siblings: one merged schema -------------------------------------
-    def _conj_rule(self, schema: Node, ptr: str, kw: str) -> ir.Expr:
-        """One rule per distinct conjunction (so a conjunction that reaches itself through
-        its properties is a recursive rule, not an endless inlining)."""
-        key = self._json_text(schema)
-        name = self.conj_rules.get(key)
-        if name is None:
-            name = self._rule_name(ptr, "all")
-            self.conj_rules[key] = name
-            self.g.add(name, ir.NOTHING)
-            origin = schema.origin or (self._kw(schema, kw), _ptr(ptr, self._kw(schema, kw)))
-            merged = self._merged(schema, ptr, origin)
-            self.g.rules[name].expr = ir.NOTHING if merged is False else self.compile(merged, ptr)
-        return ir.ref(name)
-
-    def _merged(self, schema: Any, ptr: str, origin: Tuple[str, str]):
-        """schema with its allOf and $ref folded in: one Node without either, or False.
-        origin: the (keyword, pointer) a refusal names."""
-        parts = self._flatten(schema, ptr, (), origin)
-        out: Any = Node(parts=_parts_of(schema) if isinstance(schema, dict) else None)
-        for p in parts:
-            if p is False:
-                return False
-            out = self._merge2(out, p, ptr, origin)
-            if out is False:
-                return False
-        out.parts = _parts_of(schema) if isinstance(schema, dict) else None
-        return out
-
-    def _flatten(self, schema: Any, ptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
-        """The conjuncts of schema: nodes without allOf or $ref (False: impossible)."""
-        if schema is True:
-            return []
-        if schema is False:
-            return [False]
-        if not isinstance(schema, dict):
-            raise CompileError("a schema must be an object or a boolean", pointer=ptr)
-        n = self._norm(schema, ptr)
-        # keywords without their partner do nothing, but could pair with another part's
-        idle = {k for k, partner in NEEDS_PARTNER.items() if k in n and partner not in n}
-        if "if" in n and "then" not in n and "else" not in n:
-            idle.add("if")
-        rest = Node({k: v for k, v in n.items() if k not in ("allOf", "$ref") and k not in idle},
-                    src=n.src)
-        out = [rest]
-        if "allOf" in n:
-            branches = n["allOf"]
-            if not isinstance(branches, list) or not branches:
-                raise CompileError("'allOf' must be a non-empty array", keyword="allOf",
-                                   pointer=_ptr(ptr, "allOf"))
-            for i, b in enumerate(branches):
-                out.extend(self._flatten(b, _ptr(ptr, "allOf", i), seen, origin))
-        if "$ref" in n:
-            target, tptr = self._resolve(n["$ref"], ptr)
-            if tptr in seen or len(seen) > 32:
-                raise CompileError("a reference that reaches itself through allOf / $ref "
-                                   "siblings alone is not enforced", keyword=origin[0],
-                                   pointer=origin[1])
-            self._flat_depth = max(self._flat_depth, len(seen))
-            out.extend(self._flatten_ref(target, tptr, seen + (tptr,), origin))
-        return out
-
-    def _flatten_ref(self, target: Any, tptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
-        """_flatten of a $ref target: its conjuncts are the same wherever it is used (a
-        protocol's messages all extend one base, each the one before), so they are read once
-        per compile. The checks of the path still hold for a reuse: a target whose flattening
-        succeeded reaches no schema on the path to it (else it reaches itself), and the depth
-        bound is checked against the deepest chain below it."""
-        got = self._flat_refs.get(tptr)
-        if got is not None and (got[1] is None or len(seen) + got[1] <= 32):
-            if got[1] is not None:
-                self._flat_depth = max(self._flat_depth, len(seen) + got[1])
-            return got[0]
-        outer, self._flat_depth = self._flat_depth, -1
-        parts = self._flatten(target, tptr, seen, origin)
-        deepest = self._flat_depth
-        self._flat_depth = max(outer, deepest)
-        self._flat_refs[tptr] = (parts, None if deepest < 0 else deepest - len(seen))
-        return parts
-
-    def _refuse_merge(self, what: str, ptr: str, origin: Tuple[str, str]):
-        raise CompileError(f"'{origin[0]}': {what} cannot be merged into one schema exactly",
-                           keyword=origin[0], pointer=origin[1])
-
-    def _merge2(self, a: Node, b: Node, ptr: str, kw: Tuple[str, str]):
-        """The schema meaning `a AND b` (both without allOf/$ref), False when nothing can
-        satisfy both, CompileError when it cannot be written exactly."""
-        out = Node(a, src=dict(a.src))
-        for k, v in b.items():
-            if k in _OBJECT_KEYS or k in _ARRAY_KEYS or _is_annotation(k) or k == "$id":
-                continue
-            if k in b.src:
-                out.src[k] = b.src[k]
-            if k not in out:
-                out[k] = v
-                continue
-            w = out[k]
-            if _same(w, v):
-                continue
-            if k == "type":
-                ta = {w} if isinstance(w, str) else set(w) if isinstance(w, list) else None
-                tb = {v} if isinstance(v, str) else set(v) if isinstance(v, list) else None
-                if ta is None or tb is None:
-                    self._refuse_merge("a malformed 'type'", ptr, kw)
-                both = _types_overlap(ta, tb)
-                if not both:
-                    return False
-                out[k] = [t for t in TYPES if t in both]
-            elif k in ("required", ABSENT, EXCLUDE) and isinstance(v, list) and isinstance(w, list):
-                out[k] = w + [x for x in v if not any(_same(x, y) for y in w)]
-            elif k in ("minLength", "minItems", "minProperties") and _is_count(v) and _is_count(w):
-                out[k] = max(w, v)
-            elif k in ("maxLength", "maxItems", "maxProperties") and _is_count(v) and _is_count(w):
-                out[k] = min(w, v)
-            elif k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum") \
-                    and _is_bound(v) and _is_bound(w):
-                tighter = jn.tighter_bound(w, v, lower=k.endswith("inimum"))
-                if tighter is None:
-                    self._refuse_merge(f"two '{k}' bounds", ptr, kw)
-                out[k] = tighter
-            elif k == "multipleOf" and _is_bound(v) and _is_bound(w) and v > 0 and w > 0:
-                fa, fb = jn._spec_value(w), jn._spec_value(v)
-                if (fa / fb).denominator == 1:
-                    out[k] = w
-                elif (fb / fa).denominator == 1:
-                    out[k] = v
-                else:
-                    self._refuse_merge("two 'multipleOf' divisors", ptr, kw)
-            elif k in ("enum", "const"):
-                continue        # intersected below
-            elif k == "uniqueItems" and isinstance(v, bool) and isinstance(w, bool):
-                out[k] = v or w
-            elif k == "dependentRequired" and isinstance(v, dict) and isinstance(w, dict):
-                out[k] = {n: list(dict.fromkeys(w.get(n, []) + v.get(n, []))) for n in {**w, **v}}
-            elif k == "dependentSchemas" and isinstance(v, dict) and isinstance(w, dict):
-                out[k] = {n: _all_of([w.get(n, True), v.get(n, True)], kw) for n in {**w, **v}}
-            elif k == "propertyNames":
-                out[k] = _all_of([w, v], kw)
-            elif k == "not":
-                out[k] = Node({"anyOf": [w, v]}, parts=None)
-            elif k in ("anyOf", "oneOf") and isinstance(v, list) and isinstance(w, list):
-                if k == "oneOf":
-                    # oneOf AND oneOf: each provably disjoint -> anyOf each, then distribute
-                    self._refuse_merge("two 'oneOf'", ptr, kw)
-                if len(v) * len(w) > MAX_VARIANTS:
-                    self._refuse_merge("two large 'anyOf'", ptr, kw)
-                out[k] = [_all_of([x, y], kw) for x in w for y in v]
-            else:
-                self._refuse_merge(f"two different '{k}'", ptr, kw)
-        values = [_values_of(a), _values_of(b)]
-        if values[0] is not None or values[1] is not None:
-            out.pop("const", None)
-            out.pop("enum", None)
-            known = [vs for vs in values if vs is not None]
-            both = [x for x in known[0] if all(_json_in(x, vs) for vs in known[1:])]
-            if known[0] is values[0] and "const" in a and values[1] is None:
-                out["const"] = a["const"]
-            elif known[0] is values[1] and "const" in b and values[0] is None:
-                out["const"] = b["const"]
-            else:
-                out["enum"] = both
-        if any(k in a or k in b for k in _OBJECT_KEYS):
-            if self._merge_objects(a, b, out, ptr, kw) is False:
-                return False
-        if any(k in a or k in b for k in _ARRAY_KEYS):
-            self._merge_arrays(a, b, out, kw)
-        return out
-
-    def _key_schemas(self, side: dict, name: str, ptr: str) -> list:
-        """What side imposes on the value of key `name` (properties, patterns, or the rest)."""
-        props = side.get("properties", {})
-        res = [props[name]] if isinstance(props, dict) and name in props else []
-        pats = side.get("patternProperties", {})
-        matched = [s for p, s in pats.items() if _name_matches(p, name, ptr, self._regex_exprs)] \
-            if isinstance(pats, dict) else []
-        res += matched
-        if not res and "additionalProperties" in side:
-            res.append(side["additionalProperties"])
-        return res
-
-    def _key_lookup(self, side: dict, props: dict, ptr: str):
-        """_key_schemas of side as a function of the name; without patterns (the common
-        case) a dictionary lookup, read once per merge instead of per name."""
-        pats = side.get("patternProperties", {})
-        if isinstance(pats, dict) and pats:
-            return lambda name: self._key_schemas(side, name, ptr)
-        rest = [side["additionalProperties"]] if "additionalProperties" in side else []
-        return lambda name: [props[name]] if name in props else rest
-
-    def _merge_objects(self, a: Node, b: Node, out: Node, ptr: str, kw: Tuple[str, str]):
-        for k in _OBJECT_KEYS:
-            out.pop(k, None)
-        pa, pb = a.get("properties", {}), b.get("properties", {})
-        if not isinstance(pa, dict) or not isinstance(pb, dict):
-            self._refuse_merge("a malformed 'properties'", ptr, kw)
-        names = list(pa) + [n for n in pb if n not in pa]
-        if names:
-            of_a, of_b = self._key_lookup(a, pa, ptr), self._key_lookup(b, pb, ptr)
-            out["properties"] = {n: _all_of(of_a(n) + of_b(n), kw) for n in names}
-        ppa, ppb = a.get("patternProperties"), b.get("patternProperties")
-        aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
-        if ppa and ppb:
-            if not (_same(ppa, ppb) and _same(aa, ab)):
-                self._refuse_merge("two 'patternProperties'", ptr, kw)
-            out["patternProperties"], out["additionalProperties"] = ppa, aa
-            return out
-        if ppa or ppb:
-            pp, mine, other = (ppa, aa, ab) if ppa else (ppb, ab, aa)
-            if other is not True and other != {}:
-                # a name that only matches a pattern of one side meets the other side's
-                # additionalProperties: not one keyword any more
-                self._refuse_merge("'patternProperties' beside the other side's "
-                                   "'additionalProperties'", ptr, kw)
-            out["patternProperties"] = pp
-            if "additionalProperties" in a or "additionalProperties" in b:
-                out["additionalProperties"] = mine
-            return out
-        if "additionalProperties" in a or "additionalProperties" in b:
-            out["additionalProperties"] = _all_of([aa, ab], kw)
-        return out
-
-    def _merge_arrays(self, a: Node, b: Node, out: Node, kw: Tuple[str, str]) -> None:
-        for k in _ARRAY_KEYS:
-            out.pop(k, None)
-        pa, pb = a.get("prefixItems", []), b.get("prefixItems", [])
-        ia, ib = a.get("items", True), b.get("items", True)
-        if not isinstance(pa, list) or not isinstance(pb, list):
-            out["prefixItems"] = None       # malformed: refused by _array
-            return
-        n = max(len(pa), len(pb))
-        if n:
-            out["prefixItems"] = [_all_of([pa[i] if i < len(pa) else ia,
-                                           pb[i] if i < len(pb) else ib], kw) for i in range(n)]
-        if "items" in a or "items" in b:
-            out["items"] = _all_of([ia, ib], kw)
-
     # --- anyOf -----------------------------------------------------------------------------
-    def _without(self, schema: Node, *keys: str) -> Node:
-        """schema minus keys; it still stands for its original (minus the same keys) when it
-        is a draft rewrite of one original schema."""
-        parts = None
-        if schema.parts is not None and len(schema.parts) == 1 and \
-                all(self._kw(schema, k) == k for k in keys) and \
-                set(schema.parts[0]) >= set(k for k in keys if k in schema):
-            orig = schema.parts[0]
-            if all(schema.get(k) is orig.get(k) for k in schema if k in orig) and \
-                    all(k in schema or _is_annotation(k) or k in keys for k in orig
-                        if k in drafts.KEYWORDS[self.draft]):
-                parts = [{k: v for k, v in orig.items() if k not in keys}]
-        return Node({k: v for k, v in schema.items() if k not in keys}, src=schema.src, parts=parts)
-
     def _any_of(self, schema: Node, ptr: str) -> ir.Expr:
         branches = schema["anyOf"]
         if not isinstance(branches, list) or not branches:
@@ -1146,334 +442,15 @@ class _Compiler:
                             for i, b in enumerate(branches)))
         return ir.alt(*(self.compile(b, _ptr(ptr, "anyOf", i)) for i, b in enumerate(branches)))
 
-    # --- oneOf: anyOf when no document can satisfy two branches ------------------------------
-    def _one_of(self, schema: Node, ptr: str) -> Node:
-        branches = schema["oneOf"]
-        where = _ptr(ptr, "oneOf")
-        if not isinstance(branches, list) or not branches:
-            raise CompileError("'oneOf' must be a non-empty array", keyword="oneOf", pointer=where)
-        rest = self._without(schema, "oneOf")
-        origin = ("oneOf", where)
-        spec = [self._facts(b, ptr, False) for b in branches]
-        out_branches = []
-        for i, b in enumerate(branches):
-            mine = self._facts(_all_of([rest, b], origin), ptr, self.closed)
-            overlap = [j for j in range(len(branches)) if j != i and
-                       not self._disjoint(mine, spec[j], branches[j], b)]
-            if not overlap:
-                out_branches.append(b)
-                continue
-            # B_i AND NOT B_j for each branch j it may share documents with: disjoint by
-            # construction; the branches proven disjoint must stay so for the narrower node
-            negs = [self._negate(branches[j], _ptr(where, j)) for j in overlap]
-            if any(n is None for n in negs):
-                j = overlap[negs.index(None)]
-                raise CompileError(f"'oneOf' is enforced only when its branches are provably "
-                                   f"disjoint or the overlapping ones can be negated; branches "
-                                   f"{min(i, j)} and {max(i, j)} may overlap", keyword="oneOf",
-                                   pointer=where)
-            narrowed = _all_of([b] + negs, origin)
-            mine = self._facts(_all_of([rest, narrowed], origin), ptr, self.closed)
-            for j in range(len(branches)):
-                if j != i and j not in overlap and \
-                        not self._disjoint(mine, spec[j], branches[j], b):
-                    raise CompileError(f"'oneOf': branches {min(i, j)} and {max(i, j)} may "
-                                       "overlap", keyword="oneOf", pointer=where)
-            out_branches.append(narrowed)
-        if "anyOf" in rest:
-            # an anyOf beside the oneOf stays a conjunct of its own
-            return _all_of([rest, Node({"anyOf": out_branches}, parts=None)], origin)
-        out = Node(rest, src=rest.src, parts=_parts_of(schema))
-        out["anyOf"] = out_branches
-        return out
-
-    def _facts(self, schema: Any, ptr: str, closed: bool) -> Optional[_Facts]:
-        """Facts about the documents of schema (closed: objects with properties and no
-        additionalProperties allow only their properties, as the compiled grammar does);
-        None when the schema admits nothing."""
-        try:
-            m = self._merged(schema, ptr, ("oneOf", _ptr(ptr, "oneOf")))
-        except CompileError:
-            return _Facts(set(TYPES), None, set(), {}, None, set())
-        if m is False:
-            return None
-        t = _type_list(m.get("type"))
-        types = set(TYPES) if t is True or t is None else set(t)
-        if "number" in types:
-            types.add("integer")
-        values = None
-        if "const" in m:
-            values = [m["const"]]
-        elif isinstance(m.get("enum"), list):
-            values = m["enum"]
-        if values is not None:
-            types &= {x for v in values for x in TYPES if _is_type(v, x)}
-        req = m.get("required", [])
-        # in the schema's order (a set's would differ between processes: _disjoint reads
-        # the names one by one and stops at the first that proves the branches apart)
-        required = dict.fromkeys(req).keys() if isinstance(req, list) else {}.keys()
-        props = m.get("properties", {}) if isinstance(m.get("properties"), dict) else {}
-        absent = set(m.get(ABSENT, []))
-        if "not" in m:
-            neg = self._negate(m["not"], ptr)
-            if isinstance(neg, dict):
-                absent |= set(neg.get(ABSENT, []))
-        closed_keys = None
-        if not m.get("patternProperties"):
-            addl = m.get("additionalProperties", None)
-            # the closed default holds for the compiled object only when no later rewrite
-            # (not, if, anyOf, oneOf, dependentSchemas) can merge more properties into it
-            rewrites = any(k in m for k in ("not", "if", "anyOf", "oneOf", "dependentSchemas"))
-            if addl is False or (closed and addl is None and "properties" in m and not rewrites):
-                closed_keys = {n for n, s in props.items() if s is not False}
-        return _Facts(types, values, required, props, closed_keys, absent)
-
-    def _valid_parts(self, value: Any, schema: Any) -> Optional[bool]:
-        """value satisfies schema (an original or a rewritten node, read through the
-        originals it stands for); None when that cannot be told."""
-        parts = _parts_of(schema)
-        if parts is None:
-            return None
-        try:
-            return all(self._spec_valid(value, p) for p in parts)
-        except Exception:
-            return None
-
-    def _value_set(self, schema: Any, ptr: str) -> Optional[list]:
-        f = self._facts(schema, ptr, False)
-        return [] if f is None else f.values
-
-    def _disjoint(self, f: Optional[_Facts], g: Optional[_Facts], g_schema, f_schema) -> bool:
-        """No document of f (the compiled side) is valid under g_schema (spec side)."""
-        if f is None or g is None:
-            return True
-        common = _types_overlap(f.types, g.types)
-        if not common:
-            return True
-        if f.values is not None and not any(self._valid_parts(v, g_schema) is not False
-                                            for v in f.values):
-            return True
-        if g.values is not None and not any(self._valid_parts(v, f_schema) is not False
-                                            for v in g.values):
-            return True
-        if common != {"object"}:
-            return False
-        if f.closed is not None and g.required - f.closed:
-            return True
-        if (f.required & g.absent) or (g.required & f.absent):
-            return True
-        if g.closed is not None and f.required - g.closed:
-            return True
-        # a discriminator: a name f requires whose values g's property schema rejects
-        for name in f.required:
-            if name not in f.props:
-                continue
-            vals = self._value_set(f.props[name], "")
-            if vals is None:
-                continue
-            if g.closed is not None and name not in g.closed:
-                return True
-            if name in g.props and not any(self._valid_parts(v, g.props[name]) is not False
-                                           for v in vals):
-                return True
-        for name in g.required:
-            if name not in g.props or name not in f.props:
-                continue
-            vals = self._value_set(g.props[name], "")
-            if vals is not None and not any(self._valid_parts(v, f.props[name]) is not False
-                                            for v in vals):
-                return True
-        return False
-
-    # --- not / if-then-else: rewritten with the negation as a schema --------------------------
-    def _negate(self, x: Any, ptr: str, depth: int = 0):
-        """A schema meaning NOT x, or None when it cannot be written exactly.
-
-        x is a conjunction of its keywords, so NOT x is the disjunction of each keyword's
-        negation (coupled keywords negated together); each negation is a schema."""
-        if x is True or (isinstance(x, dict) and not [k for k in x if not _is_annotation(k)]):
-            return False
-        if x is False:
-            return True
-        if not isinstance(x, dict) or depth > 8:
-            return None
-        n = self._norm(x, ptr)
-        keys = set(self._validating_keys(n))
-        idle = {k for k, partner in NEEDS_PARTNER.items() if k in keys and partner not in keys}
-        if "if" in keys and not keys & {"then", "else"}:
-            idle.add("if")
-        keys -= idle
-        if not keys:
-            return False
-        groups: List[set] = []
-        if keys & {"enum", "const"}:
-            groups.append(keys & {"enum", "const", "type"})
-        for k in sorted(keys):
-            if not any(k in grp for grp in groups):
-                groups.append({k})
-        negs = []
-        for grp in groups:
-            neg = self._negate_keywords(n, grp, ptr, depth)
-            if neg is None:
-                return None
-            if neg is True:
-                return True
-            if neg is not False:
-                negs.append(neg)
-        if not negs:
-            return False
-        return negs[0] if len(negs) == 1 else Node({"anyOf": negs}, parts=None)
-
-    def _negate_keywords(self, n: Node, grp: set, ptr: str, depth: int):
-        """NOT (the keywords grp of node n), or None."""
-        def node(d):
-            return Node(d, parts=None)
-        if grp == {"$ref"}:
-            target, tptr = self._resolve(n["$ref"], ptr)
-            return self._negate(target, tptr, depth + 1)
-        if grp == {"type"}:
-            t = _type_list(n["type"])
-            if t is None or t is True:
-                return None
-            if "integer" in t and "number" not in t:
-                return None         # "a number with a fraction" is not a type
-            left = [y for y in TYPES if y not in t and y != "integer"]
-            return node({"type": left}) if left else False
-        if grp & {"enum", "const"}:
-            values = [n["const"]] if "const" in n else n["enum"]
-            if not isinstance(values, list):
-                return None
-            if "const" in n and "enum" in n:
-                values = [v for v in values if _json_in(v, n["enum"])]
-            t = _type_list(n.get("type"))
-            if t is None:
-                return None
-            if t is not True:
-                # type T AND enum V is the finite set of values of V that have type T
-                values = [v for v in values if any(_is_type(v, y) for y in t)]
-            return node({EXCLUDE: list(values)})
-        (kw,) = grp
-        v = n[kw]
-        if kw == "required" and isinstance(v, list) and all(isinstance(r, str) for r in v):
-            # NOT (an object having all of R) == an object without one of R
-            alts = [node({"type": "object", ABSENT: [r]}) for r in dict.fromkeys(v)]
-            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
-        if kw == "properties" and isinstance(v, dict):
-            # NOT (each k there has a value S_k) == an object having some k with a value NOT S_k
-            alts = []
-            for name, sub in v.items():
-                neg = self._negate(sub, _ptr(ptr, "properties", name), depth + 1)
-                if neg is None:
-                    return None
-                if neg is not False:
-                    alts.append(node({"type": "object", "required": [name],
-                                      "properties": {name: neg}}))
-            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
-        bounds = {"minimum": ("exclusiveMaximum", "number"),
-                  "maximum": ("exclusiveMinimum", "number"),
-                  "exclusiveMinimum": ("maximum", "number"),
-                  "exclusiveMaximum": ("minimum", "number")}
-        if kw in bounds and _is_bound(v) and self._kw(n, kw) == kw:
-            other, t = bounds[kw]
-            return node({"type": t, other: v})
-        counts = {"minLength": ("maxLength", "string"), "maxLength": ("minLength", "string"),
-                  "minItems": ("maxItems", "array"), "maxItems": ("minItems", "array"),
-                  "minProperties": ("maxProperties", "object"),
-                  "maxProperties": ("minProperties", "object")}
-        if kw in counts and _is_count(v):
-            other, t = counts[kw]
-            if kw.startswith("min"):
-                return False if v == 0 else node({"type": t, other: int(v) - 1})
-            return node({"type": t, other: int(v) + 1})
-        if kw == "anyOf" and isinstance(v, list):
-            negs = [self._negate(b, _ptr(ptr, "anyOf", i), depth + 1) for i, b in enumerate(v)]
-            if any(s is None for s in negs):
-                return None
-            out = _all_of(negs)
-            if isinstance(out, Node):
-                out.parts = None
-            return out
-        if kw == "allOf" and isinstance(v, list):
-            negs = [self._negate(b, _ptr(ptr, "allOf", i), depth + 1) for i, b in enumerate(v)]
-            if any(s is None for s in negs):
-                return None
-            negs = [s for s in negs if s is not False]
-            if any(s is True for s in negs):
-                return True
-            return False if not negs else negs[0] if len(negs) == 1 else node({"anyOf": negs})
-        if kw == "not":
-            return v
-        return None
-
-    def _apply_not(self, schema: Node, ptr: str):
-        neg = self._negate(schema["not"], _ptr(ptr, "not"))
-        if neg is None:
-            raise CompileError("'not' is enforced where the negation of each keyword can be "
-                               "written as a schema (types, enum/const, required, properties, "
-                               "bounds, lengths, anyOf, allOf, not)", keyword="not",
-                               pointer=_ptr(ptr, "not"))
-        out = _all_of([self._without(schema, "not"), neg], ("not", _ptr(ptr, "not")))
-        return out
-
-    def _apply_if(self, schema: Node, ptr: str):
-        cond = schema["if"]
-        neg = self._negate(cond, _ptr(ptr, "if"))
-        if neg is None:
-            raise CompileError("'if' is enforced when its negation can be written as a schema "
-                               "(see 'not')", keyword="if", pointer=_ptr(ptr, "if"))
-        rest = self._without(schema, "if", "then", "else")
-        origin = ("if", _ptr(ptr, "if"))
-        yes = _all_of([rest, cond, schema.get("then", True)], origin)
-        no = _all_of([rest, neg, schema.get("else", True)], origin)
-        alts = [s for s in (yes, no) if s is not False]
-        if not alts:
-            return False
-        return Node({"anyOf": alts}, parts=None)
-
-    # --- dependentRequired / dependentSchemas: variants with each key there or not -----------
-    def _dependent(self, schema: Node, ptr: str) -> ir.Expr:
-        req = schema.get("dependentRequired", {})
-        sch = schema.get("dependentSchemas", {})
-        for kw, v in (("dependentRequired", req), ("dependentSchemas", sch)):
-            lists = isinstance(v, dict) and all(
-                isinstance(x, list) and all(isinstance(n, str) for n in x) for x in v.values())
-            if not isinstance(v, dict) or (kw == "dependentRequired" and not lists):
-                raise CompileError(f"'{kw}' is malformed", keyword=self._kw(schema, kw),
-                                   pointer=_ptr(ptr, self._kw(schema, kw)))
-        names = list(dict.fromkeys(list(req) + list(sch)))
-        if 2 ** len(names) > MAX_VARIANTS:
-            kw = "dependentRequired" if req else "dependentSchemas"
-            raise LimitError(f"{len(names)} dependent names need {2 ** len(names)} variants, more "
-                             f"than the limit of {MAX_VARIANTS}", keyword=self._kw(schema, kw),
-                             pointer=_ptr(ptr, self._kw(schema, kw)))
-        base = self._without(schema, "dependentRequired", "dependentSchemas")
-        base.parts = None
-        alts = []
-        for present in itertools.product((False, True), repeat=len(names)):
-            v = Node(base, src=base.src, parts=None)
-            extra = []
-            for name, here in zip(names, present):
-                if here:
-                    v["required"] = list(dict.fromkeys(list(v.get("required", [])) + [name] +
-                                                       list(req.get(name, []))))
-                    if name in sch:
-                        extra.append(sch[name])
-                else:
-                    v[ABSENT] = list(v.get(ABSENT, [])) + [name]
-            origin = (self._kw(schema, "dependentSchemas"),
-                      _ptr(ptr, self._kw(schema, "dependentSchemas")))
-            alts.append(self.compile(_all_of([v] + extra, origin) if extra else v, ptr))
-        return ir.alt(*alts)
-
     # --- numbers ---------------------------------------------------------------------------
     def _number(self, schema: dict, ptr: str, integer: bool) -> ir.Expr:
         if EXCLUDE in schema and any(_is_type(v, "number") for v in schema[EXCLUDE]):
             raise CompileError("'not' of a number value is not enforced", keyword="not",
                                pointer=ptr)
-        if not jn.has_numeric_keywords(schema):
-            return jg.integer(self.g) if integer else jg.number(self.g)
+        if not numbers.has_numeric_keywords(schema):
+            return json_grammar.integer(self.g) if integer else json_grammar.number(self.g)
         try:
-            return jn.number_expr(self.g, schema, ptr, integer=integer,
+            return numbers.number_expr(self.g, schema, ptr, integer=integer,
                                   name=self._rule_name(ptr, "integer" if integer else "number"),
                                   cache=self.number_rules)
         except CompileError as e:
@@ -1492,10 +469,10 @@ class _Compiler:
         if not isinstance(name, str):
             raise CompileError("'format' must be a string", keyword="format",
                                pointer=_ptr(ptr, "format"))
-        if name in jf.UNENFORCEABLE:
-            raise CompileError(f"format '{name}' is not enforced: {jf.UNENFORCEABLE[name]}",
+        if name in formats.UNENFORCEABLE:
+            raise CompileError(f"format '{name}' is not enforced: {formats.UNENFORCEABLE[name]}",
                                keyword="format", pointer=_ptr(ptr, "format"))
-        return jf.format_expr(name)
+        return formats.format_expr(name)
 
     def _string(self, schema: dict, ptr: str) -> ir.Expr:
         lo = self._count(schema, "minLength", ptr) or 0
@@ -1506,22 +483,22 @@ class _Compiler:
             raise CompileError("'not' of a string value beside string keywords is not enforced",
                                keyword="not", pointer=ptr)
         if out:
-            return jg.string_not_in(self.g, list(dict.fromkeys(out)))
+            return json_grammar.string_not_in(self.g, list(dict.fromkeys(out)))
         if fmt is not None:
             if "pattern" in schema:
                 raise CompileError("'pattern' beside an enforced 'format' is not enforced",
                                    keyword="pattern", pointer=_ptr(ptr, "pattern"))
             return self._shared_string(
                 ("format", schema["format"], lo, hi), ptr,
-                lambda: js.format_string(schema["format"], lo, hi, ptr, self.g))
+                lambda: strings.format_string(schema["format"], lo, hi, ptr, self.g))
         if "pattern" in schema:
             return self._shared_string(
                 ("pattern", schema["pattern"], lo, hi), ptr,
-                lambda: js.constrained_string(js.pattern_expr(schema["pattern"], ptr), lo, hi,
-                                              ptr, "pattern", self.g))
+                lambda: strings.constrained_string(strings.pattern_expr(schema["pattern"], ptr),
+                                                   lo, hi, ptr, "pattern", self.g))
         self._check_length(lo, "minLength", ptr)
         self._check_length(hi, "maxLength", ptr)
-        return jg.bounded_string(self.g, lo, hi)
+        return json_grammar.bounded_string(self.g, lo, hi)
 
     def _shared_string(self, key: tuple, ptr: str, make) -> ir.Expr:
         """The string of a format or pattern (with length bounds), one rule per distinct key
@@ -1574,7 +551,7 @@ class _Compiler:
         self._check_unroll(lo, "minItems", ptr)
         self._check_unroll(hi if hi is not None and hi > len(elems) else None, "maxItems", ptr)
         k = len(elems)
-        sep = jg.comma(g)
+        sep = json_grammar.comma(g)
         # the keyword a limit met while building the array's rules names
         size_kw = "maxItems" if hi is not None else "minItems" if lo else ikw
         run_item = ir.seq(sep, rest)
@@ -1599,464 +576,10 @@ class _Compiler:
 
         members = ir.NOTHING if hi == 0 else ir.seq(elem(0), tail(1))
         tail = None     # unbound: it calls itself through its cell (a cycle)
-        expr = jg.container(g, "[", members, "]", nullable_members=(lo == 0))
+        expr = json_grammar.container(g, "[", members, "]", nullable_members=(lo == 0))
         # schemas repeat arrays too (a list of strings in every rule of a linter's config):
         # equal ones are one rule
         return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword=size_kw))
-
-    # --- objects ---------------------------------------------------------------------------
-    def _value_expr(self, schema: Any, ptr: str) -> ir.Expr:
-        return jg.value(self.g) if schema is True else self.compile(schema, ptr)
-
-    def _pattern_language(self, pattern: Any, pp_ptr: str) -> ir.Expr:
-        """strings.pattern_expr of a patternProperties pattern, parsed once per compile:
-        schemas repeat one pattern in many objects (a translated-field pattern of a few
-        hundred characters in every object of a release schema), and the same IR object
-        also makes the key languages' memo hit by identity."""
-        if not isinstance(pattern, str):
-            return js.pattern_expr(pattern, pp_ptr)     # (refused, naming pp_ptr)
-        e = self._regex_exprs.get(pattern)
-        if e is None:
-            e = self._regex_exprs[pattern] = js.pattern_expr(pattern, pp_ptr)
-        return e
-
-    def _extra_keys(self, schema: dict, ptr: str, declared: List[str], addl: Any,
-                    addl_ptr: str) -> List[Tuple[ir.Expr, ir.Expr]]:
-        """(key, value) expressions of the members that are not declared properties.
-
-        A pattern that every name matches acts on every member (additionalProperties then
-        never applies). Other patterns (several only when they share one schema) split the
-        extra keys into the pattern's strings and the rest (keys.py: a DFA, complemented for
-        the rest, both minus the declared names), the rest taking additionalProperties.
-        propertyNames is the extra keys' language, exact only when no declared name
-        satisfies it (the declared names need no subtracting then), or when no extra key
-        may occur.
-        """
-        g = self.g
-        pats = schema.get("patternProperties") or {}
-        names_schema = schema.get("propertyNames", True)
-        pp_ptr = _ptr(ptr, "patternProperties")
-        if not isinstance(pats, dict):
-            raise CompileError("'patternProperties' must be an object", keyword="patternProperties",
-                               pointer=pp_ptr)
-        universal = [p for p in pats if _universal_pattern(p, self._regex_exprs)]
-        narrow = [p for p in pats if p not in universal]
-        # every name matches the universal patterns: they act like additionalProperties
-        # beside the narrow ones, which then replace it (a name matching a pattern never
-        # meets additionalProperties)
-        every = [pats[p] for p in universal]
-        out: List[Tuple[Optional[ir.Expr], ir.Expr]] = []   # (key, value); key None: free
-        # names matching no pattern meet additionalProperties, unless a universal pattern
-        # matches them too (then additionalProperties never applies)
-        rest_value = _all_of(every, ("patternProperties", pp_ptr)) if universal else addl
-        if narrow:
-            if len(narrow) > 1 and not all(_same(pats[p], pats[narrow[0]]) for p in narrow):
-                raise CompileError("several 'patternProperties' patterns with different schemas "
-                                   "(a name may match more than one)", keyword="patternProperties",
-                                   pointer=pp_ptr)
-            language = ir.alt(*(self._pattern_language(p, pp_ptr) for p in narrow))
-            matched = _all_of([pats[narrow[0]]] + every, ("patternProperties", pp_ptr))
-            for value_schema, negate, where in ((matched, False, _ptr(pp_ptr, narrow[0])),
-                                                (rest_value, True, addl_ptr)):
-                value = self._value_expr(value_schema, where)
-                if isinstance(value, ir.Nothing):
-                    continue
-                key = jk.key_expr(g, self._rule_name(where, "key"), language, declared,
-                                  negate=negate, keyword="patternProperties", pointer=pp_ptr,
-                                  alphabet=_key_alphabet(narrow))
-                if not isinstance(key, ir.Nothing):
-                    out.append((key, value))
-        else:
-            value = self._value_expr(rest_value, pp_ptr if universal else addl_ptr)
-            if not isinstance(value, ir.Nothing):
-                out.append((None, value))
-        if not out:
-            return out
-        if names_schema is not True and names_schema != {}:
-            nptr = _ptr(ptr, "propertyNames")
-            if any(self._valid_parts(n, names_schema) is not False for n in declared):
-                raise CompileError("'propertyNames' beside extra keys is enforced only when no "
-                                   "declared name satisfies it", keyword="propertyNames",
-                                   pointer=nptr)
-            if any(k is not None for k, _ in out):
-                raise CompileError("'propertyNames' beside narrow 'patternProperties' is not "
-                                   "enforced", keyword="propertyNames", pointer=nptr)
-            key = self.compile(_all_of([names_schema, {"type": "string"}],
-                                       ("propertyNames", nptr)), nptr)
-            return [(key, v) for _, v in out]
-        if all(k is not None for k, _ in out):
-            return out
-        # (a FreeKeys: its rule is made where it is called, _object_expr; under
-        # property_order "any" the extra member's own free-key rule stands instead)
-        free = jg.free_keys(g, declared)
-        return [(k if k is not None else free, v) for k, v in out]
-
-    def _property_value(self, schema: Any, ptr: str) -> ir.Expr:
-        """compile(schema, ptr) for a property's value. An allOf merge puts the base's own
-        property schemas into every object that extends it (a protocol's hundreds of
-        messages, a linter's rules), where each was compiled again for the same expression:
-        a document's schema object whose compile added no rule and no ignored keyword gives
-        that expression wherever it stands (its pointer only names new rules and errors), so
-        from the second such compile on it is kept, by identity."""
-        got = self._property_values.get(id(schema))
-        if got is not None and got[0] is schema:
-            return got[1]
-        rules, ignored = len(self.g.rules), len(self.ignored)
-        e = self.compile(schema, ptr)
-        if type(schema) is dict and len(self.g.rules) == rules and len(self.ignored) == ignored:
-            self._property_values[id(schema)] = (schema, e)
-        return e
-
-    def _object(self, schema: dict, ptr: str) -> ir.Expr:
-        g = self.g
-        if EXCLUDE in schema and any(isinstance(v, dict) for v in schema[EXCLUDE]):
-            raise CompileError("'not' of an object value is not enforced", keyword="not",
-                               pointer=ptr)
-        props = schema.get("properties", {})
-        if not isinstance(props, dict):
-            raise CompileError("'properties' must be an object", keyword="properties",
-                               pointer=_ptr(ptr, "properties"))
-        required = schema.get("required", [])
-        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-            raise CompileError("'required' must be an array of strings", keyword="required",
-                               pointer=_ptr(ptr, "required"))
-        required = list(dict.fromkeys(required))
-        absent = [n for n in schema.get(ABSENT, []) if isinstance(n, str)]
-        if set(absent) & set(required):
-            return ir.NOTHING
-        pats = schema.get("patternProperties") or {}
-        if "additionalProperties" in schema:
-            addl, addl_ptr = schema["additionalProperties"], _ptr(ptr, "additionalProperties")
-        elif ("properties" in schema or (isinstance(pats, dict) and pats and
-                                         not all(_universal_pattern(p, self._regex_exprs)
-                                                 for p in pats))) \
-                and self.closed:
-            addl, addl_ptr = False, ptr     # documented departure: closed by default
-        else:
-            addl, addl_ptr = True, ptr
-        names_schema = schema.get("propertyNames", True)
-
-        # (name, value schema, required) in document order
-        decl: List[Tuple[str, Any, bool]] = []
-        required_set = set(required)        # (objects with many properties require many)
-        for name, sub in props.items():
-            if absent and name in absent:
-                continue
-            decl.append((name, sub, name in required_set))
-        for name in required:
-            if name not in props:
-                decl.append((name, None, True))      # its value meets additionalProperties
-        entries: List[Tuple[str, ir.Expr, bool]] = []
-        patterned = isinstance(pats, dict) and bool(pats)
-        pp_ptr = _ptr(ptr, "patternProperties") if patterned else None
-        props_ptr = ptr + "/properties/"
-        rx = self._regex_exprs
-        for name, sub, req in decl:
-            # drafts.pointer's spelling, inline for the usual name that needs no escape
-            prop_ptr = props_ptr + name if "~" not in name and "/" not in name \
-                else _ptr(ptr, "properties", name)
-            where = prop_ptr if sub is not None else addl_ptr
-            matching = [s for p, s in pats.items()
-                        if _universal_pattern(p, rx) or _name_matches(p, name, pp_ptr, rx)] \
-                if patterned else []
-            conj = [sub] + matching if sub is not None else (matching or [addl])
-            if names_schema is not True and self._valid_parts(name, names_schema) is not True:
-                if self._valid_parts(name, names_schema) is None:
-                    raise CompileError("'propertyNames' could not be checked against a declared "
-                                       "name", keyword="propertyNames",
-                                       pointer=_ptr(ptr, "propertyNames"))
-                conj = [False]
-            if len(conj) == 1:
-                # what _all_of makes of one schema, without its loop and its origin pair
-                both = conj[0]
-                if isinstance(both, dict) and _accepts_everything(both):
-                    both = True
-            else:
-                both = _all_of(conj, ("properties", prop_ptr))
-            entries.append((name, self._property_value(both, where) if both is not True
-                            else jg.value(g), req))
-        present = []
-        for name, e, req in entries:
-            if isinstance(e, ir.Nothing):
-                if req:
-                    return ir.NOTHING        # a required property that cannot have a value
-                continue
-            present.append((name, e, req))
-        declared = list(props) + [r for r in required if r not in props] + \
-            [a for a in absent if a not in props]
-        extras = self._extra_keys(schema, ptr, declared, addl, addl_ptr)
-        lo = self._count(schema, "minProperties", ptr) or 0
-        hi = self._count(schema, "maxProperties", ptr)
-        if self.any_order:
-            return self._object_expr_any_order(ptr, present, extras, lo, hi)
-        return self._object_expr(ptr, present, extras, lo, hi)
-
-    def _object_expr(self, ptr: str, present, extras, lo: int, hi: Optional[int]) -> ir.Expr:
-        """The object rule: declared members in order (required ones must come), then extra
-        members; with lo/hi, the members are counted (extra ones too: the count states
-        follow the declared chain)."""
-        g = self.g
-        col = jg.colon(g)
-        sep = jg.comma(g)
-        extras = [(jg.free_key_rule(g, k) if type(k) is jg.FreeKeys else k, v) for k, v in extras]
-        kvs = [ir.seq(ir.byte_string(jg.canonical_string(n)), col, e) for n, e, _ in present]
-        extra = jg.alt(*(ir.seq(k, col, v) for k, v in extras)) if extras else None
-        n = len(present)
-        n_req = sum(1 for _, _, r in present if r)
-        if hi is not None and n_req > hi:
-            return ir.NOTHING
-        if lo >= 2 and extra is not None:
-            # two equal extra keys count twice here but once in the parsed object
-            raise CompileError("'minProperties' above 1 beside extra keys is not enforced (a "
-                               "repeated key would count twice)", keyword="minProperties",
-                               pointer=_ptr(ptr, "minProperties"))
-        if lo > n + (1 if extra is not None else 0):
-            return ir.NOTHING
-        counted = lo > 1 or hi is not None
-        if counted and (n + 1) * ((hi if hi is not None else lo) + 1) > MAX_COUNT_STATES:
-            raise LimitError(f"counting {n} properties up to {hi if hi is not None else lo} "
-                             f"needs more than {MAX_COUNT_STATES} states",
-                             keyword="maxProperties" if hi is not None else "minProperties",
-                             pointer=_ptr(ptr,
-                                          "maxProperties" if hi is not None else "minProperties"))
-        first_req = next((i for i, (_, _, r) in enumerate(present) if r), None)
-        starts = list(range(n if first_req is None else first_req + 1))
-        inline = len(starts) * max(n, 1) <= 64 and not counted
-        # inlined, every first property's chain would end in its own copy of the extra
-        # members' loop (a copy of the free keys' trie each): the loop follows them all once
-        # instead, the same language
-        tail = None
-        if inline and extra is not None:
-            tail = ir.repeat(ir.seq(sep, extra), 0, None)
-        cache: Dict[Tuple[int, int], ir.Expr] = {}
-
-        def cap(c: int) -> int:
-            # counts past both bounds' reach behave alike: one state for them all
-            return c if hi is not None else min(c, lo)
-
-        def after(i: int, c: int) -> ir.Expr:
-            # properties i.. (and extra keys) once c members have been written
-            c = cap(c)
-            if (i, c) in cache:
-                return cache[(i, c)]
-            if hi is not None and c > hi:
-                e = ir.NOTHING
-            elif i == n:
-                if extra is None or tail is not None:
-                    e = ir.EMPTY if c >= lo else ir.NOTHING
-                else:
-                    e = ir.repeat(ir.seq(sep, extra), max(lo - c, 0),
-                                  None if hi is None else hi - c)
-            elif not counted:
-                item = ir.seq(sep, kvs[i])
-                e = _seq_onto(item if present[i][2] else ir.opt(item), after(i + 1, c))
-            else:
-                take = _seq_onto(ir.seq(sep, kvs[i]), after(i + 1, c + 1))
-                e = take if present[i][2] else jg.alt(take, after(i + 1, c))
-            if not inline and i < n and not isinstance(e, ir.Nothing):
-                e = g.add(self._rule_name(ptr, f"after{i}" + (f"-{c}" if counted else "")), e)
-                made.append(e.name)
-            cache[(i, c)] = e
-            return e
-
-        made: List[str] = []
-        firsts = [_seq_onto(kvs[j], after(j + 1, 1)) for j in starts]
-        if first_req is None and extra is not None:
-            firsts.append(_seq_onto(extra, after(n, 1)))
-        members = jg.alt(*firsts)
-        after = None    # unbound: it calls itself through its cell (a cycle)
-        # the chain's rules were made callee first; each caller before its callees instead
-        # (reverse post-order), so the builder's shortest-completion sweeps, which run from
-        # the last position down, see a callee's length before its callers (made as they
-        # came, a chain of 175 rules took 175 sweeps)
-        for name in reversed(made):
-            g.rules[name] = g.rules.pop(name)
-        if tail is not None:
-            members = ir.seq(members, tail)
-        empty_ok = first_req is None and lo == 0
-        expr = jg.container(g, "{", members, "}", nullable_members=empty_ok)
-        return g.add(self._rule_name(ptr, "object"), expr, container=True)
-
-    def _object_expr_any_order(self, ptr: str, present, extras, lo: int,
-                               hi: Optional[int]) -> ir.Expr:
-        """The object rule under property_order="any": members in every order, each declared
-        name at most once, the object closing only once every required one is written.
-
-        Its states are (the declared properties written, the members counted; the count only
-        where min/maxProperties need it and extra keys make it differ from the number
-        written): 2**n states for n declared properties, and no automaton does with fewer
-        (after two different subsets some name is allowed after one and not the other); past
-        MAX_ORDER_STATES the declared properties keep declared order (state: the next one that
-        may come) while extra keys still stand anywhere. Each member (key, colon, value) is
-        one rule, compiled once; the object is one ir.AnyOrder node calling them, whose states
-        the builder makes as positions directly (one IR rule per state cost a rule each to
-        make, inline and determinize; tests/oracles/any_order_reference.py keeps that form
-        as the reference)."""
-        g = self.g
-        col = jg.colon(g)
-        n = len(present)
-        n_req = sum(1 for _, _, r in present if r)
-        if hi is not None and (n_req > hi or lo > hi):
-            return ir.NOTHING
-        if lo >= 2 and extras:
-            raise CompileError("'minProperties' above 1 beside extra keys is not enforced (a "
-                               "repeated key would count twice)", keyword="minProperties",
-                               pointer=_ptr(ptr, "minProperties"))
-        if lo > n + (1 if extras else 0):
-            return ir.NOTHING
-        # the member count matters up to the larger bound; in the subset states without extra
-        # keys it is the number of properties written, which the state holds already
-        bounded = lo > 1 or hi is not None
-        top = hi if hi is not None else lo
-        width = top + 1 if bounded and extras else 1
-        subsets = n <= 30 and (1 << n) * width <= MAX_ORDER_STATES
-        counted = bounded and (bool(extras) or not subsets)
-        if not subsets and counted and (n + 1) * (top + 1) > MAX_COUNT_STATES:
-            raise LimitError(f"counting {n} properties up to {top} needs more than "
-                             f"{MAX_COUNT_STATES} states",
-                             keyword="maxProperties" if hi is not None else "minProperties",
-                             pointer=_ptr(ptr,
-                                          "maxProperties" if hi is not None else "minProperties"))
-        # every state calls the members: one rule each, so their positions (and mask tables)
-        # are shared by all of them
-        members = tuple(self._member_rule(ptr, name, e, col) for name, e, _ in present)
-        extra = None
-        if extras:
-            # composite keys by identity: equal key languages are one object already
-            # (string_not_in, key_expr: once per grammar), and hashing a names trie walks it
-            key = ("extra-member", tuple((id(k) if type(k) in _COMPOSITE else k, v)
-                                         for k, v in extras))
-            extra = self.shared_parts.get(key)
-            if extra is None:
-                options = [self._extra_option(ptr, k, col, v) for k, v in extras]
-                if len(options) == 1 and jg.is_free_member(g, options[0]):
-                    # the free-key rule is the whole extra member already
-                    extra = self.shared_parts[key] = options[0].name
-                else:
-                    extra = self._object_part(ptr, "extra-member", jg.alt(*options), key=key)
-                self.shared_keys.extend(k for k, _ in extras)   # (their ids stay theirs)
-        jg.ws(g)        # (the root's whitespace rule: its bytes are the node's whitespace)
-        node = ir.AnyOrder(members, tuple(r for _, _, r in present), extra, lo, hi,
-                           not subsets, jg.ws_bytes())
-        return ir.ref(self._object_part(ptr, "object", node, container=True))
-
-    def _member_rule(self, ptr: str, name: str, e: ir.Expr, col: ir.Expr) -> str:
-        """The rule of the member `name col e`: _object_part's, looked up first by the value
-        expression's identity (objects that extend one base through allOf hold the base's
-        members by the same expression objects, which _object_part would spell and hash
-        again per object)."""
-        got = self._member_rules.get((name, id(e)))
-        if got is not None and got[0] is e:
-            return got[1]
-        # most values are calls (an object's, an array's, a $ref's rule): a member that is
-        # the name, col and one call is keyed by the three, not by its expression, whose
-        # hash calls every leaf's __hash__; any member expression of that form gets that key
-        # (the name's spelling is one to one), so equal expressions still share one rule
-        name_lit = ir.byte_string(jg.canonical_string(name))
-        if type(e) is ir.Ref:
-            call = e
-            # what ir.seq makes of them, spelled directly once col is known to join a
-            # literal before it and a call after it unchanged (no literal at its ends)
-            if col is not self._member_col:
-                self._member_col = col
-                self._member_col_items = col.items if type(col) is ir.Seq and \
-                    ir.seq(ir.Bytes(b'"'), col, call).items == (ir.Bytes(b'"'),) + col.items + \
-                    (call,) else None
-            if self._member_col_items is not None:
-                expr = ir.seq_of((name_lit,) + self._member_col_items + (e,))
-            else:
-                expr = ir.seq(name_lit, col, e)
-        else:
-            expr = ir.seq(name_lit, col, e)
-            call = expr.items[-1] if type(expr) is ir.Seq else None
-            if type(call) is not ir.Ref or expr != ir.seq(name_lit, col, call):
-                call = None
-        key = ("member", expr) if call is None else ("member-call", name, call.name, col)
-        # drafts.pointer's spelling, inline for the usual name that needs no escape
-        mptr = ptr + "/properties/" + name if "~" not in name and "/" not in name \
-            else _ptr(ptr, "properties", name)
-        rule = self._object_part(mptr, "member", expr, key=key)
-        self._member_rules[(name, id(e))] = (e, rule)
-        return rule
-
-    def _extra_option(self, ptr: str, k: ir.Expr, col: ir.Expr, v: ir.Expr) -> ir.Expr:
-        """Extra members with keys k: `k col v`. Free keys (jg.FreeKeys) are one rule, the
-        names' trie, that calls `col v` as a rule of its own once the key is closed (made
-        instead of string_not_in's rule, which nothing would call), so that a token such as `":`
-        after a key still inside the names' trie enters a rule instead of leaving the key's
-        (the mask tables decide entering ahead of time; leaving needs the stack)."""
-        if type(k) is jg.FreeKeys:
-            rest = self._object_part(ptr, "extra-value", ir.seq(col, v),
-                                     keyword="additionalProperties")
-            return jg.free_member(self.g, k, rest)
-        return ir.seq(k, col, v)
-
-    def _object_part(self, ptr: str, kind: str, expr: ir.Expr, container: bool = False,
-                     keyword: Optional[str] = None, key: Optional[tuple] = None) -> str:
-        """The rule of a member, an extra member or an any-order object: one per expression.
-        Schemas repeat them (a protocol's messages declare the same members, objects of
-        the same members are equal then too); equal expressions are one rule, so the builder
-        makes its positions once. Named after the first place it occurs."""
-        if key is None:
-            key = (kind, expr)
-        name = self.shared_parts.get(key)
-        if name is None:
-            name = self.shared_parts[key] = self.g.add(self._rule_name(ptr, kind, keyword),
-                                                       expr, container=container).name
-        return name
-
-
-_COMPOSITE = (ir.Seq, ir.Alt, ir.Repeat)
-
-
-def _sizing_keyword(schema: Any) -> Optional[str]:
-    """The keyword of a schema that a limit met while building its rule names: the first
-    present of those whose compiled form can grow large."""
-    if isinstance(schema, dict):
-        for k in ("pattern", "format", "enum", "maxLength", "minLength", "maxItems",
-                  "minItems", "properties", "items", "anyOf", "oneOf", "allOf", "$ref"):
-            if k in schema:
-                return k
-    return None
-
-
-_OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties")
-_ARRAY_KEYS = ("prefixItems", "items")
-
-
-def _matches(expr: ir.Expr, s: str) -> bool:
-    """The JSON spelling of s (no quotes) is in expr (a small byte-level check for enum
-    values under an enforced format)."""
-    from ..grammar import Grammar
-    g = ir.GrammarIR()
-    g.add("root", expr)
-    m = Grammar.from_ir(g).matcher()
-    body = jg.canonical_string(s)[1:-1]
-    return m.accept_bytes(body) and m.is_accepting()
-
-
-def _seq_onto(x: ir.Expr, rest: ir.Expr) -> ir.Expr:
-    """ir.seq(x, rest), the same result, without re-normalizing all of rest when rest is a Seq
-    that ir.seq made (flat, no empty literal, no adjacent literals): only the seam between x
-    and rest can merge. The chains of optional members are built by prepending one member at a
-    time, which ir.seq would copy and rescan each time."""
-    if type(rest) is not ir.Seq:
-        return ir.seq(x, rest)
-    head = ir.seq(x)
-    if isinstance(head, ir.Nothing):
-        return ir.NOTHING
-    if type(head) is ir.Seq:
-        hitems = head.items
-    elif type(head) is ir.Bytes and not head.data:
-        hitems = ()
-    else:
-        hitems = (head,)
-    ritems = rest.items
-    if hitems and type(hitems[-1]) is ir.Bytes and type(ritems[0]) is ir.Bytes:
-        items = hitems[:-1] + (ir.Bytes(hitems[-1].data + ritems[0].data),) + ritems[1:]
-    else:
-        items = hitems + ritems
-    return ir.Seq(items)
 
 
 def check_property_order(property_order: str) -> str:
@@ -2088,14 +611,14 @@ def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget:
     """The whole document: optional whitespace, one instance of schema, optional whitespace
     (without surrounding_whitespace: the instance alone, so generation ends with its root)."""
     g = ir.GrammarIR()
-    w = jg.ws(g) if surrounding_whitespace else None
+    w = json_grammar.ws(g) if surrounding_whitespace else None
     body = add_schema(g, schema, prefix="s-", closed_objects=closed_objects,
                       property_order=property_order)
     g.add("root", ir.seq(w, body, w) if w is not None else body)
     g.root = "root"
     g.whitespace_budget = whitespace_budget
     g.max_depth = max_depth
-    if "root" not in ir.productive_rules(g, jg.productive_fixed_rules(g)):
+    if "root" not in ir.productive_rules(g, json_grammar.productive_fixed_rules(g)):
         raise CompileError("the schema accepts no finite JSON document (false schema, an "
                            "impossible constraint, or a required endless recursion)", pointer="")
     return g

@@ -31,7 +31,7 @@ import threading
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from .. import ir
-from . import json_grammar as jg
+from . import json_grammar
 from ..errors import LimitError
 
 # NFA states of one key language, and DFA states after the subset construction
@@ -143,8 +143,8 @@ def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, .
 def _put_step(alts: list, ranges: tuple, target: str) -> None:
     """alts + [one character in ranges, then the rule target] (nothing when no JSON spelling
     of ranges exists). ranges: a state's normalized code-point ranges into one target (a
-    tuple of pairs already, so jg.char_in's conversion is skipped)."""
-    e = ir.seq(jg._char_in(ranges), ir.Ref(target))
+    tuple of pairs already, so json_grammar.char_in's conversion is skipped)."""
+    e = ir.seq(json_grammar._char_in(ranges), ir.Ref(target))
     if type(e) is not ir.Nothing:
         alts.append(e)
 

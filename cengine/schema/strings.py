@@ -15,8 +15,8 @@ from typing import NamedTuple, Optional, Tuple
 
 from .. import ir
 from ..automaton import keep_positions
-from . import formats as jf
-from . import json_grammar as jg
+from . import formats
+from . import json_grammar
 from .drafts import pointer as _ptr
 from ..errors import CompileError, LimitError
 from ..regex import regex_to_expr
@@ -33,9 +33,9 @@ def decoded_to_json(expr: ir.Expr, memo: Optional[dict] = None) -> ir.Expr:
     t = type(expr)
     if t is ir.Bytes:
         text = expr.data.decode("utf-8")
-        out = ir.seq(*(jg.char_in(((ord(c), ord(c)),)) for c in text))
+        out = ir.seq(*(json_grammar.char_in(((ord(c), ord(c)),)) for c in text))
     elif t is ir.CharSet:
-        out = jg.char_in(expr.ranges)
+        out = json_grammar.char_in(expr.ranges)
     elif t is ir.Seq:
         out = ir.seq(*(decoded_to_json(x, memo) for x in expr.items))
     elif t is ir.Alt:
@@ -153,7 +153,7 @@ def _format_parts(name: str) -> Tuple[ir.Expr, Tuple[int, Optional[int]], ir.Exp
     # an enforced format's language is fixed (formats.format_expr builds it once per
     # process), and so are its lengths and its JSON spelling: worked out once per format
     # (the FORMATS names: a bounded set), not in every compile that has one
-    language = jf.format_expr(name)
+    language = formats.format_expr(name)
     return language, length_range(language), decoded_to_json(language)
 
 
@@ -200,11 +200,11 @@ def constrained_string(language: ir.Expr, lo: int, hi: Optional[int], ptr: str,
         caps = [n for n in (rep.hi, None if hi is None else hi - rep.fixed) if n is not None]
         n_hi = min(caps) if caps else None
         for n, key in ((n_lo, "minLength"), (n_hi, "maxLength")):
-            if n is not None and n > jg.MAX_STRING_LENGTH:
+            if n is not None and n > json_grammar.MAX_STRING_LENGTH:
                 raise LimitError(f"'{key}' beside '{what}' counts {n} characters, above the "
-                                 f"documented limit of {jg.MAX_STRING_LENGTH}", keyword=key,
-                                 pointer=_ptr(ptr, key))
-        return jg.class_string(g, rep.ranges, n_lo, n_hi, decoded_to_json(rep.head),
+                                 f"documented limit of {json_grammar.MAX_STRING_LENGTH}",
+                                 keyword=key, pointer=_ptr(ptr, key))
+        return json_grammar.class_string(g, rep.ranges, n_lo, n_hi, decoded_to_json(rep.head),
                                decoded_to_json(rep.foot))
     if a < lo:
         raise CompileError(f"'minLength' beside '{what}' is only enforced when '{what}' implies "

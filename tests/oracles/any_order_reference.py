@@ -13,7 +13,7 @@ from typing import Dict, Optional, Tuple
 
 from cengine import ir
 from cengine.errors import CompileError, LimitError
-from cengine.schema import compiler
+from cengine.schema import objects
 from cengine.schema import json_grammar as jg
 from cengine.schema.drafts import pointer as _ptr
 
@@ -21,12 +21,12 @@ from cengine.schema.drafts import pointer as _ptr
 @contextlib.contextmanager
 def reference_objects():
     """Schemas compiled inside the block make their any-order objects the old way."""
-    method = compiler._Compiler._object_expr_any_order
-    compiler._Compiler._object_expr_any_order = _with_key_rules
+    method = objects.Objects._object_expr_any_order
+    objects.Objects._object_expr_any_order = _with_key_rules
     try:
         yield
     finally:
-        compiler._Compiler._object_expr_any_order = method
+        objects.Objects._object_expr_any_order = method
 
 
 def _with_key_rules(self, ptr: str, present, extras, lo: int, hi: Optional[int]) -> ir.Expr:
@@ -46,7 +46,7 @@ def object_expr_any_order(self, ptr: str, present, extras, lo: int,
     counted; the count only where min/maxProperties need it and extra keys make it differ
     from the number written). That is 2**n states for n declared properties, and no
     automaton does with fewer (after two different subsets some name is allowed after one
-    and not the other); past compiler.MAX_ORDER_STATES the declared properties keep declared
+    and not the other); past objects.MAX_ORDER_STATES the declared properties keep declared
     order (state: the next one that may come) while extra keys still stand anywhere. Each member
     (key, colon, value) is one rule that every state calls, compiled once; a state holds
     only its calls and the separator."""
@@ -68,11 +68,11 @@ def object_expr_any_order(self, ptr: str, present, extras, lo: int,
     bounded = lo > 1 or hi is not None
     top = hi if hi is not None else lo
     width = top + 1 if bounded and extras else 1
-    subsets = n <= 30 and (1 << n) * width <= compiler.MAX_ORDER_STATES
+    subsets = n <= 30 and (1 << n) * width <= objects.MAX_ORDER_STATES
     counted = bounded and (bool(extras) or not subsets)
-    if not subsets and counted and (n + 1) * (top + 1) > compiler.MAX_COUNT_STATES:
+    if not subsets and counted and (n + 1) * (top + 1) > objects.MAX_COUNT_STATES:
         raise LimitError(f"counting {n} properties up to {top} needs more than "
-                         f"{compiler.MAX_COUNT_STATES} states",
+                         f"{objects.MAX_COUNT_STATES} states",
                          keyword="maxProperties" if hi is not None else "minProperties",
                          pointer=_ptr(ptr,
                                       "maxProperties" if hi is not None else "minProperties"))

@@ -1,0 +1,359 @@
+"""Conjunctions: allOf, and a $ref beside other keywords, merged into one schema node that
+means exactly the conjunction (False when nothing satisfies it), or refused (CompileError
+naming the keyword) where no single node can say it. Each distinct conjunction is one rule,
+so a conjunction that reaches itself through its properties is a recursive rule.
+
+_all_of builds a conjunction node (the other parts of the compiler build them too: anyOf
+beside siblings, not, if/then/else, oneOf, propertyNames); a node's `parts` are the original
+schemas it stands for, which the validator reads (enums.py)."""
+from __future__ import annotations
+
+import json
+import math
+from json.encoder import encode_basestring_ascii as _json_ascii
+from typing import Any, Optional, Tuple
+
+from .. import ir
+from . import numbers
+from .drafts import Node
+from .drafts import pointer as _ptr
+from .pattern_names import _name_matches
+from .vocabulary import (ABSENT, ANNOTATIONS, EXCLUDE, MAX_VARIANTS, NEEDS_PARTNER, TYPES,
+                         _is_annotation, _is_bound, _is_count, _json_in, _same, _types_overlap,
+                         _values_of)
+from ..errors import CompileError
+
+
+def _parts_of(*schemas) -> Optional[list]:
+    """The original schemas whose conjunction these schemas mean (None: unknown)."""
+    out = []
+    for s in schemas:
+        if s is True:
+            continue
+        if isinstance(s, Node):
+            if s.parts is None:
+                return None
+            out.extend(s.parts)
+        else:
+            out.append(s)
+    return out
+
+
+_EVERY_TYPE = frozenset(TYPES) - {"integer"}
+
+
+def _accepts_everything(schema: dict) -> bool:
+    """Every document satisfies schema: nothing but annotations and, at most, a `type` list
+    of every type (generated schemas write TypeScript's `any` so). As a conjunct it adds
+    nothing, and without it a `$ref` beside it stays a call of the referenced rule instead of
+    a merged copy compiled again. (Annotations only: an unknown keyword is recorded as
+    ignored when the schema is read, so such a schema is kept.)"""
+    for k in schema:
+        if k == "type":
+            t = schema[k]
+            if not (isinstance(t, list) and _EVERY_TYPE.issubset(t) and
+                    all(isinstance(x, str) and x in TYPES for x in t)):
+                return False
+        elif k not in ANNOTATIONS:
+            return False
+    return True
+
+
+def _all_of(schemas: list, origin: Optional[Tuple[str, str]] = None):
+    """The conjunction of schemas as one schema (True / False / the schema / an allOf node;
+    origin: the (keyword, pointer) that errors about the made node name)."""
+    items = []
+    for s in schemas:
+        if s is True or (isinstance(s, dict) and _accepts_everything(s)):
+            continue
+        if s is False:
+            return False
+        if not any(_same(s, x) for x in items):
+            items.append(s)
+    if not items:
+        return True
+    if len(items) == 1:
+        return items[0]
+    return Node({"allOf": items}, parts=_parts_of(*items), origin=origin)
+
+
+# the keywords _merge2 leaves to _merge_objects and _merge_arrays
+_OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties")
+_ARRAY_KEYS = ("prefixItems", "items")
+
+
+class Conjunction:
+    """The allOf part of the schema compiler (a mixin of compiler._Compiler: reads its g,
+    conj_rules, _flat_refs, _flat_depth, _json_texts and _regex_exprs, and calls its
+    compile, _norm, _kw, _resolve and _rule_name)."""
+
+    def _conj_rule(self, schema: Node, ptr: str, kw: str) -> ir.Expr:
+        """One rule per distinct conjunction (so a conjunction that reaches itself through
+        its properties is a recursive rule, not an endless inlining)."""
+        key = self._json_text(schema)
+        name = self.conj_rules.get(key)
+        if name is None:
+            name = self._rule_name(ptr, "all")
+            self.conj_rules[key] = name
+            self.g.add(name, ir.NOTHING)
+            origin = schema.origin or (self._kw(schema, kw), _ptr(ptr, self._kw(schema, kw)))
+            merged = self._merged(schema, ptr, origin)
+            self.g.rules[name].expr = ir.NOTHING if merged is False else self.compile(merged, ptr)
+        return ir.ref(name)
+
+    def _json_text(self, x: Any) -> str:
+        """json.dumps(x). The conjunctions _conj_rule keys by their text hold the same
+        document objects over and over (a base schema merged into every object extending it,
+        a property's schema beside each pattern that matches its name): the text of a dict or
+        list (exactly those types: a Node is spelled from its members each time) is written
+        once per compile and kept, with the object, by identity. Neither the document nor a
+        container the compiler made is ever changed once it stands in a schema node."""
+        t = type(x)
+        if t is dict or t is list:
+            got = self._json_texts.get(id(x))
+            if got is not None and got[0] is x:
+                return got[1]
+            text = json.dumps(x)
+            self._json_texts[id(x)] = (x, text)
+            return text
+        if t is Node and all(type(k) is str for k in x):
+            if not x:
+                return "{}"
+            # json.dumps's own spelling: ", " between members, ": " after an ASCII-escaped key
+            return "{" + ", ".join([_json_ascii(k) + ": " + self._json_text(v)
+                                    for k, v in x.items()]) + "}"
+        if t is str:
+            return _json_ascii(x)
+        # the scalars json.dumps spells itself, without its encoder per value
+        if x is True:
+            return "true"
+        if x is False:
+            return "false"
+        if x is None:
+            return "null"
+        if t is int:
+            return int.__repr__(x)
+        if t is float and math.isfinite(x):
+            return float.__repr__(x)
+        return json.dumps(x)
+
+    def _merged(self, schema: Any, ptr: str, origin: Tuple[str, str]):
+        """schema with its allOf and $ref folded in: one Node without either, or False.
+        origin: the (keyword, pointer) a refusal names."""
+        parts = self._flatten(schema, ptr, (), origin)
+        out: Any = Node(parts=_parts_of(schema) if isinstance(schema, dict) else None)
+        for p in parts:
+            if p is False:
+                return False
+            out = self._merge2(out, p, ptr, origin)
+            if out is False:
+                return False
+        out.parts = _parts_of(schema) if isinstance(schema, dict) else None
+        return out
+
+    def _flatten(self, schema: Any, ptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
+        """The conjuncts of schema: nodes without allOf or $ref (False: impossible)."""
+        if schema is True:
+            return []
+        if schema is False:
+            return [False]
+        if not isinstance(schema, dict):
+            raise CompileError("a schema must be an object or a boolean", pointer=ptr)
+        n = self._norm(schema, ptr)
+        # keywords without their partner do nothing, but could pair with another part's
+        idle = {k for k, partner in NEEDS_PARTNER.items() if k in n and partner not in n}
+        if "if" in n and "then" not in n and "else" not in n:
+            idle.add("if")
+        rest = Node({k: v for k, v in n.items() if k not in ("allOf", "$ref") and k not in idle},
+                    src=n.src)
+        out = [rest]
+        if "allOf" in n:
+            branches = n["allOf"]
+            if not isinstance(branches, list) or not branches:
+                raise CompileError("'allOf' must be a non-empty array", keyword="allOf",
+                                   pointer=_ptr(ptr, "allOf"))
+            for i, b in enumerate(branches):
+                out.extend(self._flatten(b, _ptr(ptr, "allOf", i), seen, origin))
+        if "$ref" in n:
+            target, tptr = self._resolve(n["$ref"], ptr)
+            if tptr in seen or len(seen) > 32:
+                raise CompileError("a reference that reaches itself through allOf / $ref "
+                                   "siblings alone is not enforced", keyword=origin[0],
+                                   pointer=origin[1])
+            self._flat_depth = max(self._flat_depth, len(seen))
+            out.extend(self._flatten_ref(target, tptr, seen + (tptr,), origin))
+        return out
+
+    def _flatten_ref(self, target: Any, tptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
+        """_flatten of a $ref target: its conjuncts are the same wherever it is used (a
+        protocol's messages all extend one base, each the one before), so they are read once
+        per compile. The checks of the path still hold for a reuse: a target whose flattening
+        succeeded reaches no schema on the path to it (else it reaches itself), and the depth
+        bound is checked against the deepest chain below it."""
+        got = self._flat_refs.get(tptr)
+        if got is not None and (got[1] is None or len(seen) + got[1] <= 32):
+            if got[1] is not None:
+                self._flat_depth = max(self._flat_depth, len(seen) + got[1])
+            return got[0]
+        outer, self._flat_depth = self._flat_depth, -1
+        parts = self._flatten(target, tptr, seen, origin)
+        deepest = self._flat_depth
+        self._flat_depth = max(outer, deepest)
+        self._flat_refs[tptr] = (parts, None if deepest < 0 else deepest - len(seen))
+        return parts
+
+    def _refuse_merge(self, what: str, ptr: str, origin: Tuple[str, str]):
+        raise CompileError(f"'{origin[0]}': {what} cannot be merged into one schema exactly",
+                           keyword=origin[0], pointer=origin[1])
+
+    def _merge2(self, a: Node, b: Node, ptr: str, kw: Tuple[str, str]):
+        """The schema meaning `a AND b` (both without allOf/$ref), False when nothing can
+        satisfy both, CompileError when it cannot be written exactly."""
+        out = Node(a, src=dict(a.src))
+        for k, v in b.items():
+            if k in _OBJECT_KEYS or k in _ARRAY_KEYS or _is_annotation(k) or k == "$id":
+                continue
+            if k in b.src:
+                out.src[k] = b.src[k]
+            if k not in out:
+                out[k] = v
+                continue
+            w = out[k]
+            if _same(w, v):
+                continue
+            if k == "type":
+                ta = {w} if isinstance(w, str) else set(w) if isinstance(w, list) else None
+                tb = {v} if isinstance(v, str) else set(v) if isinstance(v, list) else None
+                if ta is None or tb is None:
+                    self._refuse_merge("a malformed 'type'", ptr, kw)
+                both = _types_overlap(ta, tb)
+                if not both:
+                    return False
+                out[k] = [t for t in TYPES if t in both]
+            elif k in ("required", ABSENT, EXCLUDE) and isinstance(v, list) and isinstance(w, list):
+                out[k] = w + [x for x in v if not any(_same(x, y) for y in w)]
+            elif k in ("minLength", "minItems", "minProperties") and _is_count(v) and _is_count(w):
+                out[k] = max(w, v)
+            elif k in ("maxLength", "maxItems", "maxProperties") and _is_count(v) and _is_count(w):
+                out[k] = min(w, v)
+            elif k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum") \
+                    and _is_bound(v) and _is_bound(w):
+                tighter = numbers.tighter_bound(w, v, lower=k.endswith("inimum"))
+                if tighter is None:
+                    self._refuse_merge(f"two '{k}' bounds", ptr, kw)
+                out[k] = tighter
+            elif k == "multipleOf" and _is_bound(v) and _is_bound(w) and v > 0 and w > 0:
+                fa, fb = numbers._spec_value(w), numbers._spec_value(v)
+                if (fa / fb).denominator == 1:
+                    out[k] = w
+                elif (fb / fa).denominator == 1:
+                    out[k] = v
+                else:
+                    self._refuse_merge("two 'multipleOf' divisors", ptr, kw)
+            elif k in ("enum", "const"):
+                continue        # intersected below
+            elif k == "uniqueItems" and isinstance(v, bool) and isinstance(w, bool):
+                out[k] = v or w
+            elif k == "dependentRequired" and isinstance(v, dict) and isinstance(w, dict):
+                out[k] = {n: list(dict.fromkeys(w.get(n, []) + v.get(n, []))) for n in {**w, **v}}
+            elif k == "dependentSchemas" and isinstance(v, dict) and isinstance(w, dict):
+                out[k] = {n: _all_of([w.get(n, True), v.get(n, True)], kw) for n in {**w, **v}}
+            elif k == "propertyNames":
+                out[k] = _all_of([w, v], kw)
+            elif k == "not":
+                out[k] = Node({"anyOf": [w, v]}, parts=None)
+            elif k in ("anyOf", "oneOf") and isinstance(v, list) and isinstance(w, list):
+                if k == "oneOf":
+                    # oneOf AND oneOf: each provably disjoint -> anyOf each, then distribute
+                    self._refuse_merge("two 'oneOf'", ptr, kw)
+                if len(v) * len(w) > MAX_VARIANTS:
+                    self._refuse_merge("two large 'anyOf'", ptr, kw)
+                out[k] = [_all_of([x, y], kw) for x in w for y in v]
+            else:
+                self._refuse_merge(f"two different '{k}'", ptr, kw)
+        values = [_values_of(a), _values_of(b)]
+        if values[0] is not None or values[1] is not None:
+            out.pop("const", None)
+            out.pop("enum", None)
+            known = [vs for vs in values if vs is not None]
+            both = [x for x in known[0] if all(_json_in(x, vs) for vs in known[1:])]
+            if known[0] is values[0] and "const" in a and values[1] is None:
+                out["const"] = a["const"]
+            elif known[0] is values[1] and "const" in b and values[0] is None:
+                out["const"] = b["const"]
+            else:
+                out["enum"] = both
+        if any(k in a or k in b for k in _OBJECT_KEYS):
+            if self._merge_objects(a, b, out, ptr, kw) is False:
+                return False
+        if any(k in a or k in b for k in _ARRAY_KEYS):
+            self._merge_arrays(a, b, out, kw)
+        return out
+
+    def _key_schemas(self, side: dict, name: str, ptr: str) -> list:
+        """What side imposes on the value of key `name` (properties, patterns, or the rest)."""
+        props = side.get("properties", {})
+        res = [props[name]] if isinstance(props, dict) and name in props else []
+        pats = side.get("patternProperties", {})
+        matched = [s for p, s in pats.items() if _name_matches(p, name, ptr, self._regex_exprs)] \
+            if isinstance(pats, dict) else []
+        res += matched
+        if not res and "additionalProperties" in side:
+            res.append(side["additionalProperties"])
+        return res
+
+    def _key_lookup(self, side: dict, props: dict, ptr: str):
+        """_key_schemas of side as a function of the name; without patterns (the common
+        case) a dictionary lookup, read once per merge instead of per name."""
+        pats = side.get("patternProperties", {})
+        if isinstance(pats, dict) and pats:
+            return lambda name: self._key_schemas(side, name, ptr)
+        rest = [side["additionalProperties"]] if "additionalProperties" in side else []
+        return lambda name: [props[name]] if name in props else rest
+
+    def _merge_objects(self, a: Node, b: Node, out: Node, ptr: str, kw: Tuple[str, str]):
+        for k in _OBJECT_KEYS:
+            out.pop(k, None)
+        pa, pb = a.get("properties", {}), b.get("properties", {})
+        if not isinstance(pa, dict) or not isinstance(pb, dict):
+            self._refuse_merge("a malformed 'properties'", ptr, kw)
+        names = list(pa) + [n for n in pb if n not in pa]
+        if names:
+            of_a, of_b = self._key_lookup(a, pa, ptr), self._key_lookup(b, pb, ptr)
+            out["properties"] = {n: _all_of(of_a(n) + of_b(n), kw) for n in names}
+        ppa, ppb = a.get("patternProperties"), b.get("patternProperties")
+        aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
+        if ppa and ppb:
+            if not (_same(ppa, ppb) and _same(aa, ab)):
+                self._refuse_merge("two 'patternProperties'", ptr, kw)
+            out["patternProperties"], out["additionalProperties"] = ppa, aa
+            return out
+        if ppa or ppb:
+            pp, mine, other = (ppa, aa, ab) if ppa else (ppb, ab, aa)
+            if other is not True and other != {}:
+                # a name that only matches a pattern of one side meets the other side's
+                # additionalProperties: not one keyword any more
+                self._refuse_merge("'patternProperties' beside the other side's "
+                                   "'additionalProperties'", ptr, kw)
+            out["patternProperties"] = pp
+            if "additionalProperties" in a or "additionalProperties" in b:
+                out["additionalProperties"] = mine
+            return out
+        if "additionalProperties" in a or "additionalProperties" in b:
+            out["additionalProperties"] = _all_of([aa, ab], kw)
+        return out
+
+    def _merge_arrays(self, a: Node, b: Node, out: Node, kw: Tuple[str, str]) -> None:
+        for k in _ARRAY_KEYS:
+            out.pop(k, None)
+        pa, pb = a.get("prefixItems", []), b.get("prefixItems", [])
+        ia, ib = a.get("items", True), b.get("items", True)
+        if not isinstance(pa, list) or not isinstance(pb, list):
+            out["prefixItems"] = None       # malformed: refused by _array
+            return
+        n = max(len(pa), len(pb))
+        if n:
+            out["prefixItems"] = [_all_of([pa[i] if i < len(pa) else ia,
+                                           pb[i] if i < len(pb) else ib], kw) for i in range(n)]
+        if "items" in a or "items" in b:
+            out["items"] = _all_of([ia, ib], kw)

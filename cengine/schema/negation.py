@@ -1,0 +1,309 @@
+"""not, if/then/else and oneOf, rewritten into the keywords the compiler enforces.
+
+`not S` becomes S's negation written as a schema: S is a conjunction of its keywords, so NOT
+S is the disjunction of each keyword's negation (types, enum/const, required, properties,
+bounds, lengths, anyOf, allOf, not; refused where one cannot be written). `if C then T else
+E` is anyOf[C and T, NOT C and E]. `oneOf` is anyOf where no document can satisfy two
+branches: branches proven disjoint from facts about their documents (types, values,
+required and allowed names, discriminating properties), the others narrowed by the
+negations of those they may share documents with, or refused."""
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from .conjunction import _all_of, _parts_of
+from .drafts import Node
+from .drafts import pointer as _ptr
+from .vocabulary import (ABSENT, EXCLUDE, NEEDS_PARTNER, TYPES, _is_annotation, _is_bound,
+                         _is_count, _is_type, _json_in, _type_list, _types_overlap)
+from ..errors import CompileError
+
+
+class _Facts:
+    """What every document of a schema has in common, for proving oneOf branches disjoint."""
+    __slots__ = ("types", "values", "required", "props", "closed", "absent")
+
+    def __init__(self, types, values, required, props, closed, absent):
+        self.types = types          # set of TYPES the documents may have
+        self.values = values        # the finite set of documents (enum/const), or None
+        self.required = required    # names every object has
+        self.props = props          # name -> schema of its value
+        self.closed = closed        # the only names an object may have, or None
+        self.absent = absent        # names no object has
+
+
+class Negation:
+    """The not / if / oneOf part of the schema compiler (a mixin of compiler._Compiler:
+    reads its closed, and calls its _norm, _kw, _validating_keys, _without, _resolve,
+    _merged and _valid_parts)."""
+
+    def _negate(self, x: Any, ptr: str, depth: int = 0):
+        """A schema meaning NOT x, or None when it cannot be written exactly.
+
+        x is a conjunction of its keywords, so NOT x is the disjunction of each keyword's
+        negation (coupled keywords negated together); each negation is a schema."""
+        if x is True or (isinstance(x, dict) and not [k for k in x if not _is_annotation(k)]):
+            return False
+        if x is False:
+            return True
+        if not isinstance(x, dict) or depth > 8:
+            return None
+        n = self._norm(x, ptr)
+        keys = set(self._validating_keys(n))
+        idle = {k for k, partner in NEEDS_PARTNER.items() if k in keys and partner not in keys}
+        if "if" in keys and not keys & {"then", "else"}:
+            idle.add("if")
+        keys -= idle
+        if not keys:
+            return False
+        groups: List[set] = []
+        if keys & {"enum", "const"}:
+            groups.append(keys & {"enum", "const", "type"})
+        for k in sorted(keys):
+            if not any(k in grp for grp in groups):
+                groups.append({k})
+        negs = []
+        for grp in groups:
+            neg = self._negate_keywords(n, grp, ptr, depth)
+            if neg is None:
+                return None
+            if neg is True:
+                return True
+            if neg is not False:
+                negs.append(neg)
+        if not negs:
+            return False
+        return negs[0] if len(negs) == 1 else Node({"anyOf": negs}, parts=None)
+
+    def _negate_keywords(self, n: Node, grp: set, ptr: str, depth: int):
+        """NOT (the keywords grp of node n), or None."""
+        def node(d):
+            return Node(d, parts=None)
+        if grp == {"$ref"}:
+            target, tptr = self._resolve(n["$ref"], ptr)
+            return self._negate(target, tptr, depth + 1)
+        if grp == {"type"}:
+            t = _type_list(n["type"])
+            if t is None or t is True:
+                return None
+            if "integer" in t and "number" not in t:
+                return None         # "a number with a fraction" is not a type
+            left = [y for y in TYPES if y not in t and y != "integer"]
+            return node({"type": left}) if left else False
+        if grp & {"enum", "const"}:
+            values = [n["const"]] if "const" in n else n["enum"]
+            if not isinstance(values, list):
+                return None
+            if "const" in n and "enum" in n:
+                values = [v for v in values if _json_in(v, n["enum"])]
+            t = _type_list(n.get("type"))
+            if t is None:
+                return None
+            if t is not True:
+                # type T AND enum V is the finite set of values of V that have type T
+                values = [v for v in values if any(_is_type(v, y) for y in t)]
+            return node({EXCLUDE: list(values)})
+        (kw,) = grp
+        v = n[kw]
+        if kw == "required" and isinstance(v, list) and all(isinstance(r, str) for r in v):
+            # NOT (an object having all of R) == an object without one of R
+            alts = [node({"type": "object", ABSENT: [r]}) for r in dict.fromkeys(v)]
+            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
+        if kw == "properties" and isinstance(v, dict):
+            # NOT (each k there has a value S_k) == an object having some k with a value NOT S_k
+            alts = []
+            for name, sub in v.items():
+                neg = self._negate(sub, _ptr(ptr, "properties", name), depth + 1)
+                if neg is None:
+                    return None
+                if neg is not False:
+                    alts.append(node({"type": "object", "required": [name],
+                                      "properties": {name: neg}}))
+            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
+        bounds = {"minimum": ("exclusiveMaximum", "number"),
+                  "maximum": ("exclusiveMinimum", "number"),
+                  "exclusiveMinimum": ("maximum", "number"),
+                  "exclusiveMaximum": ("minimum", "number")}
+        if kw in bounds and _is_bound(v) and self._kw(n, kw) == kw:
+            other, t = bounds[kw]
+            return node({"type": t, other: v})
+        counts = {"minLength": ("maxLength", "string"), "maxLength": ("minLength", "string"),
+                  "minItems": ("maxItems", "array"), "maxItems": ("minItems", "array"),
+                  "minProperties": ("maxProperties", "object"),
+                  "maxProperties": ("minProperties", "object")}
+        if kw in counts and _is_count(v):
+            other, t = counts[kw]
+            if kw.startswith("min"):
+                return False if v == 0 else node({"type": t, other: int(v) - 1})
+            return node({"type": t, other: int(v) + 1})
+        if kw == "anyOf" and isinstance(v, list):
+            negs = [self._negate(b, _ptr(ptr, "anyOf", i), depth + 1) for i, b in enumerate(v)]
+            if any(s is None for s in negs):
+                return None
+            out = _all_of(negs)
+            if isinstance(out, Node):
+                out.parts = None
+            return out
+        if kw == "allOf" and isinstance(v, list):
+            negs = [self._negate(b, _ptr(ptr, "allOf", i), depth + 1) for i, b in enumerate(v)]
+            if any(s is None for s in negs):
+                return None
+            negs = [s for s in negs if s is not False]
+            if any(s is True for s in negs):
+                return True
+            return False if not negs else negs[0] if len(negs) == 1 else node({"anyOf": negs})
+        if kw == "not":
+            return v
+        return None
+
+    def _apply_not(self, schema: Node, ptr: str):
+        neg = self._negate(schema["not"], _ptr(ptr, "not"))
+        if neg is None:
+            raise CompileError("'not' is enforced where the negation of each keyword can be "
+                               "written as a schema (types, enum/const, required, properties, "
+                               "bounds, lengths, anyOf, allOf, not)", keyword="not",
+                               pointer=_ptr(ptr, "not"))
+        out = _all_of([self._without(schema, "not"), neg], ("not", _ptr(ptr, "not")))
+        return out
+
+    def _apply_if(self, schema: Node, ptr: str):
+        cond = schema["if"]
+        neg = self._negate(cond, _ptr(ptr, "if"))
+        if neg is None:
+            raise CompileError("'if' is enforced when its negation can be written as a schema "
+                               "(see 'not')", keyword="if", pointer=_ptr(ptr, "if"))
+        rest = self._without(schema, "if", "then", "else")
+        origin = ("if", _ptr(ptr, "if"))
+        yes = _all_of([rest, cond, schema.get("then", True)], origin)
+        no = _all_of([rest, neg, schema.get("else", True)], origin)
+        alts = [s for s in (yes, no) if s is not False]
+        if not alts:
+            return False
+        return Node({"anyOf": alts}, parts=None)
+
+    def _one_of(self, schema: Node, ptr: str) -> Node:
+        branches = schema["oneOf"]
+        where = _ptr(ptr, "oneOf")
+        if not isinstance(branches, list) or not branches:
+            raise CompileError("'oneOf' must be a non-empty array", keyword="oneOf", pointer=where)
+        rest = self._without(schema, "oneOf")
+        origin = ("oneOf", where)
+        spec = [self._facts(b, ptr, False) for b in branches]
+        out_branches = []
+        for i, b in enumerate(branches):
+            mine = self._facts(_all_of([rest, b], origin), ptr, self.closed)
+            overlap = [j for j in range(len(branches)) if j != i and
+                       not self._disjoint(mine, spec[j], branches[j], b)]
+            if not overlap:
+                out_branches.append(b)
+                continue
+            # B_i AND NOT B_j for each branch j it may share documents with: disjoint by
+            # construction; the branches proven disjoint must stay so for the narrower node
+            negs = [self._negate(branches[j], _ptr(where, j)) for j in overlap]
+            if any(n is None for n in negs):
+                j = overlap[negs.index(None)]
+                raise CompileError(f"'oneOf' is enforced only when its branches are provably "
+                                   f"disjoint or the overlapping ones can be negated; branches "
+                                   f"{min(i, j)} and {max(i, j)} may overlap", keyword="oneOf",
+                                   pointer=where)
+            narrowed = _all_of([b] + negs, origin)
+            mine = self._facts(_all_of([rest, narrowed], origin), ptr, self.closed)
+            for j in range(len(branches)):
+                if j != i and j not in overlap and \
+                        not self._disjoint(mine, spec[j], branches[j], b):
+                    raise CompileError(f"'oneOf': branches {min(i, j)} and {max(i, j)} may "
+                                       "overlap", keyword="oneOf", pointer=where)
+            out_branches.append(narrowed)
+        if "anyOf" in rest:
+            # an anyOf beside the oneOf stays a conjunct of its own
+            return _all_of([rest, Node({"anyOf": out_branches}, parts=None)], origin)
+        out = Node(rest, src=rest.src, parts=_parts_of(schema))
+        out["anyOf"] = out_branches
+        return out
+
+    def _facts(self, schema: Any, ptr: str, closed: bool) -> Optional[_Facts]:
+        """Facts about the documents of schema (closed: objects with properties and no
+        additionalProperties allow only their properties, as the compiled grammar does);
+        None when the schema admits nothing."""
+        try:
+            m = self._merged(schema, ptr, ("oneOf", _ptr(ptr, "oneOf")))
+        except CompileError:
+            return _Facts(set(TYPES), None, set(), {}, None, set())
+        if m is False:
+            return None
+        t = _type_list(m.get("type"))
+        types = set(TYPES) if t is True or t is None else set(t)
+        if "number" in types:
+            types.add("integer")
+        values = None
+        if "const" in m:
+            values = [m["const"]]
+        elif isinstance(m.get("enum"), list):
+            values = m["enum"]
+        if values is not None:
+            types &= {x for v in values for x in TYPES if _is_type(v, x)}
+        req = m.get("required", [])
+        # in the schema's order (a set's would differ between processes: _disjoint reads
+        # the names one by one and stops at the first that proves the branches apart)
+        required = dict.fromkeys(req).keys() if isinstance(req, list) else {}.keys()
+        props = m.get("properties", {}) if isinstance(m.get("properties"), dict) else {}
+        absent = set(m.get(ABSENT, []))
+        if "not" in m:
+            neg = self._negate(m["not"], ptr)
+            if isinstance(neg, dict):
+                absent |= set(neg.get(ABSENT, []))
+        closed_keys = None
+        if not m.get("patternProperties"):
+            addl = m.get("additionalProperties", None)
+            # the closed default holds for the compiled object only when no later rewrite
+            # (not, if, anyOf, oneOf, dependentSchemas) can merge more properties into it
+            rewrites = any(k in m for k in ("not", "if", "anyOf", "oneOf", "dependentSchemas"))
+            if addl is False or (closed and addl is None and "properties" in m and not rewrites):
+                closed_keys = {n for n, s in props.items() if s is not False}
+        return _Facts(types, values, required, props, closed_keys, absent)
+
+    def _value_set(self, schema: Any, ptr: str) -> Optional[list]:
+        f = self._facts(schema, ptr, False)
+        return [] if f is None else f.values
+
+    def _disjoint(self, f: Optional[_Facts], g: Optional[_Facts], g_schema, f_schema) -> bool:
+        """No document of f (the compiled side) is valid under g_schema (spec side)."""
+        if f is None or g is None:
+            return True
+        common = _types_overlap(f.types, g.types)
+        if not common:
+            return True
+        if f.values is not None and not any(self._valid_parts(v, g_schema) is not False
+                                            for v in f.values):
+            return True
+        if g.values is not None and not any(self._valid_parts(v, f_schema) is not False
+                                            for v in g.values):
+            return True
+        if common != {"object"}:
+            return False
+        if f.closed is not None and g.required - f.closed:
+            return True
+        if (f.required & g.absent) or (g.required & f.absent):
+            return True
+        if g.closed is not None and f.required - g.closed:
+            return True
+        # a discriminator: a name f requires whose values g's property schema rejects
+        for name in f.required:
+            if name not in f.props:
+                continue
+            vals = self._value_set(f.props[name], "")
+            if vals is None:
+                continue
+            if g.closed is not None and name not in g.closed:
+                return True
+            if name in g.props and not any(self._valid_parts(v, g.props[name]) is not False
+                                           for v in vals):
+                return True
+        for name in g.required:
+            if name not in g.props or name not in f.props:
+                continue
+            vals = self._value_set(g.props[name], "")
+            if vals is not None and not any(self._valid_parts(v, f.props[name]) is not False
+                                            for v in vals):
+                return True
+        return False
