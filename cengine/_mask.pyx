@@ -674,7 +674,7 @@ cdef void _call_facts(int32_t n_pos, const int32_t* pos_rule, const int32_t* rul
                     # that pops such a frame goes on in a copy of the same rule
                     rule_flags[rule] |= RULE_REPEATED
                     if not rule_flags[rule] & RULE_CALLS:
-                        # a repeated item kept as a call (_build.UNROLL_INLINE_MAX): its
+                        # a repeated item kept as a call (ir.UNROLL_INLINE_MAX): its
                         # frames get pair tables with the frame below
                         pair_start[rule_start[rule]] = 1
                     break

@@ -3,16 +3,18 @@
 # minimized with C ints. A state is 8 int32 (phase, sign, two integer-part comparators, two
 # fraction comparators, remainder, fraction digits), each comparator state one int code; the
 # states are numbered through an open-addressing table of their numbers, breadth first in the
-# symbol order of numbers._SYMBOLS, so the raw numbering is the one numbers._explore gives.
+# symbol order of numbers._SYMBOLS, so the raw numbering is the one the Python reference
+# exploration gives (tests/oracles/number_reference.explore).
 # An acyclic live part (self-loops aside) is minimized in one pass in reverse topological
 # order (numbers._blocks_acyclic, the same signatures and self-loop substitution) and
 # renumbered breadth first (numbers._renumbered); a live part with other cycles (multipleOf
 # remainders) is handed back raw, for numbers._minimize's Moore refinement. The Python code
-# in numbers.py stays the reference (tests/test_schema_numbers_native.py's _reference_automaton):
+# in numbers.py and tests/oracles/number_reference.py stays the reference
+# (tests/test_schema_numbers_native.py's _reference_automaton):
 # tests/test_schema_numbers_native.py compares the two, raw state for state and minimal
 # ir.Dfa table for table, and checks the tables' membership against the numbers oracle.
 # The explored-state limit (max_raw) is checked after each state's successors are added: a
-# count past it is refused, as _explore refuses it (the numbers.py caller raises the
+# count past it is refused, as the reference explore refuses it (the numbers.py caller raises the
 # LimitError with the keyword and pointer).
 """The automaton of a bounded number (cengine.schema.numbers.number_expr), in C.
 
@@ -34,7 +36,7 @@ cdef enum:
     NSYM = 12           # numbers._SYMBOLS: '-', '.', '0'..'9'
     DEAD = -1
     SELF = -2
-    # phases (numbers._NumberDfa's "S", "-", "Z", "I", ".", "F")
+    # phases (NumberDfa's "S", "-", "Z", "I", ".", "F")
     PS = 0
     PMINUS = 1
     PZ = 2
@@ -181,7 +183,7 @@ cdef int32_t _find(_Index& index, vector[int32_t]& states, const int32_t* t):
 def number_automaton(bint integer, list int_bounds, list frac_bounds, int p, int k,
                      Py_ssize_t max_raw, bint raw=False):
     """(kind, a, b): kind 0, the language is empty; 1, more than max_raw explored states
-    (a limit); 2, (a, b) = the explored automaton as numbers._explore returns it (raw=True,
+    (a limit); 2, (a, b) = the explored automaton as the reference explore returns it (raw=True,
     or a live part with cycles other than self-loops: minimize it with numbers._minimize);
     3, (a, b) = the minimal automaton as ir.Dfa's edges and accepting, numbered as
     numbers._minimize numbers it. k -1: no multipleOf."""
@@ -205,7 +207,7 @@ def number_automaton(bint integer, list int_bounds, list frac_bounds, int p, int
         for j in range(k):
             pow10.push_back((pow10.back() * 10) % p)
 
-    # --- exploration (numbers._NumberDfa.successors / accepting, numbers._explore) ---
+    # --- exploration (tests/oracles/number_reference: NumberDfa.successors / accepting, explore)
     cdef _Index index
     index.mask = 0
     cdef vector[int32_t] states
@@ -448,7 +450,7 @@ def number_automaton(bint integer, list int_bounds, list frac_bounds, int p, int
 
 
 cdef tuple _as_python(vector[int32_t]& trans, vector[char]& accepting, int n):
-    """The explored automaton as numbers._explore returns it: ([{symbol: target}], [bool])."""
+    """The explored automaton as the reference explore returns it: ([{symbol: target}], [bool])."""
     cdef list out = []
     cdef dict row
     cdef int q, sym, tq

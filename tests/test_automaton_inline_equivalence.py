@@ -1,5 +1,5 @@
 """The inlining pass (cengine.automaton._inline_small_rules, over int arrays in
-cengine._build) against the frozen pure-Python pass it replaced (the oracle
+cengine._build_inline) against the frozen pure-Python pass it replaced (the oracle
 tests/oracles/inline_reference.py): for every grammar the same rule -> expression (structure,
 and sharing: which subtrees are one object, which are the grammar's own objects), the same
 rule -> callees, and for a refused grammar the same error, word for word.

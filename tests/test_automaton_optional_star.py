@@ -1,7 +1,7 @@
 """A bounded repeat whose item begins with a star: (x* '@')? must not accept x* alone.
 
 Found while enforcing `format: uri` (the authority's optional `userinfo '@'`). The builder
-(cengine/_build.pyx) used to close a star's loop on the state the star was emitted from; when
+(cengine/_build_nfa.pyx) used to close a star's loop on the state the star was emitted from; when
 that state also held an enclosing optional's skip, the skip stayed open after `x x` and the
 '@' was never needed (`^(a*b)?c$` accepted "ac"). A star now loops through a head of its own;
 the builder's twin in tests/oracles does the same.

@@ -1,5 +1,5 @@
-"""The inlining pass's recursion test (_build._recursive_rules, Tarjan's components): a rule is
-recursive exactly when it reaches itself, compared with a search from every rule on random
+"""The inlining pass's recursion test (_build_inline._recursive_rules, Tarjan's components): a
+rule is recursive exactly when it reaches itself, compared with a search from every rule on random
 call graphs, and linear on a chain thousands of rules deep."""
 import random
 

@@ -1,4 +1,4 @@
-"""The builder's UTF-8 byte-range sequences of a code point range (cengine._build, over C
+"""The builder's UTF-8 byte-range sequences of a code point range (cengine._build_utf8, over C
 ints) are exactly those of cengine.utf8.sequences, the same sequences in the same order: the
 NFA of a character set is made from them, so any difference changes the automaton's
 numbering or its language."""
