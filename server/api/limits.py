@@ -93,7 +93,9 @@ def constraint_fields(body: dict, api: str) -> Iterator[Tuple[str, str, Any]]:
         for i, t in enumerate(tools):
             if not isinstance(t, dict):
                 continue
-            fn = t.get("function") if isinstance(t.get("function"), dict) else t
+            fn = t.get("function")
+            if not isinstance(fn, dict):
+                fn = t
             for key in ("parameters", "input_schema"):
                 if fn.get(key) is not None:
                     yield f"tools[{i}].{key}", "schema", fn[key]
