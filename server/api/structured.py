@@ -22,7 +22,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import cengine
 
@@ -229,7 +229,9 @@ def request_constraints(body: dict, api: str) -> List[Candidate]:
     if api == "anthropic":
         return anthropic_candidates(body)
     if api == "ollama":
-        options = body.get("options") if isinstance(body.get("options"), dict) else {}
+        options = body.get("options")
+        if not isinstance(options, dict):
+            options = {}
         return ollama_format(body.get("format")) + extension_candidates(options, "options.")
     text = body.get("text")
     fmt = text.get("format") if isinstance(text, dict) else None
@@ -275,7 +277,7 @@ def is_lark(text: str) -> bool:
     return "::=" not in text and bool(_LARK_RULE.search(text))
 
 
-def _schema_value(param: str, value: Any) -> Any:
+def _schema_value(param: Optional[str], value: Any) -> Any:
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -290,7 +292,7 @@ def _schema_value(param: str, value: Any) -> Any:
 def _compile(c: Constraint, value: Any) -> None:
     param, kind = c.param, c.kind
     # compact JSON: a whitespace budget of 0 (strings keep their contents)
-    ws = {"whitespace_budget": 0} if c.compact else {}
+    ws: Dict[str, Any] = {"whitespace_budget": 0} if c.compact else {}
     if kind == "json":
         if value != "json":
             raise InvalidRequest(f"'{param}' must be \"json\"", param=param)
