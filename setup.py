@@ -47,5 +47,5 @@ setup(
                              # signatures in docstrings: the .pyi stubs are checked against them
                              "embedsignature": True},
     ),
-    package_data={"cengine": ["*.pyx", "*.pxd", "*.pyi"]},
+    package_data={"cengine": ["*.pyx", "*.pxd", "*.pyi", "py.typed"]},
 )

@@ -34,7 +34,7 @@ class Bin:
     @property
     def gap(self) -> Optional[float]:
         """accuracy - mean confidence: > 0 underconfident, < 0 overconfident."""
-        if self.count == 0:
+        if self.accuracy is None or self.mean_confidence is None:     # an empty bin
             return None
         return self.accuracy - self.mean_confidence
 
@@ -136,11 +136,11 @@ def expected_calibration_error(bins: Sequence[Bin]) -> float:
     if n == 0:
         raise ValueError("ece: no decisions")
     # counts times gaps summed exactly, divided once: the weights n_b / n add up to 1 exactly
-    return math.fsum(b.count * abs(b.gap) for b in bins if b.count) / n
+    return math.fsum(b.count * abs(b.gap) for b in bins if b.gap is not None) / n
 
 
 def maximum_calibration_error(bins: Sequence[Bin]) -> float:
-    gaps = [abs(b.gap) for b in bins if b.count]
+    gaps = [abs(b.gap) for b in bins if b.gap is not None]
     if not gaps:
         raise ValueError("mce: no decisions")
     return float(max(gaps))

@@ -19,17 +19,21 @@ def reliability_figure(metrics: CalibrationMetrics, title: Optional[str] = None)
     FigureCanvasAgg(fig)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
     width = 1.0 / metrics.n_bins
-    filled = [b for b in metrics.bins if b.count]
-    lefts = [b.lower for b in filled]
+    # the bins that hold decisions: accuracy and mean confidence are numbers there
+    filled = [(b.lower, b.accuracy, b.mean_confidence) for b in metrics.bins
+              if b.accuracy is not None and b.mean_confidence is not None]
+    lefts = [lower for lower, _, _ in filled]
+    accuracy = [acc for _, acc, _ in filled]
+    confidence = [conf for _, _, conf in filled]
 
     top.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect calibration")
-    top.bar(lefts, [b.accuracy for b in filled], width=width, align="edge", color="#4C72B0",
+    top.bar(lefts, accuracy, width=width, align="edge", color="#4C72B0",
             edgecolor="white", label="accuracy")
     # the gap between what the model claimed and what it got, drawn from accuracy to confidence
-    top.bar(lefts, [b.mean_confidence - b.accuracy for b in filled],
-            bottom=[b.accuracy for b in filled], width=width, align="edge", color="#C44E52",
+    top.bar(lefts, [conf - acc for _, acc, conf in filled],
+            bottom=accuracy, width=width, align="edge", color="#C44E52",
             alpha=0.35, hatch="//", edgecolor="#C44E52", label="gap to mean confidence")
-    top.plot([b.mean_confidence for b in filled], [b.accuracy for b in filled], "o", color="black",
+    top.plot(confidence, accuracy, "o", color="black",
              markersize=3, label="(mean confidence, accuracy)")
     top.set_xlim(0, 1)
     top.set_ylim(0, 1)

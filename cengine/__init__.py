@@ -12,6 +12,7 @@ from .alternatives import Alternative, value_alternatives, value_key
 from .automaton import CompileBudget, budget_scope
 from .errors import CompileError, LimitError
 from .grammar import CACHE, Grammar, GrammarCache, freeze_after_compiles
+from ._matcher import Matcher
 # grammar composition (docs/composition.md)
 from .compose import (Concat, Gbnf, JsonSchema, OneOf, Part, Regex, Repeat, Special, Tagged,
                       Text, TriggeredGrammar, TriggeredRegion, compile_structural,
@@ -31,10 +32,11 @@ __all__ = [
 
 
 def __getattr__(name):
-    # the Cython parts load on first use so that pure-Python tooling can import the package
-    if name == "Matcher":
-        from ._matcher import Matcher
-        return Matcher
+    # Vocabulary (with the GGUF reader) and apply_mask's extension load on first use. The rest
+    # of the engine loads with the package: `import cengine` imports 8 of its 11 Cython
+    # extensions (the builder's through cengine.automaton, the matcher's and the masks' through
+    # cengine.grammar), a few ms of an import that numpy dominates; prepare() builds the
+    # shared tables ahead of the first request.
     if name == "Vocabulary":
         from .vocab import Vocabulary
         return Vocabulary

@@ -22,6 +22,7 @@ from .vocabulary import (ABSENT, ANNOTATIONS, EXCLUDE, MAX_VARIANTS, NEEDS_PARTN
                          _is_annotation, _is_bound, _is_count, _json_in, _same, _types_overlap,
                          _values_of)
 from ..errors import CompileError
+from .parts import CompilerPart
 
 
 def _parts_of(*schemas) -> Optional[list]:
@@ -82,7 +83,7 @@ _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties")
 _ARRAY_KEYS = ("prefixItems", "items")
 
 
-class Conjunction:
+class Conjunction(CompilerPart):
     """The allOf part of the schema compiler (a mixin of compiler._Compiler: reads its g,
     conj_rules, _flat_refs, _flat_depth, _json_texts and _regex_exprs, and calls its
     compile, _norm, _kw, _resolve and _rule_name)."""

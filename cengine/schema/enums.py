@@ -18,6 +18,7 @@ from .drafts import pointer as _ptr
 from .vocabulary import (ABSENT, EXCLUDE, _is_annotation, _is_type, _json_in, _type_list,
                          _values_of)
 from ..errors import CompileError
+from .parts import CompilerPart
 
 
 # the keywords of an original schema that Enums._lengths_only reads without a validator
@@ -35,7 +36,7 @@ def _matches(expr: ir.Expr, s: str) -> bool:
     return m.accept_bytes(body) and m.is_accepting()
 
 
-class Enums:
+class Enums(CompilerPart):
     """The enum / const part of the schema compiler and its validator (a mixin of
     compiler._Compiler: reads its g, root, draft and _validator, and calls its _rule_name)."""
 

@@ -17,6 +17,7 @@ from .drafts import pointer as _ptr
 from .vocabulary import (ABSENT, EXCLUDE, NEEDS_PARTNER, TYPES, _is_annotation, _is_bound,
                          _is_count, _is_type, _json_in, _type_list, _types_overlap)
 from ..errors import CompileError
+from .parts import CompilerPart
 
 
 class _Facts:
@@ -32,7 +33,7 @@ class _Facts:
         self.absent = absent        # names no object has
 
 
-class Negation:
+class Negation(CompilerPart):
     """The not / if / oneOf part of the schema compiler (a mixin of compiler._Compiler:
     reads its closed, and calls its _norm, _kw, _validating_keys, _without, _resolve,
     _merged and _valid_parts)."""

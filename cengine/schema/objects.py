@@ -19,6 +19,7 @@ from .drafts import pointer as _ptr
 from .pattern_names import _key_alphabet, _name_matches, _universal_pattern
 from .vocabulary import ABSENT, EXCLUDE, MAX_VARIANTS, _same
 from ..errors import CompileError, LimitError
+from .parts import CompilerPart
 
 
 # (property index, count) states of an object with minProperties/maxProperties
@@ -59,7 +60,7 @@ def _seq_onto(x: ir.Expr, rest: ir.Expr) -> ir.Expr:
     return ir.Seq(items)
 
 
-class Objects:
+class Objects(CompilerPart):
     """The object part of the schema compiler (a mixin of compiler._Compiler: reads its g,
     closed, any_order, ignored, shared_parts, shared_keys, _property_values,
     _member_rules, _member_col(_items) and _regex_exprs, and calls its compile, _count,

@@ -12,6 +12,7 @@ from .. import ir
 from . import drafts
 from .drafts import pointer as _ptr
 from ..errors import CompileError
+from .parts import CompilerPart
 
 
 def _sizing_keyword(schema: Any) -> Optional[str]:
@@ -25,7 +26,7 @@ def _sizing_keyword(schema: Any) -> Optional[str]:
     return None
 
 
-class References:
+class References(CompilerPart):
     """The $ref part of the schema compiler (a mixin of compiler._Compiler: reads its
     root, draft, g, ref_rules and _embedded, and calls its compile and _rule_name)."""
 

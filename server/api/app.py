@@ -132,5 +132,7 @@ def serve_app(app: Starlette, host: str, port: int, shutdown_timeout: Optional[f
     """Run the app until SIGTERM / SIGINT; in-flight requests get up to `shutdown_timeout`
     seconds to finish (None: as long as they take), then are cancelled."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                            timeout_graceful_shutdown=shutdown_timeout)
+                            # uvicorn annotates an int but hands it to asyncio.timeout,
+                            # which takes seconds as a float (--shutdown-timeout is one)
+                            timeout_graceful_shutdown=shutdown_timeout)  # type: ignore[arg-type]
     _DrainingServer(config, app.state.llamay.scheduler).run()

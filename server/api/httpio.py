@@ -3,9 +3,10 @@ job to completion while watching for the client leaving, and framing streams (SS
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import math
-from typing import Any, AsyncIterator, Callable, List, Optional
+from typing import Any, AsyncIterator, Callable, List, Literal, Optional, overload
 
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -40,7 +41,10 @@ def constraints_of(request: Request) -> structured.RequestConstraints:
 
 
 class Fields:
-    """Typed access to a body's fields; a wrong type is a 400 naming the field."""
+    """Typed access to a body's fields; a wrong type is a 400 naming the field.
+
+    The methods are named after the types they check, so inside the class body `str`, `int`,
+    `float`, ... are those methods once defined: annotations spell the types `builtins.str`."""
 
     def __init__(self, body: dict, prefix: str = ""):
         self.body = body
@@ -59,6 +63,15 @@ class Fields:
                                  param=self._name(key))
         return self.body[key]
 
+    # a default (or required=True) makes the answer non-None: the overloads say so
+    @overload
+    def str(self, key: str, default: str, *, required: bool = False) -> str: ...
+    @overload
+    def str(self, key: str, default: None = None, *, required: Literal[True]) -> str: ...
+    @overload
+    def str(self, key: str, default: None = None, *,
+            required: bool = False) -> Optional[str]: ...
+
     def str(self, key: str, default: Optional[str] = None, *,
             required: bool = False) -> Optional[str]:
         v = self.required(key) if required else self._get(key, default)
@@ -66,14 +79,30 @@ class Fields:
             raise InvalidRequest(f"'{self._name(key)}' must be a string", param=self._name(key))
         return v
 
-    def bool(self, key: str, default: Optional[bool] = None) -> Optional[bool]:
+    @overload
+    def bool(self, key: builtins.str, default: builtins.bool) -> builtins.bool: ...
+    @overload
+    def bool(self, key: builtins.str, default: None = None) -> Optional[builtins.bool]: ...
+
+    def bool(self, key: builtins.str,
+             default: Optional[builtins.bool] = None) -> Optional[builtins.bool]:
         v = self._get(key, default)
         if v is not None and not isinstance(v, bool):
             raise InvalidRequest(f"'{self._name(key)}' must be a boolean", param=self._name(key))
         return v
 
-    def int(self, key: str, default: Optional[int] = None, *, lo: Optional[int] = None,
-            hi: Optional[int] = None) -> Optional[int]:
+    @overload
+    def int(self, key: builtins.str, default: builtins.int, *,
+            lo: Optional[builtins.int] = None,
+            hi: Optional[builtins.int] = None) -> builtins.int: ...
+    @overload
+    def int(self, key: builtins.str, default: None = None, *,
+            lo: Optional[builtins.int] = None,
+            hi: Optional[builtins.int] = None) -> Optional[builtins.int]: ...
+
+    def int(self, key: builtins.str, default: Optional[builtins.int] = None, *,
+            lo: Optional[builtins.int] = None,
+            hi: Optional[builtins.int] = None) -> Optional[builtins.int]:
         v = self._get(key, default)
         if v is None:
             return None
@@ -86,8 +115,18 @@ class Fields:
             raise InvalidRequest(f"'{self._name(key)}' must be {rng}", param=self._name(key))
         return v
 
-    def float(self, key: str, default: Optional[float] = None, *, lo: Optional[float] = None,
-              hi: Optional[float] = None) -> Optional[float]:
+    @overload
+    def float(self, key: builtins.str, default: builtins.float, *,
+              lo: Optional[builtins.float] = None,
+              hi: Optional[builtins.float] = None) -> builtins.float: ...
+    @overload
+    def float(self, key: builtins.str, default: None = None, *,
+              lo: Optional[builtins.float] = None,
+              hi: Optional[builtins.float] = None) -> Optional[builtins.float]: ...
+
+    def float(self, key: builtins.str, default: Optional[builtins.float] = None, *,
+              lo: Optional[builtins.float] = None,
+              hi: Optional[builtins.float] = None) -> Optional[builtins.float]:
         v = self._get(key, default)
         if v is None:
             return None
@@ -99,7 +138,8 @@ class Fields:
                                  param=self._name(key))
         return float(v)
 
-    def str_list(self, key: str, *, max_items: Optional[int] = None) -> List[str]:
+    def str_list(self, key: builtins.str, *,
+                 max_items: Optional[builtins.int] = None) -> List[builtins.str]:
         """A string or a list of strings (OpenAI `stop`)."""
         v = self._get(key, [])
         if isinstance(v, str):
@@ -112,13 +152,13 @@ class Fields:
                                  param=self._name(key))
         return [s for s in v if s]
 
-    def dict(self, key: str) -> Optional[dict]:
+    def dict(self, key: builtins.str) -> Optional[builtins.dict]:
         v = self._get(key, None)
         if v is not None and not isinstance(v, dict):
             raise InvalidRequest(f"'{self._name(key)}' must be an object", param=self._name(key))
         return v
 
-    def list(self, key: str) -> Optional[list]:
+    def list(self, key: builtins.str) -> Optional[builtins.list]:
         v = self._get(key, None)
         if v is not None and not isinstance(v, list):
             raise InvalidRequest(f"'{self._name(key)}' must be a list", param=self._name(key))

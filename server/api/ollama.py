@@ -8,7 +8,7 @@ import json
 import os
 import time
 import uuid
-from typing import Any, List
+from typing import Any, Dict, List
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -167,9 +167,9 @@ async def _serve(request: Request, chat: bool):
     job = st.scheduler.submit(turn.job())
     if not stream:
         await run_to_end(request, job, reader.feed)
-        out = {"model": model_name, "created_at": _now()}
+        out: Dict[str, Any] = {"model": model_name, "created_at": _now()}
         if chat:
-            message = {"role": "assistant", "content": reader.text}
+            message: Dict[str, Any] = {"role": "assistant", "content": reader.text}
             if reader.reasoning:
                 message["thinking"] = reader.reasoning
             if reader.calls:
@@ -187,7 +187,7 @@ async def _serve(request: Request, chat: bool):
     events = await first_then_rest(job)
 
     def piece(text: str, calls=None, thought: str = "") -> bytes:
-        out = {"model": model_name, "created_at": _now()}
+        out: Dict[str, Any] = {"model": model_name, "created_at": _now()}
         if chat:
             out["message"] = {"role": "assistant", "content": text}
             if thought:

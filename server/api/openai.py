@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -220,8 +220,9 @@ async def chat_completions(request: Request):
     cid, created = _id("chatcmpl"), int(time.time())
     if not stream:
         await run_to_end(request, job, reader.feed)
-        message = {"role": "assistant",
-                   "content": reader.text if (reader.text or not reader.calls) else None}
+        message: Dict[str, Any] = {
+            "role": "assistant",
+            "content": reader.text if (reader.text or not reader.calls) else None}
         if reader.reasoning:
             message["reasoning_content"] = reader.reasoning
         if reader.calls:

@@ -12,7 +12,7 @@ import codecs
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import cengine
 
@@ -116,11 +116,13 @@ class Turn:
         if self.tool_mode != "none":
             marks = getattr(self.dialect, "NAME_MARKS", None)
             name, arguments = self.dialect.CALL_POINTERS or (NAME_MARKED, "")
+            answer: Dict[str, Any]
             answer = ({"name_marks": marks,
                        "arguments_json": getattr(self.dialect, "JSON_ARGUMENTS", True)}
                       if self.dialect.CALL_POINTERS is None else {})
             if self.tool_mode == "auto" and self.constraint.kind in ("schema", "json", "object"):
                 # the output may be the response format's document instead of calls
+                assert isinstance(self.constraint.part, cengine.JsonSchema)   # JSON kinds' part
                 answer.update(schema=self.constraint.part.schema,
                               call_open=self.dialect.CALL_OPEN)
             return ChoiceScope("calls", name_pointer=name, arguments_pointer=arguments,
@@ -161,11 +163,13 @@ class Turn:
             c.compile()
             grammar = self.dialect.call_grammar(tools, parallel=parallel)
         elif self.tool_mode == "auto" and c.present:
+            assert answer is not None     # __post_init__ refuses auto beside a part-less one
             grammar = self.dialect.answer_or_call_grammar(answer, tools, parallel=parallel,
                                                           compact=c.compact)
         elif self.tool_mode == "auto":
             lazy = self.dialect.lazy_call_grammar(tools, parallel=parallel)
         elif prefix:
+            assert answer is not None     # a part-less constraint was refused above
             grammar = cengine.compile_structural(answer,
                                                  whitespace_budget=0 if c.compact else 64)
             report_ignored(grammar, c.param)
@@ -326,6 +330,7 @@ class TurnReader:
             if d.kind == "text":
                 self.text_parts.append(d.text)
             elif d.kind == "call":
+                assert d.call is not None     # a call Delta carries its call
                 self.calls.append(d.call)
         return out
 

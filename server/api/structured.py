@@ -307,7 +307,9 @@ def _anthropic_format(fmt: Any, param: str) -> List[Candidate]:
 
 def ollama_candidates(body: dict) -> List[Candidate]:
     """Ollama's `format` and the llamay_* extensions inside `options`."""
-    options = body.get("options") if isinstance(body.get("options"), dict) else {}
+    options = body.get("options")
+    if not isinstance(options, dict):
+        options = {}
     return ollama_format(body.get("format")) + extension_candidates(options, "options.")
 
 
@@ -404,7 +406,7 @@ def is_lark(text: str) -> bool:
     return "::=" not in text and bool(_LARK_RULE.search(text))
 
 
-def _schema_value(param: str, value: Any) -> Any:
+def _schema_value(param: Optional[str], value: Any) -> Any:
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -454,7 +456,7 @@ def _plan_value(c: Constraint, value: Any) -> None:
 
 def _compile_alone(c: Constraint) -> cengine.Grammar:
     # compact JSON: a whitespace budget of 0 (strings keep their contents)
-    ws = {"whitespace_budget": 0} if c.compact else {}
+    ws: Dict[str, Any] = {"whitespace_budget": 0} if c.compact else {}
     if c.kind == "json":
         return cengine.compile_any_json(surrounding_whitespace=False, **ws)
     if c.kind in ("schema", "object"):
@@ -464,6 +466,7 @@ def _compile_alone(c: Constraint) -> cengine.Grammar:
     if c.kind == "regex":
         return cengine.compile_regex(c.value)
     if c.kind == "choice":
+        assert c.part is not None       # _plan_value gives every choice list its part
         return cengine.compile_structural(c.part)
     return cengine.compile_lexicon(c.value)
 

@@ -129,10 +129,13 @@ def _probe_round(model, logits: np.ndarray, lse: float, spellings: Sequence[byte
 
         # (tokens from the decision state, bytes they spell, the strings they start, the
         # logits after them, their log-sum-exp, the log P of the tokens)
-        frontier = [([], 0, members, logits, lse, 0.0)]
+        frontier: List[Tuple[List[int], int, List[int], np.ndarray, float, float]] = \
+            [([], 0, members, logits, lse, 0.0)]
         while frontier:
-            steps = []      # (strings, path, bytes, log P, logits if known)
-            rests = []      # (string, path, log P so far, forced rest, known logits)
+            # (strings, path, bytes, log P, logits if known)
+            steps: List[Tuple[List[int], List[int], int, float, Optional[np.ndarray]]] = []
+            # (string, path, log P so far, forced rest, known logits)
+            rests: List[Tuple[int, List[int], float, List[int], List[np.ndarray]]] = []
             for path, pos, group, row, row_lse, acc in frontier:
                 picks: Dict[int, List[int]] = {}
                 for i in group:
@@ -170,9 +173,12 @@ def _probe_round(model, logits: np.ndarray, lse: float, spellings: Sequence[byte
                                       known[base + len(here) - 1] if m else None))
             if not steps and not rests:
                 break
-            items, slots = [], []
-            for going, here, _, _, row in steps:
-                if row is None:
+            # the branches to evaluate (eval_branches' items), and each step's and rest's
+            # index among them (None: nothing to evaluate)
+            items: List[Tuple[List[int], List[int], bool]] = []
+            slots: List[Optional[int]] = []
+            for going, here, _, _, known_row in steps:
+                if known_row is None:
                     slots.append(len(items))
                     items.append((branch_of(going, len(here) - 1), [here[-1]], False))
                 else:
@@ -187,9 +193,12 @@ def _probe_round(model, logits: np.ndarray, lse: float, spellings: Sequence[byte
                     slots.append(None)
             got = rt.eval_branches(items) if items else []
             frontier = []
-            for (going, here, npos, lp, row), slot in zip(steps, slots):
+            for (going, here, npos, lp, known_row), slot in zip(steps, slots):
                 if slot is not None:
                     [row] = got[slot]
+                else:
+                    assert known_row is not None    # no slot: its logits were known
+                    row = known_row
                 frontier.append((here, npos, going, row, _logsumexp(row), lp))
             for (i, here, lp, ids, rows), slot in zip(rests, slots[len(steps):]):
                 each = rows + (got[slot] if slot is not None else [])
@@ -336,6 +345,7 @@ class DecisionRecorder:
         at_b = matcher.copy()
         at_b.rollback(1)
         jobs: List[Tuple[int, str, int, List[Alternative], List[bytes]]] = []
+        alts: Optional[List[Alternative]]
         for p in self.pending:
             written = bytes(self.out[p.start:b])
             alts = [a for a in p.alternatives if a.text.startswith(written)]
@@ -399,6 +409,7 @@ class DecisionRecorder:
     def decisions(self) -> List[Decision]:
         if self.tracker is not None:
             for ev in self.tracker.close():
+                assert isinstance(ev, ValueEnd)     # closing only ends values
                 self._ended(ev)
         elif self.records:      # words: the whole output is the value
             self.records[0].chosen = bytes(self.out).strip()
@@ -426,7 +437,9 @@ class DecisionRecorder:
                       ) -> Optional[List[Alternative]]:
         if ev is not None and ev.pointer == NAME_MARKED:
             # a name outside JSON: each offered tool's name and the (first) text after it
+            assert self.names is not None   # NAME_MARKED values come from the name scanner
             after = self.names.afters[0]
+            alts: Optional[List[Alternative]]
             alts = [Alternative(name.encode("utf-8") + after, name)
                     for name, _ in self.scope.tools]
             return alts if len(alts) >= 2 else None

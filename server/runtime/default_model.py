@@ -30,7 +30,8 @@ def default_model_path() -> Path:
             f"(or pass a GGUF file with -m MODEL.gguf)") from None
     for f in dist.files or ():
         if f.name == GGUF_NAME:
-            path = Path(dist.locate_file(f))
+            # locate_file is typed as returning a SimplePath (any path-like object)
+            path = Path(str(dist.locate_file(f)))
             if path.is_file():
                 return path
     raise DefaultModelMissing(

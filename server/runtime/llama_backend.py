@@ -216,6 +216,7 @@ class LlamaRuntime:
             raise ValueError(f"{len(self.tokens) + len(ids)} tokens do not fit the context of "
                              f"{self.n_ctx}")
         b = self._batch
+        assert b is not None, "the model is closed"
         rows = []
         for start in range(0, len(ids), self.n_batch):
             chunk = ids[start:start + self.n_batch]
@@ -288,6 +289,7 @@ class LlamaRuntime:
                 flat.append((int(t), pos0 + j, seqs, every or j == len(ids) - 1, k))
         rows: List[List[np.ndarray]] = [[] for _ in items]
         b = self._batch
+        assert b is not None, "the model is closed"
         for start in range(0, len(flat), self.n_batch):
             chunk = flat[start:start + self.n_batch]
             b.n_tokens = len(chunk)

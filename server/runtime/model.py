@@ -15,7 +15,7 @@ import collections
 import logging
 import threading
 from pathlib import Path
-from typing import Deque, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -179,6 +179,7 @@ class Model:
         pos = 0
         if limit is not None and limit <= 0:
             return ids, 0
+        t: Optional[int]
         for t in self.runtime.tokenize(_valid_utf8_prefix(data), add_special=False,
                                        parse_special=False):
             b = self.vocab.tokens[t] if t < self.vocab.size else b""
@@ -204,7 +205,7 @@ class Model:
         return ids, pos
 
     # --- generation ----------------------------------------------------------------------------
-    def generate(self, prompt: Union[str, List[int]], *,
+    def generate(self, prompt: Union[str, Sequence[int]], *,
                  grammar: Optional["cengine.Grammar"] = None,
                  params: SamplingParams, lazy_grammar: Optional[LazyGrammar] = None,
                  cancel: Optional[threading.Event] = None,
@@ -312,6 +313,7 @@ class Model:
         def answer_starts(forced_ids: List[int]) -> Iterator[Event]:
             """The thought is over (its end marker written or forced): the separator's tokens
             are appended, and the answer's constraint or call trigger starts."""
+            assert thought is not None
             nonlocal matcher, n_gen, n_ff
             for t in forced_ids:
                 pending.append(t)
@@ -346,15 +348,15 @@ class Model:
                 yield from answer_starts(ids)
                 continue
 
-            in_maybe = thought is not None and thought.phase == MAYBE
-            if in_maybe and not thought.answer_alive:
+            maybe = thought if thought is not None and thought.phase == MAYBE else None
+            if maybe is not None and not maybe.answer_alive:
                 # only the thought's start marker can go on
                 mask[:] = 0
-                thought.allow_start(mask)
-            elif matcher is not None and in_maybe:
+                maybe.allow_start(mask)
+            elif matcher is not None and maybe is not None:
                 # the answer, or the start of a thought
                 matcher.fill_mask(mask)
-                thought.allow_start(mask)
+                maybe.allow_start(mask)
             elif matcher is not None:
                 matcher.fill_mask(mask)
                 if not np.any(mask & self._not_eos):
@@ -387,7 +389,7 @@ class Model:
                         continue
 
             n_rows = recorder.rows_wanted(pending) if recorder is not None else 0
-            if n_rows:
+            if n_rows and recorder is not None:
                 # a waiting probe reads the decoder's own logits along the value it writes
                 at = len(rt.tokens)
                 rows, logits = rt.eval_rows(pending, n_rows)
@@ -397,9 +399,9 @@ class Model:
             passes += 1
             pending = []
             in_thought = thought is not None and thought.phase == THINK
-            in_maybe = thought is not None and thought.phase == MAYBE
+            maybe = thought if thought is not None and thought.phase == MAYBE else None
             masked = not in_thought and (matcher is not None or (
-                in_maybe and not thought.answer_alive))
+                maybe is not None and not maybe.answer_alive))
             # the raw logits, before the mask: a decision's probe reads the model's own mass
             raw = logits.copy() if recorder is not None and matcher is not None and \
                 not in_thought else None
@@ -470,7 +472,7 @@ class Model:
                 raise RuntimeError(f"engine fault: the mask allowed token {tok} but the matcher "
                                    f"refused it")
             text = self.token_bytes(tok)
-            if raw is not None:
+            if raw is not None and recorder is not None:
                 recorder.sampled(matcher, text, raw)
             pending = [tok]
             history.append(tok)
@@ -489,6 +491,7 @@ class Model:
                     trig_at = len(stream.out) + len(text) - found[1] - len(
                         cengine.plain_text(trigger))
                     tail_len = found[1]
+                    assert lazy_grammar is not None     # a trigger comes with it
                     matcher = lazy_grammar.matcher(self.vocab)
                     tail = mbytes[len(mbytes) - tail_len:] if tail_len else b""
                     if tail and matcher.accept_bytes(tail):

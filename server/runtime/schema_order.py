@@ -67,7 +67,9 @@ def _applying(root: Any, schema: Any, seen: set) -> Iterator[dict]:
 def _children(schema: dict, tok: str) -> Iterator[Any]:
     """The subschemas of `schema` for the member or item `tok` of its instance."""
     props = schema.get("properties")
-    named = isinstance(props, dict) and tok in props
+    if not isinstance(props, dict):
+        props = {}
+    named = tok in props
     if named:
         yield props[tok]
     matched = False
@@ -131,7 +133,8 @@ def _identity(value: Any) -> Optional[tuple]:
 def in_listed_order(alternatives: Sequence[Alternative], listed: Sequence[Any]) -> List[int]:
     """The permutation (indices into `alternatives`) that puts them in the order `listed`
     gives, those it does not list last in their own order."""
-    rank: Dict[tuple, int] = {}
+    # keyed by value_key; None (no JSON scalar) is never stored, so looking it up finds nothing
+    rank: Dict[Optional[tuple], int] = {}
     for n, value in enumerate(listed):
         key = _identity(value)
         if key is not None:

@@ -275,6 +275,7 @@ class RegionReader:
             self.buf, self.in_region = self.buf[used:], False
             return out
         for c in calls:
+            assert c is not None            # a None made the region text above
             c.id = self.dialect.new_call_id(c.name, self.n_calls)
             self.n_calls += 1
         out = [("call", c) for c in calls]

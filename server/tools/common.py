@@ -67,10 +67,24 @@ class CallReader(Protocol):
 class ToolDialect(Protocol):
     """One way of writing tool calls (a module of this package)."""
 
-    # (pointer of the tool name, pointer of the arguments) inside one call's JSON object
-    CALL_POINTERS: Tuple[str, str]
-    # what the call region starts with (a response-format document never does)
-    CALL_OPEN: str
+    # what /health and --tool-dialect call it
+    name: str
+    # (pointer of the tool name, pointer of the arguments) inside one call's JSON object; None
+    # where the tool name is not inside a JSON object (then NAME_MARKS locate it)
+    CALL_POINTERS: Optional[Tuple[str, str]]
+    # where CALL_POINTERS is None: the text before each tool name and the text(s) after it
+    NAME_MARKS: Optional[Tuple[str, object]]
+    # False where a call's arguments are not one JSON object
+    JSON_ARGUMENTS: bool
+
+    @property
+    def CALL_OPEN(self) -> str:
+        """What the call region starts with (a response-format document never does)."""
+        ...
+
+    def framing(self, text: str) -> cengine.Part:
+        """Text holding the model's special tokens (an answer's framing), as composition parts."""
+        ...
 
     def plain_messages(self, messages: List[dict], tools: Optional[List[dict]]) -> List[dict]: ...
 

@@ -57,9 +57,10 @@ def detect_dialect(template: Optional[str], specials: Iterable[str] = ()) -> Dia
 
 def recognised(template: Optional[str], specials: Iterable[str] = ()) -> bool:
     """Whether some dialect claims this template (False: Hermes serves it as the fallback)."""
+    if not template:
+        return False
     sp = frozenset(specials)
-    return bool(template) and any(type(d).detect(template, sp) > 0
-                                  for d in all_dialects().values())
+    return any(type(d).detect(template, sp) > 0 for d in all_dialects().values())
 
 
 def dialect_for(template: Optional[str], specials: Iterable[str] = (),
