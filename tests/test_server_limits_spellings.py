@@ -35,9 +35,10 @@ _ONLY = {"schema": {"enum": [WORD]}, "grammar": f'root ::= "{WORD}"', "regex": W
          "choice": [WORD], "lexicon": [WORD]}
 
 
-def _fragment(spelling: str, kind: str) -> dict:
-    """The body fields that spell a constraint of `kind` as `spelling`."""
-    value = _ONLY.get(kind)
+def _fragment(spelling: str, kind: str, value=None) -> dict:
+    """The body fields that spell a constraint of `kind` as `spelling` (value: the one that
+    allows only WORD, unless given)."""
+    value = _ONLY.get(kind) if value is None else value
     if spelling == "response_format" or spelling == "text.format":
         fmt = ({"type": "json_object"} if kind == "object" else
                {"type": "json_schema", "name": "x", "schema": value})
@@ -125,8 +126,7 @@ def test_every_spelling_has_a_case():
 def test_the_map_finds_each_spelling(route, spelling, kind):
     body = _body(PATHS[route], "m", _fragment(spelling, kind))
     found = structured.request_constraints(body, route)
-    path = (f"structured_outputs.{_SO_KEY.get(kind, kind)}" if spelling == "structured_outputs"
-            else spelling)
+    path = _found_path(spelling, kind)
     assert [(f.path, f.kind) for f in found.output] == [(path, kind)]
     assert found.tools == [] and found.tool_fields == []
 
@@ -171,6 +171,15 @@ TOOLS = {"chat": [{"type": "function", "function": {"name": "f", "parameters": B
          "responses": [{"type": "function", "name": "f", "parameters": BIG_ENUM}],
          "messages": [{"name": "f", "input_schema": BIG_ENUM}],
          "ollama_chat": [{"type": "function", "function": {"name": "f", "parameters": BIG_ENUM}}]}
+def _tool_schema(route: str, schema) -> dict:
+    """The fields of a route's tool that hold `schema` as its parameters."""
+    if route == "messages":
+        return {"input_schema": schema}
+    if route == "responses":
+        return {"parameters": schema}
+    return {"function": {"name": "f", "parameters": schema}}
+
+
 TOOL_PATHS = {"chat": "tools[0].function.parameters", "responses": "tools[0].parameters",
               "messages": "tools[0].input_schema", "ollama_chat": "tools[0].function.parameters"}
 
@@ -217,48 +226,37 @@ def test_each_spelling_is_enforced_by_its_route(live, route, spelling, kind):
         assert text == WORD
 
 
-# (route, body fields, the field named, the limit named)
-LIMIT_CASES = [
-    ("chat", {"llamay_schema": BIG_ENUM}, "llamay_schema", "max_enum_values"),
-    ("chat", {"guided_json": BIG_ENUM}, "guided_json", "max_enum_values"),
-    ("chat", {"json_schema": BIG_ENUM}, "json_schema", "max_enum_values"),
-    ("chat", {"structured_outputs": {"json": BIG_ENUM}}, "structured_outputs.json",
-     "max_enum_values"),
-    ("chat", {"response_format": {"type": "json_schema",
-                                  "json_schema": {"name": "x", "schema": BIG_ENUM}}},
-     "response_format", "max_enum_values"),
+def _nested(depth: int) -> dict:
+    v: dict = {}
+    for _ in range(depth):
+        v = {"type": "array", "items": v}
+    return v
+
+
+# what exceeds each limit, for each kind of constraint value
+OVER = {"schema": [("max_enum_values", BIG_ENUM), ("max_schema_depth", _nested(80)),
+                   ("max_schema_nodes", {"anyOf": [{"type": "string"}] * 10_500}),
+                   ("max_regex_chars", {"type": "string", "pattern": LONG_REGEX})],
+        "grammar": [("max_grammar_chars", LONG_GRAMMAR)],
+        "regex": [("max_regex_chars", LONG_REGEX)],
+        "choice": [("max_enum_values", MANY)], "lexicon": [("max_enum_values", MANY)]}
+
+
+def _found_path(spelling: str, kind: str) -> str:
+    return (f"structured_outputs.{_SO_KEY.get(kind, kind)}" if spelling == "structured_outputs"
+            else spelling)
+
+
+# (route, body fields, the field named, the limit named): every spelling of every route (its
+# JSON modes aside: they carry no value) over every limit its kind of value can exceed, and
+# every route's tool parameter schemas over the schema limits
+LIMIT_CASES = [(route, _fragment(spelling, kind, value), _found_path(spelling, kind), limit)
+               for route, spelling, kind in SPELLING_CASES
+               for limit, value in OVER.get(kind, ())] + [
     ("chat", {"response_format": {"type": "json_object", "schema": BIG_ENUM}}, "response_format",
      "max_enum_values"),
-    ("responses", {"text": {"format": {"type": "json_schema", "name": "x", "schema": BIG_ENUM}}},
-     "text.format", "max_enum_values"),
-    ("responses", {"guided_json": BIG_ENUM}, "guided_json", "max_enum_values"),
-    ("chat", {"llamay_grammar": LONG_GRAMMAR}, "llamay_grammar", "max_grammar_chars"),
-    ("chat", {"guided_grammar": LONG_GRAMMAR}, "guided_grammar", "max_grammar_chars"),
-    ("chat", {"grammar": LONG_GRAMMAR}, "grammar", "max_grammar_chars"),
-    ("chat", {"structured_outputs": {"grammar": LONG_GRAMMAR}}, "structured_outputs.grammar",
-     "max_grammar_chars"),
-    ("chat", {"guided_regex": LONG_REGEX}, "guided_regex", "max_regex_chars"),
-    ("chat", {"llamay_regex": LONG_REGEX}, "llamay_regex", "max_regex_chars"),
-    ("chat", {"structured_outputs": {"regex": LONG_REGEX}}, "structured_outputs.regex",
-     "max_regex_chars"),
-    ("chat", {"guided_choice": MANY}, "guided_choice", "max_enum_values"),
-    ("chat", {"structured_outputs": {"choice": MANY}}, "structured_outputs.choice",
-     "max_enum_values"),
-    ("chat", {"llamay_lexicon": MANY}, "llamay_lexicon", "max_enum_values"),
-    ("completions", {"guided_json": BIG_ENUM}, "guided_json", "max_enum_values"),
-    ("completions", {"grammar": LONG_GRAMMAR}, "grammar", "max_grammar_chars"),
-    ("messages", {"output_config": {"format": {"type": "json_schema", "schema": BIG_ENUM}}},
-     "output_config.format", "max_enum_values"),
-    ("messages", {"output_format": {"type": "json_schema", "schema": BIG_ENUM}},
-     "output_format", "max_enum_values"),
-    ("messages", {"llamay_grammar": LONG_GRAMMAR}, "llamay_grammar", "max_grammar_chars"),
-    ("ollama_chat", {"format": BIG_ENUM}, "format", "max_enum_values"),
-    ("ollama_chat", {"options": {"llamay_regex": LONG_REGEX}}, "options.llamay_regex",
-     "max_regex_chars"),
-    ("ollama_generate", {"options": {"llamay_grammar": LONG_GRAMMAR}}, "options.llamay_grammar",
-     "max_grammar_chars"),
-] + [(route, {"tools": tools}, TOOL_PATHS[route], "max_enum_values")
-     for route, tools in sorted(TOOLS.items())]
+] + [(route, {"tools": [{**TOOLS[route][0], **_tool_schema(route, value)}]}, TOOL_PATHS[route],
+      limit) for route in sorted(TOOLS) for limit, value in OVER["schema"]]
 
 
 def test_the_limit_cases_exceed_the_default_limits():
