@@ -131,3 +131,49 @@ def test_branches_are_bounded_by_the_context(runtimes):
         with pytest.raises(ValueError, match="context"):
             small.eval_branches([([s], [5] * small.n_ctx, False)])
     assert small.tokens == [1, 2, 3]
+
+
+# (threads, threads_batch, n_gpu_layers): the counts reach the context, and prompt evaluation
+# with other thread counts (or an offload request, which a CPU-only build ignores) gives the
+# same logits
+THREAD_CASES = [(1, None, 0), (1, 2, 0), (2, 1, 0), (1, 1, -1), (1, 1, 4)]
+
+
+@pytest.mark.parametrize("threads, threads_batch, gpu_layers", THREAD_CASES)
+def test_thread_counts_and_offload_reach_the_context(runtimes, fixture_model_path, threads,
+                                                     threads_batch, gpu_layers):
+    reference = runtimes[1]
+    ids = reference.tokenize(b"Prompt evaluation on its own threads. " * 4, add_special=True,
+                             parse_special=False)
+    reference.truncate(0)
+    want = reference.eval(ids)
+    rt = LlamaRuntime(str(fixture_model_path), n_ctx=256, n_batch=128, n_threads=threads,
+                      n_threads_batch=threads_batch, n_gpu_layers=gpu_layers)
+    try:
+        assert rt.n_threads == threads
+        assert rt.n_threads_batch == (threads_batch or threads)
+        assert rt.n_gpu_layers == gpu_layers
+        assert np.allclose(rt.eval(ids), want, atol=1e-3)
+    finally:
+        rt.close()
+
+
+def test_serve_passes_the_thread_and_offload_options(monkeypatch):
+    """`llamay serve --threads-batch N --n-gpu-layers K` (or LLAMAY_N_GPU_LAYERS) reach the
+    settings the app loads its model with."""
+    from click.testing import CliRunner
+
+    from server.cli import main
+    seen = {}
+
+    def fake_create_app(settings):
+        seen.update(threads_batch=settings.n_threads_batch, gpu_layers=settings.n_gpu_layers)
+        raise FileNotFoundError("stop here")
+    monkeypatch.setattr("server.api.app.create_app", fake_create_app)
+    runner = CliRunner()
+    r = runner.invoke(main, ["serve", "--threads-batch", "3", "--n-gpu-layers", "-1"])
+    assert r.exit_code != 0 and seen == {"threads_batch": 3, "gpu_layers": -1}
+    r = runner.invoke(main, ["serve"], env={"LLAMAY_N_GPU_LAYERS": "12"})
+    assert seen == {"threads_batch": None, "gpu_layers": 12}
+    r = runner.invoke(main, ["serve", "--threads-batch", "0"])
+    assert r.exit_code == 2 and "--threads-batch" in r.output

@@ -58,7 +58,8 @@ def load_model(settings: Settings) -> GenerationModel:
     # imported here, not at the top: it loads llama.cpp, which an app serving a given model
     # (a test double) never needs
     from ..runtime.model import Model
-    return Model(settings.resolved_model_path(), n_ctx=settings.n_ctx, n_threads=settings.n_threads)
+    return Model(settings.resolved_model_path(), n_ctx=settings.n_ctx, n_threads=settings.n_threads,
+                 n_threads_batch=settings.n_threads_batch, n_gpu_layers=settings.n_gpu_layers)
 
 
 def model_dialect(model: GenerationModel, forced: Optional[str] = None) -> Dialect:

@@ -81,6 +81,10 @@ class Settings:
     port: int = DEFAULT_PORT
     n_ctx: int = 4096
     n_threads: Optional[int] = None
+    # prompt evaluation threads (`--threads-batch`); None: as many as n_threads
+    n_threads_batch: Optional[int] = None
+    # layers offloaded to a GPU (`--n-gpu-layers`); ignored by a CPU-only llama.cpp build
+    n_gpu_layers: int = 0
     # requests waiting behind the running one; beyond this the server answers 429 / 503
     max_queue: int = 16
     retry_after_seconds: int = 1

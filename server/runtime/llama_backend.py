@@ -59,13 +59,19 @@ class LlamaRuntime:
     (`tokens`), and up to `n_branches` short-lived branch sequences (`branches`)."""
 
     def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: Optional[int] = None,
-                 n_batch: int = 512, n_branches: int = DEFAULT_BRANCHES):
+                 n_batch: int = 512, n_branches: int = DEFAULT_BRANCHES,
+                 n_threads_batch: Optional[int] = None, n_gpu_layers: int = 0):
         if not os.path.exists(path):
             raise FileNotFoundError(f"model file not found: {path}")
         _init_backend()
         self.path = str(path)
         mparams = L.llama_model_default_params()
-        mparams.n_gpu_layers = 0
+        # layers offloaded to a GPU where llama.cpp was built with one (CUDA, Metal, ...); a
+        # CPU-only build keeps every layer on the host whatever is asked
+        # (-1: all of them; llama.cpp caps a count past the model's layers)
+        mparams.n_gpu_layers = 0x7FFFFFFF if int(n_gpu_layers) < 0 else int(n_gpu_layers)
+        self.n_gpu_layers = int(n_gpu_layers)
+        self.gpu_offload = bool(L.llama_supports_gpu_offload())
         if hasattr(mparams, "use_extra_bufts"):
             mparams.use_extra_bufts = os.environ.get("LLAMAY_EXTRA_BUFTS") == "1"
         self._model = L.llama_model_load_from_file(self.path.encode("utf-8"), mparams)
@@ -91,7 +97,9 @@ class LlamaRuntime:
             if hasattr(cparams, "kv_unified"):
                 cparams.kv_unified = True
             cparams.n_threads = threads
-            cparams.n_threads_batch = threads
+            # prompt evaluation: its own thread count (llama-server's --threads-batch); the
+            # decode threads' count unless given
+            cparams.n_threads_batch = int(n_threads_batch or threads)
             cparams.no_perf = True
             self._ctx = L.llama_init_from_model(self._model, cparams)
             if not self._ctx:
@@ -99,7 +107,8 @@ class LlamaRuntime:
             self._memory = L.llama_get_memory(self._ctx)
             self.n_ctx = int(L.llama_n_ctx(self._ctx))
             self.n_batch = int(n_batch)
-            self.n_threads = threads
+            self.n_threads = int(L.llama_n_threads(self._ctx))
+            self.n_threads_batch = int(L.llama_n_threads_batch(self._ctx))
             self.n_branches = int(L.llama_n_seq_max(self._ctx)) - 1
             self._batch = L.llama_batch_init(self.n_batch, 0, self.n_branches + 1)
             self.n_vocab = int(L.llama_vocab_n_tokens(self._vocab))

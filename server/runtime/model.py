@@ -50,11 +50,13 @@ class Model:
 
     def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: Optional[int] = None,
                  n_batch: int = 512, fast_forward: bool = True,
-                 n_branches: int = DEFAULT_BRANCHES):
+                 n_branches: int = DEFAULT_BRANCHES, n_threads_batch: Optional[int] = None,
+                 n_gpu_layers: int = 0):
         self.path = str(path)
         self.name = Path(self.path).stem
         self.runtime = LlamaRuntime(self.path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch,
-                                    n_branches=n_branches)
+                                    n_branches=n_branches, n_threads_batch=n_threads_batch,
+                                    n_gpu_layers=n_gpu_layers)
         self.metadata: Dict[str, str] = self.runtime.metadata
         self.chat_template: Optional[str] = self.metadata.get("tokenizer.chat_template") or None
         self.n_ctx = self.runtime.n_ctx
