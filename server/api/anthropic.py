@@ -26,6 +26,15 @@ CONSTRAINT_FIELDS = structured.understood("messages", "tool_choice", "llamay_cho
                                          thinking.BUDGET_FIELD)
 
 
+def _usage(reader: TurnReader) -> dict:
+    """Anthropic's usage: input_tokens are those evaluated; the prompt tokens the KV cache
+    already held are cache_read_input_tokens (their sum is the whole prompt)."""
+    p, c = reader.usage()
+    cached = reader.cached_tokens()
+    return {"input_tokens": p - cached, "output_tokens": c, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": cached}
+
+
 def _dropped(reader: TurnReader) -> dict:
     """The llamay extension on a turn whose budget ended an extra call, which was dropped."""
     return {"llamay_dropped_call": True} if reader.dropped_call else {}
@@ -162,11 +171,10 @@ async def messages(request: Request):
         if reader.text or not reader.calls:
             content.append({"type": "text", "text": reader.text})
         content += [_tool_block(c) for c in reader.calls]
-        p, c = reader.usage()
         out = {"id": mid, "type": "message", "role": "assistant", "model": model_name,
                "content": content, "stop_reason": _stop_reason(reader.finish_kind()),
                "stop_sequence": reader.finish.stop_sequence if reader.finish else None,
-               "usage": {"input_tokens": p, "output_tokens": c}}
+               "usage": _usage(reader)}
         reader.add_choice_logprobs(out)
         out.update(_dropped(reader))
         return JSONResponse(out)
@@ -179,7 +187,8 @@ async def messages(request: Request):
         yield ev("message_start", message={
             "id": mid, "type": "message", "role": "assistant", "model": model_name, "content": [],
             "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 0, "output_tokens": 0}})
+            "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0}})
         index = -1
         text_open = False
         thought_open = False
@@ -232,13 +241,11 @@ async def messages(request: Request):
             yield ev("content_block_start", index=index, content_block={"type": "text", "text": ""})
         if text_open:
             yield ev("content_block_stop", index=index)
-        p, c = reader.usage()
         delta = {"stop_reason": _stop_reason(reader.finish_kind()),
                  "stop_sequence": reader.finish.stop_sequence if reader.finish else None}
         extra = reader.add_choice_logprobs({})
         extra.update(_dropped(reader))
-        yield ev("message_delta", delta=delta, usage={"input_tokens": p, "output_tokens": c},
-                 **extra)
+        yield ev("message_delta", delta=delta, usage=_usage(reader), **extra)
         yield ev("message_stop")
     return stream_response(frames(), API, "text/event-stream",
                            lambda payload: sse(payload, event="error"))

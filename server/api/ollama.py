@@ -110,7 +110,9 @@ def chat_messages(msgs: Any) -> List[dict]:
 def _timings(reader: TurnReader, t0: float) -> dict:
     p, c = reader.usage()
     total = int((time.time() - t0) * 1e9)
-    return {"total_duration": total, "load_duration": 0, "prompt_eval_count": p,
+    # as Ollama counts it: the prompt tokens evaluated, not those its cache already held
+    return {"total_duration": total, "load_duration": 0,
+            "prompt_eval_count": p - reader.cached_tokens(),
             "prompt_eval_duration": 0, "eval_count": c, "eval_duration": total}
 
 

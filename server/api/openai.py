@@ -181,7 +181,8 @@ def _lp_entry(lp: TokenLogprob, k: int) -> dict:
 
 def _usage(reader: TurnReader) -> dict:
     p, c = reader.usage()
-    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c,
+            "prompt_tokens_details": {"cached_tokens": reader.cached_tokens()}}
 
 
 def _call_json(call, index: Optional[int] = None) -> dict:
@@ -469,7 +470,7 @@ async def responses(request: Request):
                                     else None),
              "output": output,
              "usage": {"input_tokens": p, "output_tokens": c, "total_tokens": p + c,
-                       "input_tokens_details": {"cached_tokens": 0},
+                       "input_tokens_details": {"cached_tokens": reader.cached_tokens()},
                        "output_tokens_details": {"reasoning_tokens": 0}} if kind else None,
              **echo}
         reader.add_choice_logprobs(r)

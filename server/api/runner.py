@@ -372,3 +372,7 @@ class TurnReader:
     def usage(self) -> Tuple[int, int]:
         f = self.finish
         return (f.prompt_tokens, f.completion_tokens) if f is not None else (0, 0)
+
+    def cached_tokens(self) -> int:
+        """Prompt tokens read from the KV cache instead of evaluated (within usage()'s)."""
+        return self.finish.cached_tokens if self.finish is not None else 0

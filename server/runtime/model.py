@@ -285,7 +285,7 @@ class Model:
         def finish(reason: str, stop: Optional[bytes] = None, closer: bytes = b"") -> FinishEvent:
             return FinishEvent(reason,
                                stop.decode("utf-8", "replace") if stop is not None else None,
-                               closer, len(prompt_ids), n_gen, passes, n_ff)
+                               closer, len(prompt_ids), n_gen, passes, n_ff, keep)
 
         def closing(reason: str) -> Iterator[Event]:
             nonlocal matcher

@@ -63,6 +63,9 @@ class FinishEvent:
     # beside the interface: what fast-forward saved
     forward_passes: int = 0          # model evaluations during this generation (prompt included)
     fast_forward_tokens: int = 0     # tokens appended without sampling (no pass of their own)
+    # prompt tokens whose KV came from the cache (the prefix shared with what it held), not
+    # evaluated again: the APIs report them (cached_tokens, cache_read_input_tokens)
+    cached_tokens: int = 0
 
 
 @dataclass
