@@ -59,7 +59,9 @@ def load_model(settings: Settings) -> GenerationModel:
     # (a test double) never needs
     from ..runtime.model import Model
     return Model(settings.resolved_model_path(), n_ctx=settings.n_ctx, n_threads=settings.n_threads,
-                 n_threads_batch=settings.n_threads_batch, n_gpu_layers=settings.n_gpu_layers)
+                 n_threads_batch=settings.n_threads_batch, n_gpu_layers=settings.n_gpu_layers,
+                 cache_slots=settings.prompt_cache_slots,
+                 cache_tokens=settings.prompt_cache_tokens)
 
 
 def model_dialect(model: GenerationModel, forced: Optional[str] = None) -> Dialect:

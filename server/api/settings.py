@@ -85,6 +85,10 @@ class Settings:
     n_threads_batch: Optional[int] = None
     # layers offloaded to a GPU (`--n-gpu-layers`); ignored by a CPU-only llama.cpp build
     n_gpu_layers: int = 0
+    # the prompt cache (`--prompt-cache-slots`, `--prompt-cache-tokens`): earlier requests'
+    # KV kept in this many slots holding at most this many tokens together (None: the context)
+    prompt_cache_slots: int = 8
+    prompt_cache_tokens: Optional[int] = None
     # requests waiting behind the running one; beyond this the server answers 429 / 503
     max_queue: int = 16
     retry_after_seconds: int = 1

@@ -24,6 +24,11 @@ from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Limits, Settings
               type=click.IntRange(min=-1), envvar="LLAMAY_N_GPU_LAYERS",
               help="Layers to offload to the GPU, -1 for all, where llama-cpp-python was built "
                    "with CUDA or Metal; a CPU-only build ignores it (env LLAMAY_N_GPU_LAYERS).")
+@click.option("--prompt-cache-slots", default=8, show_default=True, type=click.IntRange(min=0),
+              help="Earlier requests whose prompts' KV is kept, so an agent's next turn "
+                   "evaluates only its new messages (0: only the last request's).")
+@click.option("--prompt-cache-tokens", default=None, type=click.IntRange(min=0),
+              help="Tokens the prompt-cache slots may hold together (default: the context).")
 @click.option("--max-queue", default=16, show_default=True, type=int,
               help="Requests that may wait behind the running one; more get 429/503.")
 @click.option("--max-tokens", "default_max_tokens", default=512, show_default=True, type=int,
@@ -48,9 +53,10 @@ from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Limits, Settings
                    "chat template.")
 @click.option("--shutdown-timeout", default=60.0, show_default=True, type=float,
               help="Seconds in-flight requests get to finish after SIGTERM.")
-def serve(model_path, host, port, n_ctx, n_threads, n_threads_batch, n_gpu_layers, max_queue,
-          default_max_tokens, model_alias, calibration_path, api_key, limit_items, tool_dialect,
-          reasoning_format, shutdown_timeout):
+def serve(model_path, host, port, n_ctx, n_threads, n_threads_batch, n_gpu_layers,
+          prompt_cache_slots, prompt_cache_tokens, max_queue, default_max_tokens, model_alias,
+          calibration_path, api_key, limit_items, tool_dialect, reasoning_format,
+          shutdown_timeout):
     """Serve one model over HTTP (OpenAI, Anthropic and Ollama APIs)."""
     import cengine
     from ..api.app import create_app, serve_app
@@ -75,7 +81,8 @@ def serve(model_path, host, port, n_ctx, n_threads, n_threads_batch, n_gpu_layer
             raise click.BadParameter(str(exc), param_hint="--limit") from None
     settings = Settings(model_path=model_path, host=host, port=port, n_ctx=n_ctx,
                         n_threads=n_threads, n_threads_batch=n_threads_batch,
-                        n_gpu_layers=n_gpu_layers, max_queue=max_queue,
+                        n_gpu_layers=n_gpu_layers, prompt_cache_slots=prompt_cache_slots,
+                        prompt_cache_tokens=prompt_cache_tokens, max_queue=max_queue,
                         default_max_tokens=default_max_tokens, model_alias=model_alias,
                         decision_correction=decision_correction(calibration_path),
                         api_key=api_key or None, limits=limits, tool_dialect=tool_dialect,

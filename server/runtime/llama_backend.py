@@ -10,6 +10,7 @@ Not thread-safe: one runtime is used by one thread at a time (the server queues 
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import os
@@ -44,6 +45,23 @@ def _init_backend() -> None:
 # data is copied), so neither the cache's size nor the decoder's context changes.
 DEFAULT_BRANCHES = 63
 
+# The prompt cache: sequences after the branches keep the KV of earlier requests (parked from
+# sequence 0 when a request that shares less of it arrives, sharing its cells), so that an
+# agent whose conversation alternates with others' evaluates only its new messages. Bounded
+# by a count of slots and by the tokens they hold together, least recently used dropped first;
+# a decode that finds no free cell drops them too, oldest first, before it fails.
+DEFAULT_CACHE_SLOTS = 8
+# a decoder content shorter than this is not worth a slot
+PARK_MIN_TOKENS = 16
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int], limit: int) -> int:
+    n = 0
+    limit = min(limit, len(a), len(b))
+    while n < limit and a[n] == b[n]:
+        n += 1
+    return n
+
 
 def default_threads() -> int:
     # The decode threads spin while they wait for each other: on a busy 2-core machine two
@@ -60,7 +78,8 @@ class LlamaRuntime:
 
     def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: Optional[int] = None,
                  n_batch: int = 512, n_branches: int = DEFAULT_BRANCHES,
-                 n_threads_batch: Optional[int] = None, n_gpu_layers: int = 0):
+                 n_threads_batch: Optional[int] = None, n_gpu_layers: int = 0,
+                 cache_slots: int = DEFAULT_CACHE_SLOTS, cache_tokens: Optional[int] = None):
         if not os.path.exists(path):
             raise FileNotFoundError(f"model file not found: {path}")
         _init_backend()
@@ -93,7 +112,9 @@ class LlamaRuntime:
                             for f in ("llama_model_is_recurrent", "llama_model_is_hybrid"))
             # llama.cpp reserves an output per sequence, at most n_batch outputs in all
             n_seq = 1 if recurrent else min(1 + max(0, int(n_branches)), int(n_batch))
-            cparams.n_seq_max = n_seq
+            # (the slots share that bound with the branches, which come first)
+            slots = 0 if recurrent else max(0, min(int(cache_slots), int(n_batch) - n_seq))
+            cparams.n_seq_max = n_seq + slots
             if hasattr(cparams, "kv_unified"):
                 cparams.kv_unified = True
             cparams.n_threads = threads
@@ -109,8 +130,15 @@ class LlamaRuntime:
             self.n_batch = int(n_batch)
             self.n_threads = int(L.llama_n_threads(self._ctx))
             self.n_threads_batch = int(L.llama_n_threads_batch(self._ctx))
-            self.n_branches = int(L.llama_n_seq_max(self._ctx)) - 1
-            self._batch = L.llama_batch_init(self.n_batch, 0, self.n_branches + 1)
+            total = int(L.llama_n_seq_max(self._ctx))
+            self.n_branches = min(n_seq, total) - 1
+            # prompt-cache slots: sequence ids after the branches, and what each holds (least
+            # recently used first)
+            self.cache_slots = max(0, total - n_seq)
+            self.cache_tokens = self.n_ctx if cache_tokens is None else max(0, int(cache_tokens))
+            self._free_slots: List[int] = list(range(n_seq, n_seq + self.cache_slots))
+            self._slots: "collections.OrderedDict[int, List[int]]" = collections.OrderedDict()
+            self._batch = L.llama_batch_init(self.n_batch, 0, n_seq)
             self.n_vocab = int(L.llama_vocab_n_tokens(self._vocab))
             self.metadata = self._read_metadata()
         except BaseException:
@@ -190,19 +218,80 @@ class LlamaRuntime:
     # --- evaluation ------------------------------------------------------------------------
     def reuse_prefix(self, prompt: Sequence[int]) -> int:
         """Keep the KV cache of the longest common prefix with `prompt`, at most len-1 tokens
-        (the last prompt token must be evaluated again to get its logits). Returns its length."""
-        keep = 0
-        limit = min(len(self.tokens), len(prompt) - 1)
-        while keep < limit and self.tokens[keep] == prompt[keep]:
-            keep += 1
-        self.truncate(keep)
-        return keep
+        (the last prompt token must be evaluated again to get its logits), taken from the
+        decoder's sequence or from the prompt-cache slot that shares the most with it. What
+        the decoder held is parked in a slot first when it would lose a part worth keeping.
+        Returns the prefix's length. A prefix is only ever the same tokens at the same
+        positions, so a changed earlier message invalidates from that point."""
+        limit = len(prompt) - 1
+        own = _common_prefix(self.tokens, prompt, limit)
+        best_seq, best = None, own
+        for seq, held in self._slots.items():
+            k = _common_prefix(held, prompt, limit)
+            if k > best:
+                best_seq, best = seq, k
+        if best_seq is None:
+            if len(self.tokens) - own >= PARK_MIN_TOKENS:
+                self._park()
+            self.truncate(own)
+            return own
+        self._park(keep=best_seq)
+        if not L.llama_memory_seq_rm(self._memory, 0, -1, -1):
+            raise RuntimeError("llama.cpp could not empty the decoder's sequence")
+        L.llama_memory_seq_cp(self._memory, best_seq, 0, 0, best)
+        self.tokens = list(self._slots[best_seq][:best])
+        self._slots.move_to_end(best_seq)
+        return best
+
+    def cached_prompts(self) -> List[int]:
+        """How many tokens each prompt-cache slot holds, least recently used first."""
+        return [len(t) for t in self._slots.values()]
+
+    def _park(self, keep: Optional[int] = None) -> None:
+        """Keep what the decoder holds in a slot (its cells shared, nothing copied): slots it
+        extends are replaced; within the bounds, least recently used slots go first (never
+        `keep`, the slot about to be read)."""
+        held = self.tokens
+        if self.cache_slots == 0 or len(held) < PARK_MIN_TOKENS:
+            return
+        kept = len(self._slots[keep]) if keep is not None else 0
+        if len(held) + kept > self.cache_tokens or (keep is not None and self.cache_slots < 2):
+            return
+        for seq, other in list(self._slots.items()):
+            k = _common_prefix(other, held, len(held))
+            if k == len(held):              # a slot holds all of it already
+                self._slots.move_to_end(seq)
+                return
+            if k == len(other) and seq != keep:     # superseded: the decoder holds all of it
+                self._drop_slot(seq)
+        while not self._free_slots or sum(map(len, self._slots.values())) + len(held) \
+                > self.cache_tokens:
+            self._drop_slot(next(s for s in self._slots if s != keep))
+        seq = self._free_slots.pop()
+        L.llama_memory_seq_cp(self._memory, 0, seq, 0, len(held))
+        self._slots[seq] = list(held)
+
+    def _drop_slot(self, seq: int) -> None:
+        L.llama_memory_seq_rm(self._memory, seq, -1, -1)
+        del self._slots[seq]
+        self._free_slots.append(seq)
+
+    def _decode_batch(self, b) -> int:
+        """llama_decode, dropping prompt-cache slots (oldest first) while the cache has no
+        cells for the batch (llama.cpp answers 1 then, having evaluated nothing)."""
+        while True:
+            rc = L.llama_decode(self._ctx, b)
+            if rc != 1 or not self._slots:
+                return rc
+            self._drop_slot(next(iter(self._slots)))
 
     def truncate(self, n: int) -> None:
         if n < len(self.tokens):
             if not L.llama_memory_seq_rm(self._memory, 0, n, -1):
                 # a cache that cannot drop a partial sequence: start over
                 L.llama_memory_clear(self._memory, True)
+                self._free_slots.extend(self._slots)
+                self._slots.clear()
                 n = 0
             del self.tokens[n:]
 
@@ -238,7 +327,7 @@ class LlamaRuntime:
                 b.seq_id[i][0] = 0
                 b.logits[i] = 1 if start + i < n_rows else 0
             b.logits[len(chunk) - 1] = 1
-            rc = L.llama_decode(self._ctx, b)
+            rc = self._decode_batch(b)
             if rc != 0:
                 # the failed batch may have left part of itself in the cache
                 self.truncate(pos0)
@@ -309,7 +398,7 @@ class LlamaRuntime:
                 for j, s in enumerate(seqs):
                     b.seq_id[i][j] = s
                 b.logits[i] = 1 if want else 0
-            rc = L.llama_decode(self._ctx, b)
+            rc = self._decode_batch(b)
             if rc != 0:     # what it left in the cache is on the branches: removed on exit
                 raise RuntimeError(f"llama_decode failed with code {rc}")
             for _, pos, seqs, _, _ in chunk:

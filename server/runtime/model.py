@@ -23,7 +23,7 @@ import cengine
 
 from . import chat_template as _chat
 from .decisions import DecisionRecorder
-from .llama_backend import DEFAULT_BRANCHES, LlamaRuntime
+from .llama_backend import DEFAULT_BRANCHES, DEFAULT_CACHE_SLOTS, LlamaRuntime
 from .sampling import REPEAT_LAST_N, NoTokenAllowed, Sampler, apply_repeat_penalty, logprobs_of
 from .stops import StopScanner
 from .types import (ChoiceScope, DecisionsEvent, Event, FinishEvent, LazyGrammar,
@@ -51,12 +51,14 @@ class Model:
     def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: Optional[int] = None,
                  n_batch: int = 512, fast_forward: bool = True,
                  n_branches: int = DEFAULT_BRANCHES, n_threads_batch: Optional[int] = None,
-                 n_gpu_layers: int = 0):
+                 n_gpu_layers: int = 0, cache_slots: int = DEFAULT_CACHE_SLOTS,
+                 cache_tokens: Optional[int] = None):
         self.path = str(path)
         self.name = Path(self.path).stem
         self.runtime = LlamaRuntime(self.path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch,
                                     n_branches=n_branches, n_threads_batch=n_threads_batch,
-                                    n_gpu_layers=n_gpu_layers)
+                                    n_gpu_layers=n_gpu_layers, cache_slots=cache_slots,
+                                    cache_tokens=cache_tokens)
         self.metadata: Dict[str, str] = self.runtime.metadata
         self.chat_template: Optional[str] = self.metadata.get("tokenizer.chat_template") or None
         self.n_ctx = self.runtime.n_ctx

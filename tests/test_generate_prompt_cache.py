@@ -1,0 +1,210 @@
+"""The prompt cache (server/runtime/llama_backend.py): earlier requests' KV kept in slots, so
+a conversation that alternates with others evaluates only what is new. A prefix comes back
+only as the same tokens at the same positions (a changed earlier token invalidates from there),
+the logits after a restored prefix are those of a fresh evaluation, the slots are bounded in
+count and tokens (least recently used first), and a cache without free cells drops slots
+instead of failing."""
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import pytest
+
+from server.runtime.llama_backend import PARK_MIN_TOKENS, LlamaRuntime
+from server_harness import LiveServer
+
+TEXTS = ["Alice asks about the weather in Paris and the trains to Lyon tomorrow morning.",
+         "Bob wants a summary of the quarterly report, with the revenue table first.",
+         "Carol is planning a garden: tomatoes, basil, and a row of sunflowers by the fence.",
+         "Dave debugs a flaky test that fails only when the machine is under heavy load."]
+
+
+def _prompt(rt, i, repeat=2):
+    return rt.tokenize(((TEXTS[i] + " ") * repeat).encode(), add_special=True,
+                       parse_special=False)
+
+
+def _run(rt, prompt):
+    """What the decoder does for a request: reuse a prefix, evaluate the rest."""
+    keep = rt.reuse_prefix(prompt)
+    return keep, rt.eval(prompt[keep:])
+
+
+@pytest.fixture
+def fresh(fixture_model_path):
+    """A runtime without any cache, to compare logits against."""
+    rt = LlamaRuntime(str(fixture_model_path), n_ctx=512, n_batch=128, cache_slots=0)
+    yield rt
+    rt.close()
+
+
+def _same(x, y) -> bool:
+    """Logits of one evaluation, up to the float noise of another batch split (a prompt
+    evaluated whole or after a cached prefix sums in another order: ~1e-3 here); logits of
+    another context differ by whole units."""
+    return float(np.abs(x - y).max()) < 2e-2 and int(x.argmax()) == int(y.argmax())
+
+
+def _fresh_logits(rt, prompt):
+    rt.truncate(0)
+    return rt.eval(prompt)
+
+
+def _runtime(path, **kw):
+    return LlamaRuntime(str(path), n_ctx=kw.pop("n_ctx", 512), n_batch=128, **kw)
+
+
+def test_alternating_prompts_come_back_from_their_slots(fixture_model_path, fresh):
+    rt = _runtime(fixture_model_path)
+    try:
+        a, b = _prompt(rt, 0), _prompt(rt, 1)
+        assert len(a) > PARK_MIN_TOKENS and rt.cache_slots > 0
+        assert _run(rt, a)[0] == 0
+        keep_b, _ = _run(rt, b)
+        assert keep_b < 3                                   # only a BOS in common
+        keep, logits = _run(rt, a)                          # a's turn again
+        assert keep == len(a) - 1
+        assert _same(logits, _fresh_logits(fresh, a))
+        keep, logits = _run(rt, b)
+        assert keep == len(b) - 1
+        assert _same(logits, _fresh_logits(fresh, b))
+        assert not _same(_fresh_logits(fresh, a), _fresh_logits(fresh, b))
+    finally:
+        rt.close()
+
+
+def test_three_conversations_in_any_order(fixture_model_path, fresh):
+    rt = _runtime(fixture_model_path)
+    try:
+        prompts = [_prompt(rt, i) for i in range(3)]
+        for i in (0, 1, 2):
+            _run(rt, prompts[i])
+        for i in (1, 0, 2, 0, 1):                           # each from its own slot
+            keep, logits = _run(rt, prompts[i])
+            assert keep == len(prompts[i]) - 1
+            assert _same(logits, _fresh_logits(fresh, prompts[i])), i
+    finally:
+        rt.close()
+
+
+def test_a_longer_conversation_reuses_its_earlier_turn(fixture_model_path, fresh):
+    rt = _runtime(fixture_model_path)
+    try:
+        a, b = _prompt(rt, 0), _prompt(rt, 1)
+        _run(rt, a)
+        rt.eval(rt.tokenize(b" And the answer was long.", add_special=False,
+                            parse_special=False))           # what the model generated
+        _run(rt, b)
+        a2 = a + rt.tokenize(b" Thanks. And on Sunday?", add_special=False, parse_special=False)
+        keep, logits = _run(rt, a2)
+        assert keep == len(a)
+        assert _same(logits, _fresh_logits(fresh, a2))
+    finally:
+        rt.close()
+
+
+def test_a_changed_earlier_token_invalidates_from_there(fixture_model_path, fresh):
+    rt = _runtime(fixture_model_path)
+    try:
+        a, b = _prompt(rt, 0), _prompt(rt, 1)
+        _run(rt, a)
+        _run(rt, b)
+        changed = list(a)
+        changed[10] = b[5] if b[5] != a[10] else b[6]
+        keep, logits = _run(rt, changed)
+        assert keep == 10
+        assert _same(logits, _fresh_logits(fresh, changed))
+    finally:
+        rt.close()
+
+
+def test_slots_are_bounded_least_recently_used_first(fixture_model_path):
+    rt = _runtime(fixture_model_path, cache_slots=2)
+    try:
+        prompts = [_prompt(rt, i) for i in range(4)]
+        for p in prompts:
+            _run(rt, p)
+        # parked: 1 and 2 (0 was dropped for 2); the decoder holds 3
+        assert rt.cached_prompts() == [len(prompts[1]), len(prompts[2])]
+        assert _run(rt, prompts[0])[0] < 3
+        assert _run(rt, prompts[2])[0] == len(prompts[2]) - 1
+    finally:
+        rt.close()
+
+
+def test_slots_are_bounded_in_tokens(fixture_model_path):
+    rt = _runtime(fixture_model_path, cache_tokens=40)
+    try:
+        prompts = [_prompt(rt, i, repeat=1) for i in range(4)]
+        assert all(PARK_MIN_TOKENS <= len(p) <= 40 for p in prompts)
+        for p in prompts:
+            _run(rt, p)
+            assert sum(rt.cached_prompts()) <= 40
+        assert rt.cached_prompts()                          # something was kept
+    finally:
+        rt.close()
+
+
+def test_a_full_cache_drops_slots_instead_of_failing(fixture_model_path):
+    rt = _runtime(fixture_model_path, n_ctx=256)
+    try:
+        for i in range(3):                                  # ~70 cells each, kept in slots
+            _run(rt, _prompt(rt, i, repeat=4)[:70])
+        long_prompt = (_prompt(rt, 3, repeat=12))[:230]
+        keep, logits = _run(rt, long_prompt)                # needs cells the slots hold
+        assert keep < 3 and logits.shape == (rt.n_vocab,)
+        assert len(rt.tokens) == len(long_prompt)
+        assert len(rt.cached_prompts()) < 3
+    finally:
+        rt.close()
+
+
+def test_no_slots_keeps_only_the_last_request(fixture_model_path):
+    rt = _runtime(fixture_model_path, cache_slots=0)
+    try:
+        a, b = _prompt(rt, 0), _prompt(rt, 1)
+        _run(rt, a)
+        _run(rt, b)
+        assert rt.cached_prompts() == [] and _run(rt, a)[0] < 3
+    finally:
+        rt.close()
+
+
+# --- through the server: two agents alternating ------------------------------------------
+
+def _conversation(tag):
+    system = f"You are agent {tag}. " + TEXTS[ord(tag) - ord("A")] * 3
+    return [{"role": "system", "content": system}, {"role": "user", "content": "Start."}]
+
+
+def _turn(live, messages):
+    r = httpx.post(live.base + "/v1/chat/completions", timeout=120, json={
+        "model": live.model_name, "messages": messages, "max_tokens": 6, "temperature": 0})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    return (body["choices"][0]["message"]["content"], body["usage"]["prompt_tokens"],
+            body["usage"]["prompt_tokens_details"]["cached_tokens"])
+
+
+@pytest.mark.parametrize("slots", [8, 0])
+def test_two_agents_alternating(slots):
+    live = LiveServer(default_max_tokens=6, prompt_cache_slots=slots)
+    try:
+        a, b = _conversation("A"), _conversation("B")
+        reply_a, prompt_a, _ = _turn(live, a)
+        _turn(live, b)
+        a2 = a + [{"role": "assistant", "content": reply_a}, {"role": "user", "content": "More."}]
+        reply, prompt_a2, cached = _turn(live, a2)
+        if slots:
+            assert cached >= prompt_a - 1               # the first turn's prompt, from its slot
+        else:
+            assert cached < prompt_a // 2               # only what B's prompt shares with it
+        assert prompt_a2 > prompt_a
+        # the same output as a server that evaluates the whole prompt
+        fresh = LiveServer(default_max_tokens=6, prompt_cache_slots=0)
+        try:
+            assert _turn(fresh, a2)[0] == reply
+        finally:
+            fresh.stop()
+    finally:
+        live.stop()
