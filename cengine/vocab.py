@@ -282,119 +282,133 @@ class Vocabulary:
             if v is not None:
                 fim[k] = v
 
-        # text -> id for the texts llama.cpp looks for (its map keeps the last duplicate)
-        wanted = {t.encode() for t in _EOT_TEXTS + _EOM_TEXTS + _EOG_TEXTS + _ALWAYS_RENDERED}
-        wanted |= {t.encode() for ts in _FIM_TEXTS.values() for t in ts}
-        wanted |= {b"<|return|>", b"<|call|>", b"<|calls|>", b"<|flush|>", b"<|end|>",
-                   b"</s>", b"<|plamo:eos|>"}
-        by_text: Dict[bytes, int] = {}
-        for i, t in enumerate(texts):
-            if t in wanted:
-                by_text[t] = i
-
-        def present(cands) -> List[int]:
-            return [by_text[c.encode()] for c in cands if c.encode() in by_text]
-
-        force_control = set()
-        withheld = set()
-        eog = set()
-        # eot/eom found by text when no key names them (all candidates are EOG texts, so
-        # they are forced to CONTROL below); the id itself is ambiguous if several exist
-        if eot is None:
-            found = present(_EOT_TEXTS)
-            eot = found[0] if len(found) == 1 else None
-        if eom is None:
-            found = present(_EOM_TEXTS)
-            eom = found[0] if len(found) == 1 else None
-        for k, cands in _FIM_TEXTS.items():
-            if fim[k] is not None:
-                continue
-            found = present(cands)
-            force_control.update(found)
-            if len(found) == 1:
-                if k in _FIM_EOG:
-                    eog.update(found)
-            else:
-                withheld.update(found)
-            # with several candidates llama.cpp picks one by hash order and leaves the others
-            # as they were: all of them get b"" and none ends generation here, so none is
-            # ever allowed (safe whichever llama.cpp picked)
-        for k in _FIM_EOG:
-            if fim[k] is not None:
-                eog.add(fim[k])
-        eog_by_text = present(_EOG_TEXTS)
-        eog.update(eog_by_text)
-        force_control.update(eog_by_text)
-        for i in force_control:
-            attrs[i] |= ATTR_CONTROL
-        # unused markers among control tokens change nothing here (both print nothing)
-        for i in present(_ALWAYS_RENDERED):
-            attrs[i] = ATTR_USER_DEFINED
-        for i in (eos, eot, eom):
-            if i is not None:
-                eog.add(i)
-        # harmony / solar-open: "<|end|>" is not an end of generation there
-        eog_texts = {texts[i] for i in eog}
-        has_call = b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts
-        if b"<|end|>" in eog_texts and has_call \
-                and (b"<|return|>" in eog_texts or b"<|flush|>" in eog_texts):
-            end_id = by_text[b"<|end|>"]
-            eog.discard(end_id)
-            attrs[end_id] = ATTR_USER_DEFINED
-        # gemma4 / plamo: "</s>" is a normal token when their own end markers exist
-        if (b"<|tool_response>" in eog_texts or b"<|plamo:eos|>" in eog_texts) \
-                and b"</s>" in eog_texts:
-            s_id = by_text[b"</s>"]
-            eog.discard(s_id)
-            attrs[s_id] = ATTR_NORMAL
-
-        escaped_ws = kind in ("spm", "wpm", "ugm") or pre in _ESCAPED_WHITESPACE_PRE
-        tokens: List[bytes] = [b""] * n
-        special_texts: Dict[int, bytes] = {}
-        special_ids: Dict[str, int] = {}
-        attr_list = attrs.tolist()
-        for i in range(n):
-            a = attr_list[i]
-            t = texts[i]
-            if not t:
-                withheld.add(i)     # llama.cpp prints "[EMPTY_<i>]" for these
-                continue
-            if a & (ATTR_UNKNOWN | ATTR_CONTROL):
-                special_texts[i] = bytes(t)
-                if not a & ATTR_UNKNOWN and i not in eog:
-                    _add_special(special_ids, i, t)
-            elif a & ATTR_USER_DEFINED:
-                tokens[i] = bytes(t)
-                if i not in eog and _looks_like_marker(t):
-                    _add_special(special_ids, i, t)
-            elif a & ATTR_NORMAL:
-                if escaped_ws:
-                    tokens[i] = t.replace(_SPACE_MARK, b" ")
-                else:
-                    tokens[i] = _bpe_bytes(t)
-            elif a & ATTR_BYTE:
-                tokens[i] = _byte_token(t)
-                if not tokens[i]:
-                    withheld.add(i)     # not "<0xNN>": llama.cpp would print some byte
-
         vocab_name = name
         if vocab_name is None and "general.name" in meta:
             vocab_name = meta["general.name"].decode("utf-8", "replace")
-        v = cls.__new__(cls)
-        v.tokens = tokens
-        v.eos_ids = frozenset(eog)
-        v.name = vocab_name
-        v.bos_id = bos
-        v.eos_id = eos
-        v.eot_id = eot
         add_bos = meta.get("tokenizer.ggml.add_bos_token")
-        v.add_bos = bool(add_bos) if add_bos is not None else kind in ("spm", "wpm")
-        v.special_texts = special_texts
-        v.model = model
-        v.withheld_ids = frozenset(withheld - eog)
-        v.special_ids = {i: text for text, i in special_ids.items()}
-        v._fingerprint = None
-        return v
+        return _assemble(
+            cls, texts, attrs,
+            escaped_ws=kind in ("spm", "wpm", "ugm") or pre in _ESCAPED_WHITESPACE_PRE,
+            bos=bos, eos=eos, eot=eot, eom=eom, fim=fim, name=vocab_name, model=model,
+            add_bos=bool(add_bos) if add_bos is not None else kind in ("spm", "wpm"))
+
+
+def _assemble(cls: type, texts: Sequence[bytes], attrs: np.ndarray, *, escaped_ws: bool,
+              bos: Optional[int], eos: Optional[int], eot: Optional[int], eom: Optional[int],
+              fim: Dict[str, Optional[int]], name: Optional[str], model: Optional[str],
+              add_bos: bool, gaps: FrozenSet[int] = frozenset()) -> Vocabulary:
+    """The Vocabulary of token `texts` (as a GGUF spells them) with llama.cpp attributes
+    `attrs`, after llama.cpp's repairs by token text (module docstring). Shared by from_gguf
+    and from_hf_tokenizer, so both apply the same rules. `gaps`: ids the source has no token
+    for (b"", and not withheld: nothing could print them)."""
+    n = len(texts)
+    # text -> id for the texts llama.cpp looks for (its map keeps the last duplicate)
+    wanted = {t.encode() for t in _EOT_TEXTS + _EOM_TEXTS + _EOG_TEXTS + _ALWAYS_RENDERED}
+    wanted |= {t.encode() for ts in _FIM_TEXTS.values() for t in ts}
+    wanted |= {b"<|return|>", b"<|call|>", b"<|calls|>", b"<|flush|>", b"<|end|>",
+               b"</s>", b"<|plamo:eos|>"}
+    by_text: Dict[bytes, int] = {}
+    for i, t in enumerate(texts):
+        if t in wanted:
+            by_text[t] = i
+
+    def present(cands) -> List[int]:
+        return [by_text[c.encode()] for c in cands if c.encode() in by_text]
+
+    force_control = set()
+    withheld = set()
+    eog = set()
+    # eot/eom found by text when no key names them (all candidates are EOG texts, so
+    # they are forced to CONTROL below); the id itself is ambiguous if several exist
+    if eot is None:
+        found = present(_EOT_TEXTS)
+        eot = found[0] if len(found) == 1 else None
+    if eom is None:
+        found = present(_EOM_TEXTS)
+        eom = found[0] if len(found) == 1 else None
+    for k, cands in _FIM_TEXTS.items():
+        if fim[k] is not None:
+            continue
+        found = present(cands)
+        force_control.update(found)
+        if len(found) == 1:
+            if k in _FIM_EOG:
+                eog.update(found)
+        else:
+            withheld.update(found)
+        # with several candidates llama.cpp picks one by hash order and leaves the others
+        # as they were: all of them get b"" and none ends generation here, so none is
+        # ever allowed (safe whichever llama.cpp picked)
+    for k in _FIM_EOG:
+        if fim[k] is not None:
+            eog.add(fim[k])
+    eog_by_text = present(_EOG_TEXTS)
+    eog.update(eog_by_text)
+    force_control.update(eog_by_text)
+    for i in force_control:
+        attrs[i] |= ATTR_CONTROL
+    # unused markers among control tokens change nothing here (both print nothing)
+    for i in present(_ALWAYS_RENDERED):
+        attrs[i] = ATTR_USER_DEFINED
+    for i in (eos, eot, eom):
+        if i is not None:
+            eog.add(i)
+    # harmony / solar-open: "<|end|>" is not an end of generation there
+    eog_texts = {texts[i] for i in eog}
+    has_call = b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts
+    if b"<|end|>" in eog_texts and has_call \
+            and (b"<|return|>" in eog_texts or b"<|flush|>" in eog_texts):
+        end_id = by_text[b"<|end|>"]
+        eog.discard(end_id)
+        attrs[end_id] = ATTR_USER_DEFINED
+    # gemma4 / plamo: "</s>" is a normal token when their own end markers exist
+    if (b"<|tool_response>" in eog_texts or b"<|plamo:eos|>" in eog_texts) \
+            and b"</s>" in eog_texts:
+        s_id = by_text[b"</s>"]
+        eog.discard(s_id)
+        attrs[s_id] = ATTR_NORMAL
+
+    tokens: List[bytes] = [b""] * n
+    special_texts: Dict[int, bytes] = {}
+    special_ids: Dict[str, int] = {}
+    attr_list = attrs.tolist()
+    for i in range(n):
+        a = attr_list[i]
+        t = texts[i]
+        if not t:
+            withheld.add(i)     # llama.cpp prints "[EMPTY_<i>]" for these
+            continue
+        if a & (ATTR_UNKNOWN | ATTR_CONTROL):
+            special_texts[i] = bytes(t)
+            if not a & ATTR_UNKNOWN and i not in eog:
+                _add_special(special_ids, i, t)
+        elif a & ATTR_USER_DEFINED:
+            tokens[i] = bytes(t)
+            if i not in eog and _looks_like_marker(t):
+                _add_special(special_ids, i, t)
+        elif a & ATTR_NORMAL:
+            if escaped_ws:
+                tokens[i] = t.replace(_SPACE_MARK, b" ")
+            else:
+                tokens[i] = _bpe_bytes(t)
+        elif a & ATTR_BYTE:
+            tokens[i] = _byte_token(t)
+            if not tokens[i]:
+                withheld.add(i)     # not "<0xNN>": llama.cpp would print some byte
+    v = cls.__new__(cls)
+    v.tokens = tokens
+    v.eos_ids = frozenset(eog)
+    v.name = name
+    v.bos_id = bos
+    v.eos_id = eos
+    v.eot_id = eot
+    v.add_bos = add_bos
+    v.special_texts = special_texts
+    v.model = model
+    v.withheld_ids = frozenset(withheld - eog - gaps)
+    v.special_ids = {i: text for text, i in special_ids.items()}
+    v._fingerprint = None
+    return v
 
 
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
