@@ -210,6 +210,11 @@ class Vocabulary:
     @classmethod
     def from_gguf(cls, path: Union[str, Path], *, name: Optional[str] = None) -> Vocabulary:
         """The tokenizer of a GGUF file (a full model or a vocab-only file)."""
+    @classmethod
+    def from_hf_tokenizer(cls, tokenizer: Any, *, vocab_size: Optional[int] = None,
+                          eos_ids: Iterable[int] = (),
+                          name: Optional[str] = None) -> Vocabulary:
+        """A transformers / tokenizers tokenizer's vocabulary, equal to its model's from_gguf."""
     @property
     def size(self) -> int:
         """Number of token ids."""

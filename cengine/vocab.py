@@ -36,8 +36,10 @@ Not supported (ValueError): `rwkv`, `plamo2`, `test` and vocabulary-less (`none`
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -282,119 +284,287 @@ class Vocabulary:
             if v is not None:
                 fim[k] = v
 
-        # text -> id for the texts llama.cpp looks for (its map keeps the last duplicate)
-        wanted = {t.encode() for t in _EOT_TEXTS + _EOM_TEXTS + _EOG_TEXTS + _ALWAYS_RENDERED}
-        wanted |= {t.encode() for ts in _FIM_TEXTS.values() for t in ts}
-        wanted |= {b"<|return|>", b"<|call|>", b"<|calls|>", b"<|flush|>", b"<|end|>",
-                   b"</s>", b"<|plamo:eos|>"}
-        by_text: Dict[bytes, int] = {}
-        for i, t in enumerate(texts):
-            if t in wanted:
-                by_text[t] = i
-
-        def present(cands) -> List[int]:
-            return [by_text[c.encode()] for c in cands if c.encode() in by_text]
-
-        force_control = set()
-        withheld = set()
-        eog = set()
-        # eot/eom found by text when no key names them (all candidates are EOG texts, so
-        # they are forced to CONTROL below); the id itself is ambiguous if several exist
-        if eot is None:
-            found = present(_EOT_TEXTS)
-            eot = found[0] if len(found) == 1 else None
-        if eom is None:
-            found = present(_EOM_TEXTS)
-            eom = found[0] if len(found) == 1 else None
-        for k, cands in _FIM_TEXTS.items():
-            if fim[k] is not None:
-                continue
-            found = present(cands)
-            force_control.update(found)
-            if len(found) == 1:
-                if k in _FIM_EOG:
-                    eog.update(found)
-            else:
-                withheld.update(found)
-            # with several candidates llama.cpp picks one by hash order and leaves the others
-            # as they were: all of them get b"" and none ends generation here, so none is
-            # ever allowed (safe whichever llama.cpp picked)
-        for k in _FIM_EOG:
-            if fim[k] is not None:
-                eog.add(fim[k])
-        eog_by_text = present(_EOG_TEXTS)
-        eog.update(eog_by_text)
-        force_control.update(eog_by_text)
-        for i in force_control:
-            attrs[i] |= ATTR_CONTROL
-        # unused markers among control tokens change nothing here (both print nothing)
-        for i in present(_ALWAYS_RENDERED):
-            attrs[i] = ATTR_USER_DEFINED
-        for i in (eos, eot, eom):
-            if i is not None:
-                eog.add(i)
-        # harmony / solar-open: "<|end|>" is not an end of generation there
-        eog_texts = {texts[i] for i in eog}
-        has_call = b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts
-        if b"<|end|>" in eog_texts and has_call \
-                and (b"<|return|>" in eog_texts or b"<|flush|>" in eog_texts):
-            end_id = by_text[b"<|end|>"]
-            eog.discard(end_id)
-            attrs[end_id] = ATTR_USER_DEFINED
-        # gemma4 / plamo: "</s>" is a normal token when their own end markers exist
-        if (b"<|tool_response>" in eog_texts or b"<|plamo:eos|>" in eog_texts) \
-                and b"</s>" in eog_texts:
-            s_id = by_text[b"</s>"]
-            eog.discard(s_id)
-            attrs[s_id] = ATTR_NORMAL
-
-        escaped_ws = kind in ("spm", "wpm", "ugm") or pre in _ESCAPED_WHITESPACE_PRE
-        tokens: List[bytes] = [b""] * n
-        special_texts: Dict[int, bytes] = {}
-        special_ids: Dict[str, int] = {}
-        attr_list = attrs.tolist()
-        for i in range(n):
-            a = attr_list[i]
-            t = texts[i]
-            if not t:
-                withheld.add(i)     # llama.cpp prints "[EMPTY_<i>]" for these
-                continue
-            if a & (ATTR_UNKNOWN | ATTR_CONTROL):
-                special_texts[i] = bytes(t)
-                if not a & ATTR_UNKNOWN and i not in eog:
-                    _add_special(special_ids, i, t)
-            elif a & ATTR_USER_DEFINED:
-                tokens[i] = bytes(t)
-                if i not in eog and _looks_like_marker(t):
-                    _add_special(special_ids, i, t)
-            elif a & ATTR_NORMAL:
-                if escaped_ws:
-                    tokens[i] = t.replace(_SPACE_MARK, b" ")
-                else:
-                    tokens[i] = _bpe_bytes(t)
-            elif a & ATTR_BYTE:
-                tokens[i] = _byte_token(t)
-                if not tokens[i]:
-                    withheld.add(i)     # not "<0xNN>": llama.cpp would print some byte
-
         vocab_name = name
         if vocab_name is None and "general.name" in meta:
             vocab_name = meta["general.name"].decode("utf-8", "replace")
-        v = cls.__new__(cls)
-        v.tokens = tokens
-        v.eos_ids = frozenset(eog)
-        v.name = vocab_name
-        v.bos_id = bos
-        v.eos_id = eos
-        v.eot_id = eot
         add_bos = meta.get("tokenizer.ggml.add_bos_token")
-        v.add_bos = bool(add_bos) if add_bos is not None else kind in ("spm", "wpm")
-        v.special_texts = special_texts
-        v.model = model
-        v.withheld_ids = frozenset(withheld - eog)
-        v.special_ids = {i: text for text, i in special_ids.items()}
-        v._fingerprint = None
-        return v
+        return _assemble(
+            cls, texts, attrs,
+            escaped_ws=kind in ("spm", "wpm", "ugm") or pre in _ESCAPED_WHITESPACE_PRE,
+            bos=bos, eos=eos, eot=eot, eom=eom, fim=fim, name=vocab_name, model=model,
+            add_bos=bool(add_bos) if add_bos is not None else kind in ("spm", "wpm"))
+    @classmethod
+    def from_hf_tokenizer(cls, tokenizer: Any, *, vocab_size: Optional[int] = None,
+                          eos_ids: Iterable[int] = (),
+                          name: Optional[str] = None) -> "Vocabulary":
+        """The vocabulary of a Hugging Face tokenizer: a `transformers` tokenizer (fast ones,
+        and slow ones with `byte_decoder` or `sp_model`) or a `tokenizers.Tokenizer`.
+
+        Read by duck typing (nothing here imports transformers or tokenizers). Token bytes
+        follow the same rules as `from_gguf`, so the vocabulary equals the one built from the
+        same model's GGUF: byte-level BPE undoes the GPT-2 byte mapping, SentencePiece-style
+        vocabularies print `▁` as a space and `<0xNN>` (with byte fallback) as that byte,
+        WordPiece prints `##x` as "x" and a word-initial `x` as " x"; special tokens print
+        nothing (their text is in `special_texts`), other added tokens their literal text.
+        `eos_ids`: the tokenizer's eos, the end-of-generation tokens from_gguf finds by text,
+        plus these (e.g. a model's `generation_config.eos_token_id`). `vocab_size`: the model's
+        number of logits when it is larger than the tokenizer (ids without a token get b"");
+        ids at or above it are left out. A tokenizer of another kind (WordLevel, a BPE that
+        is neither byte-level nor SentencePiece-style) raises ValueError."""
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is None and callable(getattr(tokenizer, "to_str", None)) \
+                and callable(getattr(tokenizer, "get_added_tokens_decoder", None)):
+            backend = tokenizer                     # a tokenizers.Tokenizer itself
+        unk: Optional[int] = None
+        if backend is not None:
+            spec = json.loads(backend.to_str())
+            kind, byte_fallback, prefix = _hf_kind(spec)
+            vocab = backend.get_vocab(with_added_tokens=True)
+            added = {int(i): (str(t.content), bool(t.special))
+                     for i, t in backend.get_added_tokens_decoder().items()}
+            model_spec = spec.get("model") or {}
+            if isinstance(model_spec.get("unk_id"), int):
+                unk = model_spec["unk_id"]          # Unigram
+            elif isinstance(model_spec.get("unk_token"), str):
+                unk = vocab.get(model_spec["unk_token"])
+            model = f"hf:{model_spec.get('type')}"
+        elif callable(getattr(tokenizer, "get_vocab", None)):
+            # a slow transformers tokenizer: its own byte mapping or SentencePiece model says
+            # which kind it is
+            if getattr(tokenizer, "byte_decoder", None) is not None:
+                kind, byte_fallback, prefix = "bpe", False, ""
+            elif getattr(tokenizer, "sp_model", None) is not None:
+                kind, byte_fallback, prefix = "spm", True, ""
+            else:
+                raise ValueError(f"{type(tokenizer).__name__}: a slow tokenizer without "
+                                 "byte_decoder (byte-level BPE) or sp_model (SentencePiece); "
+                                 "cannot tell which bytes its tokens print")
+            vocab = tokenizer.get_vocab()
+            added = {int(i): (str(t.content), bool(t.special))
+                     for i, t in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items()}
+            model = f"hf:{type(tokenizer).__name__}"
+        else:
+            raise TypeError(f"expected a transformers tokenizer or a tokenizers.Tokenizer, "
+                            f"got {type(tokenizer).__name__}")
+
+        def tid(attr: str) -> Optional[int]:
+            v = getattr(tokenizer, attr, None)
+            return v if isinstance(v, int) and v >= 0 else None
+
+        unk = tid("unk_token_id") if tid("unk_token_id") is not None else unk
+        special = {i for i, (_, is_special) in added.items() if is_special}
+        special.update(i for i in (getattr(tokenizer, "all_special_ids", None) or ())
+                       if isinstance(i, int))
+        id_to_text: Dict[int, str] = {int(i): t for t, i in vocab.items()}
+        for i, (content, _) in added.items():
+            id_to_text[i] = content
+        n = max(id_to_text, default=-1) + 1
+        if vocab_size is not None:
+            n = int(vocab_size)
+        texts: List[bytes] = [b""] * n
+        attrs = np.full(n, ATTR_UNDEFINED, dtype=np.int32)
+        for i, t in id_to_text.items():
+            if not 0 <= i < n:
+                continue
+            if i in added:
+                texts[i] = t.encode("utf-8")
+                attrs[i] = ATTR_CONTROL if i in special else ATTR_USER_DEFINED
+            elif i in special:
+                texts[i] = t.encode("utf-8")
+                attrs[i] = ATTR_CONTROL
+            elif byte_fallback and _HF_BYTE_TOKEN.fullmatch(t):
+                texts[i] = t.encode("utf-8")
+                attrs[i] = ATTR_BYTE
+            elif kind == "wpm":
+                # spelled as llama.cpp's converter writes WordPiece into a GGUF, so the
+                # SentencePiece rule below applies: "##x" -> "x", "x" -> "▁x"
+                texts[i] = (t[len(prefix):] if t.startswith(prefix) else "▁" + t).encode("utf-8")
+                attrs[i] = ATTR_NORMAL
+            else:
+                texts[i] = t.encode("utf-8")
+                attrs[i] = ATTR_NORMAL
+        if unk is not None and 0 <= unk < n:
+            attrs[unk] = ATTR_UNKNOWN
+        gaps = frozenset(i for i in range(n) if i not in id_to_text)
+
+        def in_range(i: Optional[int]) -> Optional[int]:
+            return i if i is not None and i < n else None
+
+        extra = [int(i) for i in eos_ids]
+        bad = [i for i in extra if not 0 <= i < n]
+        if bad:
+            raise ValueError(f"eos ids {sorted(bad)} outside the vocabulary (size {n})")
+        add_bos = getattr(tokenizer, "add_bos_token", None)
+        return _assemble(
+            cls, texts, attrs, escaped_ws=kind in ("spm", "wpm"),
+            bos=in_range(tid("bos_token_id")), eos=in_range(tid("eos_token_id")),
+            eot=None, eom=None, fim={k: None for k in _FIM_TEXTS},
+            name=name if name is not None else getattr(tokenizer, "name_or_path", None) or None,
+            model=model, add_bos=bool(add_bos) if isinstance(add_bos, bool) else False,
+            gaps=gaps, extra_eog=extra)
+
+
+_HF_BYTE_TOKEN = re.compile(r"<0x[0-9A-Fa-f]{2}>")
+
+
+def _hf_parts(node: Any) -> List[Dict[str, Any]]:
+    """The steps of a tokenizer.json decoder / pre-tokenizer / normalizer, Sequences flattened."""
+    if not isinstance(node, dict):
+        return []
+    inner = node.get("decoders") or node.get("pretokenizers") or node.get("normalizers")
+    if node.get("type") == "Sequence" and isinstance(inner, list):
+        return [p for sub in inner for p in _hf_parts(sub)]
+    return [node]
+
+
+def _hf_kind(spec: Dict[str, Any]) -> Tuple[str, bool, str]:
+    """(kind, byte fallback, WordPiece continuation prefix) of a tokenizer.json: how its
+    token strings map to bytes. "bpe": GPT-2 byte-level; "spm": "▁" for a space; "wpm"."""
+    model = spec.get("model") or {}
+    mtype = model.get("type")
+    decoder = _hf_parts(spec.get("decoder"))
+    dec_types = {d.get("type") for d in decoder}
+    pre_types = {d.get("type") for d in _hf_parts(spec.get("pre_tokenizer"))}
+    byte_fallback = bool(model.get("byte_fallback")) or "ByteFallback" in dec_types
+    if mtype == "WordPiece":
+        prefix = model.get("continuing_subword_prefix") or "##"
+        if dec_types - {"WordPiece"}:
+            raise ValueError(f"a WordPiece tokenizer with decoder steps {sorted(dec_types)}: "
+                             "only the plain WordPiece decoder is supported")
+        return "wpm", False, prefix
+    if mtype in ("BPE", "Unigram"):
+        if "ByteLevel" in dec_types or ("ByteLevel" in pre_types and not decoder):
+            return "bpe", False, ""
+        spaces = "Metaspace" in dec_types or any(
+            d.get("type") == "Replace" and d.get("content") == " "
+            and (d.get("pattern") or {}).get("String") == "▁" for d in decoder)
+        if spaces:
+            return "spm", byte_fallback, ""
+    raise ValueError(f"cannot tell which bytes the tokens of this {mtype} tokenizer print "
+                     f"(decoder {sorted(str(t) for t in dec_types)}): supported are byte-level "
+                     "BPE, SentencePiece-style BPE/Unigram (▁ as space, <0xNN> byte fallback) "
+                     "and WordPiece")
+
+
+def _assemble(cls: type, texts: Sequence[bytes], attrs: np.ndarray, *, escaped_ws: bool,
+              bos: Optional[int], eos: Optional[int], eot: Optional[int], eom: Optional[int],
+              fim: Dict[str, Optional[int]], name: Optional[str], model: Optional[str],
+              add_bos: bool, gaps: FrozenSet[int] = frozenset(),
+              extra_eog: Iterable[int] = ()) -> Vocabulary:
+    """The Vocabulary of token `texts` (as a GGUF spells them) with llama.cpp attributes
+    `attrs`, after llama.cpp's repairs by token text (module docstring). Shared by from_gguf
+    and from_hf_tokenizer, so both apply the same rules. `gaps`: ids the source has no token
+    for (b"", and not withheld: nothing could print them); `extra_eog`: more end-of-generation
+    ids the caller knows of."""
+    n = len(texts)
+    # text -> id for the texts llama.cpp looks for (its map keeps the last duplicate)
+    wanted = {t.encode() for t in _EOT_TEXTS + _EOM_TEXTS + _EOG_TEXTS + _ALWAYS_RENDERED}
+    wanted |= {t.encode() for ts in _FIM_TEXTS.values() for t in ts}
+    wanted |= {b"<|return|>", b"<|call|>", b"<|calls|>", b"<|flush|>", b"<|end|>",
+               b"</s>", b"<|plamo:eos|>"}
+    by_text: Dict[bytes, int] = {}
+    for i, t in enumerate(texts):
+        if t in wanted:
+            by_text[t] = i
+
+    def present(cands) -> List[int]:
+        return [by_text[c.encode()] for c in cands if c.encode() in by_text]
+
+    force_control = set()
+    withheld = set()
+    eog = set()
+    # eot/eom found by text when no key names them (all candidates are EOG texts, so
+    # they are forced to CONTROL below); the id itself is ambiguous if several exist
+    if eot is None:
+        found = present(_EOT_TEXTS)
+        eot = found[0] if len(found) == 1 else None
+    if eom is None:
+        found = present(_EOM_TEXTS)
+        eom = found[0] if len(found) == 1 else None
+    for k, cands in _FIM_TEXTS.items():
+        if fim[k] is not None:
+            continue
+        found = present(cands)
+        force_control.update(found)
+        if len(found) == 1:
+            if k in _FIM_EOG:
+                eog.update(found)
+        else:
+            withheld.update(found)
+        # with several candidates llama.cpp picks one by hash order and leaves the others
+        # as they were: all of them get b"" and none ends generation here, so none is
+        # ever allowed (safe whichever llama.cpp picked)
+    for k in _FIM_EOG:
+        if fim[k] is not None:
+            eog.add(fim[k])
+    eog_by_text = present(_EOG_TEXTS)
+    eog.update(eog_by_text)
+    force_control.update(eog_by_text)
+    for i in force_control:
+        attrs[i] |= ATTR_CONTROL
+    # unused markers among control tokens change nothing here (both print nothing)
+    for i in present(_ALWAYS_RENDERED):
+        attrs[i] = ATTR_USER_DEFINED
+    for i in (eos, eot, eom):
+        if i is not None:
+            eog.add(i)
+    eog.update(extra_eog)
+    # harmony / solar-open: "<|end|>" is not an end of generation there
+    eog_texts = {texts[i] for i in eog}
+    has_call = b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts
+    if b"<|end|>" in eog_texts and has_call \
+            and (b"<|return|>" in eog_texts or b"<|flush|>" in eog_texts):
+        end_id = by_text[b"<|end|>"]
+        eog.discard(end_id)
+        attrs[end_id] = ATTR_USER_DEFINED
+    # gemma4 / plamo: "</s>" is a normal token when their own end markers exist
+    if (b"<|tool_response>" in eog_texts or b"<|plamo:eos|>" in eog_texts) \
+            and b"</s>" in eog_texts:
+        s_id = by_text[b"</s>"]
+        eog.discard(s_id)
+        attrs[s_id] = ATTR_NORMAL
+
+    tokens: List[bytes] = [b""] * n
+    special_texts: Dict[int, bytes] = {}
+    special_ids: Dict[str, int] = {}
+    attr_list = attrs.tolist()
+    for i in range(n):
+        a = attr_list[i]
+        t = texts[i]
+        if not t:
+            withheld.add(i)     # llama.cpp prints "[EMPTY_<i>]" for these
+            continue
+        if a & (ATTR_UNKNOWN | ATTR_CONTROL):
+            special_texts[i] = bytes(t)
+            if not a & ATTR_UNKNOWN and i not in eog:
+                _add_special(special_ids, i, t)
+        elif a & ATTR_USER_DEFINED:
+            tokens[i] = bytes(t)
+            if i not in eog and _looks_like_marker(t):
+                _add_special(special_ids, i, t)
+        elif a & ATTR_NORMAL:
+            if escaped_ws:
+                tokens[i] = t.replace(_SPACE_MARK, b" ")
+            else:
+                tokens[i] = _bpe_bytes(t)
+        elif a & ATTR_BYTE:
+            tokens[i] = _byte_token(t)
+            if not tokens[i]:
+                withheld.add(i)     # not "<0xNN>": llama.cpp would print some byte
+    v = cls.__new__(cls)
+    v.tokens = tokens
+    v.eos_ids = frozenset(eog)
+    v.name = name
+    v.bos_id = bos
+    v.eos_id = eos
+    v.eot_id = eot
+    v.add_bos = add_bos
+    v.special_texts = special_texts
+    v.model = model
+    v.withheld_ids = frozenset(withheld - eog - gaps)
+    v.special_ids = {i: text for text, i in special_ids.items()}
+    v._fingerprint = None
+    return v
 
 
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
