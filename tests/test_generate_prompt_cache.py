@@ -50,124 +50,110 @@ def _fresh_logits(rt, prompt):
     return rt.eval(prompt)
 
 
-def _runtime(path, **kw):
-    return LlamaRuntime(str(path), n_ctx=kw.pop("n_ctx", 512), n_batch=128, **kw)
+@pytest.fixture
+def runtime(fixture_model_path):
+    """Makes runtimes (n_ctx 512 unless given) and closes them after the test."""
+    made = []
 
-
-def test_alternating_prompts_come_back_from_their_slots(fixture_model_path, fresh):
-    rt = _runtime(fixture_model_path)
-    try:
-        a, b = _prompt(rt, 0), _prompt(rt, 1)
-        assert len(a) > PARK_MIN_TOKENS and rt.cache_slots > 0
-        assert _run(rt, a)[0] == 0
-        keep_b, _ = _run(rt, b)
-        assert keep_b < 3                                   # only a BOS in common
-        keep, logits = _run(rt, a)                          # a's turn again
-        assert keep == len(a) - 1
-        assert _same(logits, _fresh_logits(fresh, a))
-        keep, logits = _run(rt, b)
-        assert keep == len(b) - 1
-        assert _same(logits, _fresh_logits(fresh, b))
-        assert not _same(_fresh_logits(fresh, a), _fresh_logits(fresh, b))
-    finally:
+    def make(**kw):
+        made.append(LlamaRuntime(str(fixture_model_path), n_ctx=kw.pop("n_ctx", 512),
+                                 n_batch=128, **kw))
+        return made[-1]
+    yield make
+    for rt in made:
         rt.close()
 
 
-def test_three_conversations_in_any_order(fixture_model_path, fresh):
-    rt = _runtime(fixture_model_path)
-    try:
-        prompts = [_prompt(rt, i) for i in range(3)]
-        for i in (0, 1, 2):
-            _run(rt, prompts[i])
-        for i in (1, 0, 2, 0, 1):                           # each from its own slot
-            keep, logits = _run(rt, prompts[i])
-            assert keep == len(prompts[i]) - 1
-            assert _same(logits, _fresh_logits(fresh, prompts[i])), i
-    finally:
-        rt.close()
+def test_alternating_prompts_come_back_from_their_slots(runtime, fresh):
+    rt = runtime()
+    a, b = _prompt(rt, 0), _prompt(rt, 1)
+    assert len(a) > PARK_MIN_TOKENS and rt.cache_slots > 0
+    assert _run(rt, a)[0] == 0
+    keep_b, _ = _run(rt, b)
+    assert keep_b < 3                                   # only a BOS in common
+    keep, logits = _run(rt, a)                          # a's turn again
+    assert keep == len(a) - 1
+    assert _same(logits, _fresh_logits(fresh, a))
+    keep, logits = _run(rt, b)
+    assert keep == len(b) - 1
+    assert _same(logits, _fresh_logits(fresh, b))
+    assert not _same(_fresh_logits(fresh, a), _fresh_logits(fresh, b))
 
 
-def test_a_longer_conversation_reuses_its_earlier_turn(fixture_model_path, fresh):
-    rt = _runtime(fixture_model_path)
-    try:
-        a, b = _prompt(rt, 0), _prompt(rt, 1)
-        _run(rt, a)
-        rt.eval(rt.tokenize(b" And the answer was long.", add_special=False,
-                            parse_special=False))           # what the model generated
-        _run(rt, b)
-        a2 = a + rt.tokenize(b" Thanks. And on Sunday?", add_special=False, parse_special=False)
-        keep, logits = _run(rt, a2)
-        assert keep == len(a)
-        assert _same(logits, _fresh_logits(fresh, a2))
-    finally:
-        rt.close()
+def test_three_conversations_in_any_order(runtime, fresh):
+    rt = runtime()
+    prompts = [_prompt(rt, i) for i in range(3)]
+    for i in (0, 1, 2):
+        _run(rt, prompts[i])
+    for i in (1, 0, 2, 0, 1):                           # each from its own slot
+        keep, logits = _run(rt, prompts[i])
+        assert keep == len(prompts[i]) - 1
+        assert _same(logits, _fresh_logits(fresh, prompts[i])), i
 
 
-def test_a_changed_earlier_token_invalidates_from_there(fixture_model_path, fresh):
-    rt = _runtime(fixture_model_path)
-    try:
-        a, b = _prompt(rt, 0), _prompt(rt, 1)
-        _run(rt, a)
-        _run(rt, b)
-        changed = list(a)
-        changed[10] = b[5] if b[5] != a[10] else b[6]
-        keep, logits = _run(rt, changed)
-        assert keep == 10
-        assert _same(logits, _fresh_logits(fresh, changed))
-    finally:
-        rt.close()
+def test_a_longer_conversation_reuses_its_earlier_turn(runtime, fresh):
+    rt = runtime()
+    a, b = _prompt(rt, 0), _prompt(rt, 1)
+    _run(rt, a)
+    rt.eval(rt.tokenize(b" And the answer was long.", add_special=False,
+                        parse_special=False))           # what the model generated
+    _run(rt, b)
+    a2 = a + rt.tokenize(b" Thanks. And on Sunday?", add_special=False, parse_special=False)
+    keep, logits = _run(rt, a2)
+    assert keep == len(a)
+    assert _same(logits, _fresh_logits(fresh, a2))
 
 
-def test_slots_are_bounded_least_recently_used_first(fixture_model_path):
-    rt = _runtime(fixture_model_path, cache_slots=2)
-    try:
-        prompts = [_prompt(rt, i) for i in range(4)]
-        for p in prompts:
-            _run(rt, p)
-        # parked: 1 and 2 (0 was dropped for 2); the decoder holds 3
-        assert rt.cached_prompts() == [len(prompts[1]), len(prompts[2])]
-        assert _run(rt, prompts[0])[0] < 3
-        assert _run(rt, prompts[2])[0] == len(prompts[2]) - 1
-    finally:
-        rt.close()
+def test_a_changed_earlier_token_invalidates_from_there(runtime, fresh):
+    rt = runtime()
+    a, b = _prompt(rt, 0), _prompt(rt, 1)
+    _run(rt, a)
+    _run(rt, b)
+    changed = list(a)
+    changed[10] = b[5] if b[5] != a[10] else b[6]
+    keep, logits = _run(rt, changed)
+    assert keep == 10
+    assert _same(logits, _fresh_logits(fresh, changed))
 
 
-def test_slots_are_bounded_in_tokens(fixture_model_path):
-    rt = _runtime(fixture_model_path, cache_tokens=40)
-    try:
-        prompts = [_prompt(rt, i, repeat=1) for i in range(4)]
-        assert all(PARK_MIN_TOKENS <= len(p) <= 40 for p in prompts)
-        for p in prompts:
-            _run(rt, p)
-            assert sum(rt.cached_prompts()) <= 40
-        assert rt.cached_prompts()                          # something was kept
-    finally:
-        rt.close()
+def test_slots_are_bounded_least_recently_used_first(runtime):
+    rt = runtime(cache_slots=2)
+    prompts = [_prompt(rt, i) for i in range(4)]
+    for p in prompts:
+        _run(rt, p)
+    # parked: 1 and 2 (0 was dropped for 2); the decoder holds 3
+    assert rt.cached_prompts() == [len(prompts[1]), len(prompts[2])]
+    assert _run(rt, prompts[0])[0] < 3
+    assert _run(rt, prompts[2])[0] == len(prompts[2]) - 1
 
 
-def test_a_full_cache_drops_slots_instead_of_failing(fixture_model_path):
-    rt = _runtime(fixture_model_path, n_ctx=256)
-    try:
-        for i in range(3):                                  # ~70 cells each, kept in slots
-            _run(rt, _prompt(rt, i, repeat=4)[:70])
-        long_prompt = (_prompt(rt, 3, repeat=12))[:230]
-        keep, logits = _run(rt, long_prompt)                # needs cells the slots hold
-        assert keep < 3 and logits.shape == (rt.n_vocab,)
-        assert len(rt.tokens) == len(long_prompt)
-        assert len(rt.cached_prompts()) < 3
-    finally:
-        rt.close()
+def test_slots_are_bounded_in_tokens(runtime):
+    rt = runtime(cache_tokens=40)
+    prompts = [_prompt(rt, i, repeat=1) for i in range(4)]
+    assert all(PARK_MIN_TOKENS <= len(p) <= 40 for p in prompts)
+    for p in prompts:
+        _run(rt, p)
+        assert sum(rt.cached_prompts()) <= 40
+    assert rt.cached_prompts()                          # something was kept
 
 
-def test_no_slots_keeps_only_the_last_request(fixture_model_path):
-    rt = _runtime(fixture_model_path, cache_slots=0)
-    try:
-        a, b = _prompt(rt, 0), _prompt(rt, 1)
-        _run(rt, a)
-        _run(rt, b)
-        assert rt.cached_prompts() == [] and _run(rt, a)[0] < 3
-    finally:
-        rt.close()
+def test_a_full_cache_drops_slots_instead_of_failing(runtime):
+    rt = runtime(n_ctx=256)
+    for i in range(3):                                  # ~70 cells each, kept in slots
+        _run(rt, _prompt(rt, i, repeat=4)[:70])
+    long_prompt = (_prompt(rt, 3, repeat=12))[:230]
+    keep, logits = _run(rt, long_prompt)                # needs cells the slots hold
+    assert keep < 3 and logits.shape == (rt.n_vocab,)
+    assert len(rt.tokens) == len(long_prompt)
+    assert len(rt.cached_prompts()) < 3
+
+
+def test_no_slots_keeps_only_the_last_request(runtime):
+    rt = runtime(cache_slots=0)
+    a, b = _prompt(rt, 0), _prompt(rt, 1)
+    _run(rt, a)
+    _run(rt, b)
+    assert rt.cached_prompts() == [] and _run(rt, a)[0] < 3
 
 
 # --- through the server: two agents alternating ------------------------------------------
