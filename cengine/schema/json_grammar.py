@@ -323,7 +323,8 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
 # a bound n costs at most about 4 * COUNT_FIRST positions (E1, U1, two last runs) plus
 # 4 * COUNT_BASE per level (log_COUNT_BASE(n / COUNT_FIRST) levels). Fewer levels mean fewer
 # contexts near a level's end whose mask tables are built cold: 256 x 64 was the best mean
-# mask of the shapes measured (docs/benchmarks.md).
+# mask of the shapes measured (git show d543055:docs/benchmarks.md, "String lengths above
+# 4,096 as a counter on the stack").
 COUNT_FIRST = 256
 COUNT_BASE = 64
 # a run of at most this many characters is inlined by the builder (~44 positions a
