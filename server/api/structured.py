@@ -59,10 +59,6 @@ class ConstraintField(NamedTuple):
 # the kind of a tool's parameter schema: compiled into the tool-call grammar, never alone
 TOOL_PARAMETERS = "tool_parameters"
 
-# the older name of a field record, as the extractors below build them
-Candidate = ConstraintField
-
-
 @dataclass
 class Constraint:
     """The output constraint of a request, planned (validated) but not compiled: `compile()`
@@ -131,9 +127,9 @@ def refuse_unknown(body: dict, understood: Iterable[str], *, prefix: str = "") -
                                  param=prefix + name)
 
 
-def extension_candidates(body: dict, prefix: str = "") -> List[Candidate]:
+def extension_candidates(body: dict, prefix: str = "") -> List[ConstraintField]:
     """The llamay_* fields of a body (or of Ollama's options), as candidates."""
-    out: List[Candidate] = []
+    out: List[ConstraintField] = []
     for name in EXTENSIONS:
         if name in body and body[name] is not None:
             kind = name[len("llamay_"):]
@@ -147,7 +143,7 @@ _RF_KEYS = {"json_object": {"type", "schema"},
             "text": {"type"}}
 
 
-def openai_response_format(rf: Any, param: str) -> List[Candidate]:
+def openai_response_format(rf: Any, param: str) -> List[ConstraintField]:
     """OpenAI chat `response_format` / Responses `text.format` (name, schema inline there);
     `json_object` with a `schema` is that schema (llama-cpp-python, Together, Anyscale)."""
     if rf is None:
@@ -174,7 +170,7 @@ def openai_response_format(rf: Any, param: str) -> List[Candidate]:
     return [ConstraintField(param, "schema", js["schema"])]
 
 
-def ollama_format(fmt: Any) -> List[Candidate]:
+def ollama_format(fmt: Any) -> List[ConstraintField]:
     if fmt is None or fmt == "":
         return []
     if fmt == "json":
@@ -205,8 +201,8 @@ LLAMA_SERVER = {"json_schema": "schema", "grammar": "grammar"}
 OPENAI_OTHER_FIELDS = ("guided_decoding_backend", "llamay_choice_logprobs")
 
 
-def vllm_candidates(body: dict) -> List[Candidate]:
-    out: List[Candidate] = []
+def vllm_candidates(body: dict) -> List[ConstraintField]:
+    out: List[ConstraintField] = []
     for name, kind in VLLM_GUIDED.items():
         if body.get(name) is not None:
             out.append(ConstraintField(name, kind, body[name]))
@@ -261,12 +257,13 @@ def compact_param(body: dict) -> Optional[str]:
     return found
 
 
-def llama_server_candidates(body: dict) -> List[Candidate]:
+def llama_server_candidates(body: dict) -> List[ConstraintField]:
     return [ConstraintField(name, kind, body[name]) for name, kind in LLAMA_SERVER.items()
             if body.get(name) is not None]
 
 
-def openai_candidates(body: dict, rf_param: Optional[str] = "response_format") -> List[Candidate]:
+def openai_candidates(body: dict, rf_param: Optional[str] = "response_format"
+                      ) -> List[ConstraintField]:
     """Everything an OpenAI-shaped body may constrain its output with: `rf_param` (chat's and
     completions' response_format, Responses' text.format), vLLM's and llama-server's fields
     and the llamay_* extensions."""
@@ -280,9 +277,9 @@ def openai_candidates(body: dict, rf_param: Optional[str] = "response_format") -
         extension_candidates(body)
 
 
-def anthropic_candidates(body: dict) -> List[Candidate]:
+def anthropic_candidates(body: dict) -> List[ConstraintField]:
     """`output_config.format` (and the beta `output_format`): {"type": "json_schema", schema}."""
-    out: List[Candidate] = []
+    out: List[ConstraintField] = []
     cfg = body.get("output_config")
     if cfg is not None:
         if not isinstance(cfg, dict):
@@ -296,7 +293,7 @@ def anthropic_candidates(body: dict) -> List[Candidate]:
     return out + extension_candidates(body)
 
 
-def _anthropic_format(fmt: Any, param: str) -> List[Candidate]:
+def _anthropic_format(fmt: Any, param: str) -> List[ConstraintField]:
     if fmt is None:
         return []
     if not isinstance(fmt, dict) or fmt.get("type") != "json_schema" or "schema" not in fmt:
@@ -305,7 +302,7 @@ def _anthropic_format(fmt: Any, param: str) -> List[Candidate]:
     return [ConstraintField(param, "schema", fmt["schema"])]
 
 
-def ollama_candidates(body: dict) -> List[Candidate]:
+def ollama_candidates(body: dict) -> List[ConstraintField]:
     """Ollama's `format` and the llamay_* extensions inside `options`."""
     options = body.get("options")
     if not isinstance(options, dict):
