@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import cengine
 
@@ -436,6 +436,19 @@ def arguments(sig: Signature, pairs: Sequence[Tuple[str, Any]]) -> Optional[Dict
 
 def optional(part: cengine.Part, required: bool) -> cengine.Part:
     return part if required else cengine.Repeat(part, 0, 1)
+
+
+def tool_calls(compiler: "ParamCompiler", tools: Sequence[ToolSpec],
+               call: Callable[[str, List[cengine.Part]], cengine.Part],
+               param: Callable[[str, cengine.Part], cengine.Part]) -> List[cengine.Part]:
+    """One part per tool, as a family frames it: `call(tool name, its parameters)`, each
+    parameter `param(name, value part)`, optional unless the schema requires it."""
+    out = []
+    for t in tools:
+        sig = compiler.signature(t)
+        out.append(call(t.name, [optional(param(p.name, p.part), p.required)
+                                 for p in sig.params]))
+    return out
 
 
 def value_text(value: Any, python_scalars: bool) -> str:

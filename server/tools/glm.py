@@ -59,14 +59,11 @@ class Glm(Dialect):
     def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
                      ) -> cengine.TriggeredRegion:
         nl = cengine.Repeat("\n", 0, 1)
-        calls = []
-        for t in tools:
-            sig = _COMPILER.signature(t)
-            params = [X.optional(cengine.Concat(nl, self.tok(KEY_OPEN), p.name,
-                                                self.tok(KEY_CLOSE), nl, self.tok(VALUE_OPEN),
-                                                p.part, self.tok(VALUE_CLOSE)), p.required)
-                      for p in sig.params]
-            calls.append(cengine.Concat(t.name, *params, nl))
+        calls = X.tool_calls(
+            _COMPILER, tools, lambda name, params: cengine.Concat(name, *params, nl),
+            lambda name, value: cengine.Concat(nl, self.tok(KEY_OPEN), name, self.tok(KEY_CLOSE),
+                                               nl, self.tok(VALUE_OPEN), value,
+                                               self.tok(VALUE_CLOSE)))
         return cengine.TriggeredRegion(self.tok(OPEN), cengine.OneOf(*calls), self.tok(CLOSE),
                                        repeat=parallel, separator=nl)
 

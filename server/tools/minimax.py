@@ -60,13 +60,11 @@ class MiniMax(Dialect):
 
     def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
                      ) -> cengine.TriggeredRegion:
-        invokes = []
-        for t in tools:
-            sig = _COMPILER.signature(t)
-            params = [X.optional(cengine.Concat(f'{PARAM_OPEN}{p.name}">', p.part,
-                                                VALUE_END + "\n"), p.required)
-                      for p in sig.params]
-            invokes.append(cengine.Concat(f'{INVOKE_OPEN}{t.name}">\n', *params, INVOKE_CLOSE))
+        invokes = X.tool_calls(
+            _COMPILER, tools,
+            lambda name, params: cengine.Concat(f'{INVOKE_OPEN}{name}">\n', *params,
+                                                INVOKE_CLOSE),
+            lambda name, value: cengine.Concat(f'{PARAM_OPEN}{name}">', value, VALUE_END + "\n"))
         calls = cengine.Repeat(cengine.OneOf(*invokes), 1, None if parallel else 1)
         return cengine.TriggeredRegion(self.tok(OPEN), cengine.Concat("\n", calls),
                                        self.tok(CLOSE))

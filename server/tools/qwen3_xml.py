@@ -55,13 +55,11 @@ class Qwen3Xml(Dialect):
 
     def calls_region(self, tools: Sequence[ToolSpec], *, parallel: bool = True
                      ) -> cengine.TriggeredRegion:
-        calls = []
-        for t in tools:
-            sig = _COMPILER.signature(t)
-            params = [X.optional(cengine.Concat(f"<parameter={p.name}>\n", p.part,
-                                                VALUE_END + "\n"), p.required)
-                      for p in sig.params]
-            calls.append(cengine.Concat(f"\n<function={t.name}>\n", *params, "</function>\n"))
+        calls = X.tool_calls(
+            _COMPILER, tools,
+            lambda name, params: cengine.Concat(f"\n<function={name}>\n", *params,
+                                                "</function>\n"),
+            lambda name, value: cengine.Concat(f"<parameter={name}>\n", value, VALUE_END + "\n"))
         # Qwen writes a newline between blocks, StepFun 3.5 Flash none
         return cengine.TriggeredRegion(self.tok(OPEN), cengine.OneOf(*calls), self.tok(CLOSE),
                                        repeat=parallel, separator=cengine.Repeat("\n", 0, 1))
