@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import cengine
+from server.runtime.llama_backend import Decoder
 from server.runtime.model import Model
 from server.runtime.types import (ChoiceScope, DecisionsEvent, FinishEvent, SamplingParams,
                                   TokenEvent)
@@ -372,25 +373,24 @@ def evaluations(spellings, seqs, taken, model):
 
 
 @pytest.mark.parametrize("n_branches", [None, 2])
-def test_probe_batches_one_level_at_a_time(model, fixture_model_path, n_branches):
+def test_probe_batches_one_level_at_a_time(model, fixture_model_path, n_branches, monkeypatch):
     # the alternatives' token tree is evaluated one batch per level, not one pass per
     # alternative, and the decoder's own path is not evaluated again; with fewer branches than
     # alternatives it takes several rounds and gives the same numbers
     probe_model = model if n_branches is None else \
         Model(str(fixture_model_path), n_ctx=N_CTX, n_branches=n_branches)
     calls = []
-    real = probe_model.runtime.eval_branches
+    real = Decoder.eval_branches
 
-    def counting(items):
+    def counting(self, items):
         calls.append(sum(len(ids) for _, ids, _ in items))
-        return real(items)
-    probe_model.runtime.eval_branches = counting
-    try:
-        grammar = cengine.compile_json_schema(DEEP)
-        _, decisions_ = run(probe_model, grammar=grammar, seed=4)
-        taken = probe_model.runtime.tokens[len(decisions_[0].state_tokens):]
-    finally:
-        del probe_model.runtime.eval_branches
+        return real(self, items)
+    # the probes evaluate on the request's decoder sequence
+    monkeypatch.setattr(Decoder, "eval_branches", counting)
+    grammar = cengine.compile_json_schema(DEEP)
+    _, decisions_ = run(probe_model, grammar=grammar, seed=4)
+    taken = probe_model.runtime.tokens[len(decisions_[0].state_tokens):]
+    monkeypatch.undo()
     [d] = decisions_
     assert len(d.alternatives) == 6
     spellings = [b"".join(model.token_bytes(t) for t in q) for q in d.probe_sequences]

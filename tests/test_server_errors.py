@@ -23,7 +23,8 @@ MSGS = [{"role": "user", "content": "hi"}]
 @pytest.fixture(scope="module")
 def live():
     # tiny default budget: fuzzed bodies that happen to be valid generate little
-    s = LiveServer(max_queue=1, default_max_tokens=4)
+    # one request decodes at a time: one held job and one waiting fill the server
+    s = LiveServer(max_queue=1, default_max_tokens=4, parallel=1)
     yield s
     s.stop()
 

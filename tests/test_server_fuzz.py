@@ -13,7 +13,7 @@ from server_harness import LiveServer
 
 @pytest.fixture(scope="module")
 def live():
-    s = LiveServer(max_queue=2, default_max_tokens=4)
+    s = LiveServer(max_queue=2, default_max_tokens=4, parallel=1)
     yield s
     s.stop()
 

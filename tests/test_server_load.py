@@ -39,7 +39,8 @@ STREAMS = [
 
 @pytest.fixture(scope="module")
 def live():
-    s = LiveServer(max_queue=2)
+    # one request decodes at a time, so that the queue fills (test_server_batching.py runs many)
+    s = LiveServer(max_queue=2, parallel=1)
     yield s
     s.stop()
 
@@ -193,7 +194,8 @@ def _start_server(port, *extra):
 def test_sigterm_finishes_the_running_stream_and_refuses_the_queued(fixture_model_path):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = _start_server(port, "--max-queue", "4")
+    # one request decodes at a time, so that the second one waits in the queue
+    proc = _start_server(port, "--max-queue", "4", "--parallel", "1")
     try:
         out = {}
         first_line = threading.Event()

@@ -32,6 +32,8 @@ async def health(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok", "model": st.model_name,
                          "queued": st.scheduler.queued(),
                          "busy": st.scheduler.running is not None,
+                         "parallel": st.scheduler.parallel,
+                         "running": len(st.scheduler.jobs_running),
                          "tool_dialect": st.dialect.name,
                          "reasoning": st.reasoning.describe() if st.reasoning else None,
                          "queue_wait": st.scheduler.wait_percentiles()})
@@ -61,7 +63,7 @@ def load_model(settings: Settings) -> GenerationModel:
     return Model(settings.resolved_model_path(), n_ctx=settings.n_ctx, n_threads=settings.n_threads,
                  n_threads_batch=settings.n_threads_batch, n_gpu_layers=settings.n_gpu_layers,
                  cache_slots=settings.prompt_cache_slots,
-                 cache_tokens=settings.prompt_cache_tokens)
+                 cache_tokens=settings.prompt_cache_tokens, n_parallel=settings.parallel)
 
 
 def model_dialect(model: GenerationModel, forced: Optional[str] = None) -> Dialect:

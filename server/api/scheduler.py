@@ -1,9 +1,12 @@
-"""One model, one worker thread, a bounded FIFO of requests.
+"""One model, `parallel` worker threads, a bounded FIFO of requests.
 
-The model is not thread-safe, so every use of it (tokenising, generating, scoring) runs as a
-job on the single worker thread, in arrival order. Jobs hand their events to the asyncio side
-through the event loop; a job whose client went away has its cancel event set and stops at the
-next token. When `max_queue` jobs are already waiting, `submit` refuses with QueueFull.
+Every use of the model (tokenising, generating, scoring) runs as a job on a worker thread,
+in arrival order; as many jobs run at once as the model decodes sequences at once
+(`model.n_parallel`, `--parallel`), and their forward passes are batched by the runtime
+(server/runtime/batching.py). Jobs hand their events to the asyncio side through the event
+loop; a job whose client went away has its cancel event set and stops at the next token,
+freeing its sequence. When `max_queue` jobs are already waiting, `submit` refuses with
+QueueFull.
 """
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import asyncio
 import collections
 import threading
 import time
-from typing import Any, AsyncIterator, Callable, Iterable, Optional
+from typing import Any, AsyncIterator, Callable, Iterable, List, Optional
 
 from ..runtime.types import GenerationModel
 from .errors import QueueFull, ShuttingDown
@@ -87,8 +90,12 @@ class Job:
 
 
 class Scheduler:
-    def __init__(self, model: GenerationModel, max_queue: int = 16, retry_after: int = 1):
+    def __init__(self, model: GenerationModel, max_queue: int = 16, retry_after: int = 1,
+                 parallel: Optional[int] = None):
         self.model = model
+        # None: as many as the model decodes at once (one for models that do not say)
+        self.parallel = max(1, int(parallel if parallel is not None
+                                   else getattr(model, "n_parallel", 1) or 1))
         self.max_queue = max_queue
         self.retry_after = retry_after
         self._pending: "collections.deque[Job]" = collections.deque()
@@ -97,9 +104,17 @@ class Scheduler:
         self._draining = False
         # seconds each of the last jobs waited in the queue before the worker took it
         self.waits: "collections.deque[float]" = collections.deque(maxlen=1000)
-        self.running: Optional[Job] = None
-        self._thread = threading.Thread(target=self._worker, name="llamay-generation", daemon=True)
-        self._thread.start()
+        self.jobs_running: List[Job] = []
+        self._threads = [threading.Thread(target=self._worker, name=f"llamay-generation-{i}",
+                                          daemon=True) for i in range(self.parallel)]
+        for t in self._threads:
+            t.start()
+
+    @property
+    def running(self) -> Optional[Job]:
+        """The oldest running job, or None when none runs."""
+        with self._cv:
+            return self.jobs_running[0] if self.jobs_running else None
 
     def submit(self, fn: JobFn, loop: Optional[asyncio.AbstractEventLoop] = None) -> Job:
         job = Job(fn, loop or asyncio.get_running_loop())
@@ -129,13 +144,13 @@ class Scheduler:
                 if self._closed:
                     return
                 job = self._pending.popleft()
-                self.running = job
+                self.jobs_running.append(job)
                 self.waits.append(time.monotonic() - job.submitted)
             try:
                 job._run(self.model)
             finally:
                 with self._cv:
-                    self.running = None
+                    self.jobs_running.remove(job)
 
     def wait_percentiles(self) -> dict:
         """Queue wait of the last (up to 1,000) jobs, in milliseconds."""
@@ -147,7 +162,7 @@ class Scheduler:
         return {"n": len(w), "p50_ms": pick(0.50), "p99_ms": pick(0.99)}
 
     def begin_shutdown(self) -> None:
-        """SIGTERM: the running job finishes; waiting ones get ShuttingDown (a 503 with
+        """SIGTERM: the running jobs finish; waiting ones get ShuttingDown (a 503 with
         Retry-After, in their API's shape), and so does every later submit."""
         with self._cv:
             self._draining = True
@@ -164,6 +179,6 @@ class Scheduler:
                 j.cancel.set()
                 j._post(_DONE)
             self._pending.clear()
-            if self.running is not None:
-                self.running.cancel.set()
+            for j in self.jobs_running:
+                j.cancel.set()
             self._cv.notify_all()

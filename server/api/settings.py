@@ -89,8 +89,11 @@ class Settings:
     # KV kept in this many slots holding at most this many tokens together (None: the context)
     prompt_cache_slots: int = 8
     prompt_cache_tokens: Optional[int] = None
-    # requests waiting behind the running one; beyond this the server answers 429 / 503
-    max_queue: int = 16
+    # requests decoding at once (`--parallel`), one KV sequence each, their forward passes
+    # batched; None: chosen from the context and the memory (llama_backend.auto_parallel)
+    parallel: Optional[int] = None
+    # requests waiting behind the running ones; beyond this the server answers 429 / 503
+    max_queue: int = 64
     retry_after_seconds: int = 1
     # used when a request names no budget (Ollama's num_predict default is unbounded; ours is not)
     default_max_tokens: int = 512

@@ -29,8 +29,13 @@ from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Limits, Settings
                    "evaluates only its new messages (0: only the last request's).")
 @click.option("--prompt-cache-tokens", default=None, type=click.IntRange(min=0),
               help="Tokens the prompt-cache slots may hold together (default: the context).")
-@click.option("--max-queue", default=16, show_default=True, type=int,
-              help="Requests that may wait behind the running one; more get 429/503.")
+@click.option("-np", "--parallel", "parallel", default=None, type=click.IntRange(min=1),
+              envvar="LLAMAY_PARALLEL",
+              help="Requests decoded at once, their forward passes batched (default: up to 8, "
+                   "as many as a quarter of the memory holds at the full context each; env "
+                   "LLAMAY_PARALLEL).")
+@click.option("--max-queue", default=64, show_default=True, type=int,
+              help="Requests that may wait behind the running ones; more get 429/503.")
 @click.option("--max-tokens", "default_max_tokens", default=512, show_default=True, type=int,
               help="Budget of requests that name none.")
 @click.option("--alias", "model_alias", default=None, help="Model name the APIs report.")
@@ -54,8 +59,8 @@ from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Limits, Settings
 @click.option("--shutdown-timeout", default=60.0, show_default=True, type=float,
               help="Seconds in-flight requests get to finish after SIGTERM.")
 def serve(model_path, host, port, n_ctx, n_threads, n_threads_batch, n_gpu_layers,
-          prompt_cache_slots, prompt_cache_tokens, max_queue, default_max_tokens, model_alias,
-          calibration_path, api_key, limit_items, tool_dialect, reasoning_format,
+          prompt_cache_slots, prompt_cache_tokens, parallel, max_queue, default_max_tokens,
+          model_alias, calibration_path, api_key, limit_items, tool_dialect, reasoning_format,
           shutdown_timeout):
     """Serve one model over HTTP (OpenAI, Anthropic and Ollama APIs)."""
     import cengine
@@ -82,7 +87,8 @@ def serve(model_path, host, port, n_ctx, n_threads, n_threads_batch, n_gpu_layer
     settings = Settings(model_path=model_path, host=host, port=port, n_ctx=n_ctx,
                         n_threads=n_threads, n_threads_batch=n_threads_batch,
                         n_gpu_layers=n_gpu_layers, prompt_cache_slots=prompt_cache_slots,
-                        prompt_cache_tokens=prompt_cache_tokens, max_queue=max_queue,
+                        prompt_cache_tokens=prompt_cache_tokens, parallel=parallel,
+                        max_queue=max_queue,
                         default_max_tokens=default_max_tokens, model_alias=model_alias,
                         decision_correction=decision_correction(calibration_path),
                         api_key=api_key or None, limits=limits, tool_dialect=tool_dialect,

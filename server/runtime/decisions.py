@@ -51,7 +51,7 @@ def _logsumexp(row: np.ndarray) -> float:
 
 
 def probe(model, logits: np.ndarray, spellings: Sequence[bytes], base: Optional[int] = None,
-          known: Optional[Dict[int, np.ndarray]] = None
+          known: Optional[Dict[int, np.ndarray]] = None, rt=None
           ) -> List[Tuple[Optional[float], List[int]]]:
     """(log P, its tokens) of each byte string from the decision state: the decoder's first
     `base` cached tokens (all of them by default) and `logits`, the raw logits the model gave
@@ -75,8 +75,9 @@ def probe(model, logits: np.ndarray, spellings: Sequence[bytes], base: Optional[
     strings is one cell in all their branches, and a string's forced rest goes whole into the
     same batch. The decoder's sequence is never touched and the prompt never evaluated again;
     the branches are removed afterwards. More strings than branches, or more bytes than the
-    context has free cells, are probed in several rounds."""
-    rt = model.runtime
+    context has free cells, are probed in several rounds. `rt`: the request's decoder
+    (llama_backend.Decoder; the runtime's decoder 0 by default)."""
+    rt = model.runtime if rt is None else rt
     base = len(rt.tokens) if base is None else base
     out: List[Tuple[Optional[float], List[int]]] = [(None, []) for _ in spellings]
     members = [i for i, s in enumerate(spellings) if s]
@@ -95,16 +96,15 @@ def probe(model, logits: np.ndarray, spellings: Sequence[bytes], base: Optional[
             rounds.append([i])
     n_tokens = len(rt.tokens)
     for group in rounds:
-        _probe_round(model, logits, lse, spellings, group, out, base, known or {})
+        _probe_round(model, rt, logits, lse, spellings, group, out, base, known or {})
     if len(rt.tokens) != n_tokens:
         raise RuntimeError("probing moved the decoder's sequence")
     return out
 
 
-def _probe_round(model, logits: np.ndarray, lse: float, spellings: Sequence[bytes],
+def _probe_round(model, rt, logits: np.ndarray, lse: float, spellings: Sequence[bytes],
                  members: List[int], out: List[Tuple[Optional[float], List[int]]], base: int,
                  known: Dict[int, np.ndarray]) -> None:
-    rt = model.runtime
     taken = rt.tokens[base:]        # the decoder's own path from the decision state
 
     def known_rows(path: List[int], first: int) -> int:
@@ -288,6 +288,8 @@ class DecisionRecorder:
         if scope.kind not in ("json", "calls", "words"):
             raise ValueError(f"unknown choice scope {scope.kind!r}")
         self.model = model
+        # the request's decoder sequence (model.py binds it once acquired)
+        self.rt = model.runtime
         self.scope = scope
         # "calls" with an answer schema: the output is either that schema's document or the
         # calls; its first byte tells (the call region opens with scope.call_open)
@@ -361,7 +363,7 @@ class DecisionRecorder:
                              [prefix + a.text for a in alts]))
         if jobs:
             # probed once the decoder has evaluated the value it goes on to write (_resolve)
-            state = list(self.model.runtime.tokens)
+            state = list(self.rt.tokens)
             records = [_Record(start, pointer, document, alts, [None] * len(alts),
                                [[] for _ in alts], state)
                        for start, pointer, document, alts, _ in jobs]
@@ -387,7 +389,7 @@ class DecisionRecorder:
         a waiting probe needs the logits after: those up to where its values end."""
         if not self.deferred:
             return 0
-        pos = len(self.model.runtime.tokens)
+        pos = len(self.rt.tokens)
         cap = max(d.base + d.need for d in self.deferred) - pos
         if any(d.open for d in self.deferred):
             return max(0, min(len(tokens), cap))
@@ -456,7 +458,7 @@ class DecisionRecorder:
             return
         self.deferred = [d for d in self.deferred if not ready(d)]
         for d in now:
-            results = iter(probe(self.model, d.logits, d.spellings, base=d.base,
+            results = iter(probe(self.model, d.logits, d.spellings, base=d.base, rt=self.rt,
                                  known=self.known))
             for r in d.records:
                 got = [next(results) for _ in r.alternatives]

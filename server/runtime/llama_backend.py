@@ -6,7 +6,10 @@ it, the AMX matmul kernel dies with SIGILL on the first decode. Here the extra b
 are off unless LLAMAY_EXTRA_BUFTS=1. We also need only a small part of `Llama`: tokenise,
 decode a batch, read the last logits, and keep the KV cache of a common prompt prefix.
 
-Not thread-safe: one runtime is used by one thread at a time (the server queues requests).
+Sequences: up to `n_parallel` requests decode at once, each in its own KV sequence of one
+unified cache (`acquire` / `release`), their forward passes batched together by the stepper
+(server/runtime/batching.py). Every call on the context holds one lock; each `Sequence` is
+used by one thread at a time.
 """
 from __future__ import annotations
 
@@ -17,9 +20,12 @@ import os
 import threading
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+
 import numpy as np
 
 import llama_cpp.llama_cpp as L
+
+from .batching import Entry, Stepper, Work
 
 _init_lock = threading.Lock()
 _initialised = False
@@ -39,17 +45,18 @@ def _init_backend() -> None:
         _initialised = True
 
 
-# Extra KV sequences beside the decoder's (sequence 0), for evaluating the alternatives of a
-# decision side by side in one batch (server/runtime/decisions.py). The cache is unified: the
-# sequences share its n_ctx cells (a branch copied from sequence 0 adds its id to the cells, no
-# data is copied), so neither the cache's size nor the decoder's context changes.
+# Extra KV sequences beside the decoders' (sequences 0..n_parallel-1), for evaluating the
+# alternatives of a decision side by side in one batch (server/runtime/decisions.py), a pool
+# the running requests share. The cache is unified: the sequences share its cells (a branch
+# copied from a decoder adds its id to the cells, no data is copied).
 DEFAULT_BRANCHES = 63
 
-# The prompt cache: sequences after the branches keep the KV of earlier requests (parked from
-# sequence 0 when a request that shares less of it arrives, sharing its cells), so that an
-# agent whose conversation alternates with others' evaluates only its new messages. Bounded
-# by a count of slots and by the tokens they hold together, least recently used dropped first;
-# a decode that finds no free cell drops them too, oldest first, before it fails.
+# The prompt cache: a decoder keeps what it held when its request ends, and sequences after
+# the branches keep the KV of earlier requests (parked from a decoder when a request that
+# shares less of it arrives, sharing its cells), so that an agent whose conversation
+# alternates with others' evaluates only its new messages. Bounded by a count of slots and by
+# the tokens they hold together, least recently used dropped first; a decode that finds no
+# free cell drops them too, oldest first, before it fails.
 DEFAULT_CACHE_SLOTS = 8
 # a decoder content shorter than this is not worth a slot
 PARK_MIN_TOKENS = 16
@@ -72,14 +79,50 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
 
 
+
+# Parallel sequences when none is asked for: at most this many, and no more than a quarter of
+# the machine's memory holds in KV cache at the full context each
+MAX_AUTO_PARALLEL = 8
+AUTO_PARALLEL_MEMORY_SHARE = 0.25
+
+
+def _physical_memory() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def kv_bytes_per_token(model) -> int:
+    """F16 K and V of one token over every layer (llama.cpp's default cache type)."""
+    n_layer = int(L.llama_model_n_layer(model))
+    n_embd = int(L.llama_model_n_embd(model))
+    n_head = max(1, int(L.llama_model_n_head(model)))
+    n_head_kv = int(L.llama_model_n_head_kv(model)) or n_head
+    return 2 * 2 * n_layer * max(1, n_embd * n_head_kv // n_head)
+
+
+def auto_parallel(kv_per_token: int, n_ctx: int, memory: Optional[int] = None) -> int:
+    """`--parallel` by default: as many sequences as a quarter of the memory holds at the full
+    context each, between 1 and MAX_AUTO_PARALLEL."""
+    memory = _physical_memory() if memory is None else memory
+    per_seq = max(1, kv_per_token * n_ctx)
+    return max(1, min(MAX_AUTO_PARALLEL, int(memory * AUTO_PARALLEL_MEMORY_SHARE) // per_seq))
+
+
 class LlamaRuntime:
-    """One loaded GGUF model with one context and its KV cache: the decoder's sequence
-    (`tokens`), and up to `n_branches` short-lived branch sequences (`branches`)."""
+    """One loaded GGUF model with one context and its unified KV cache: `n_parallel` decoder
+    sequences (`Decoder`, one per request in flight, each up to `n_ctx` tokens), a pool of
+    `n_branches` short-lived branch sequences for probes, and the prompt-cache slots.
+
+    The single-sequence API of earlier versions (`tokens`, `eval`, `reuse_prefix`, `branches`,
+    ...) is decoder 0's, for callers that use the runtime from one thread without `acquire`."""
 
     def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: Optional[int] = None,
                  n_batch: int = 512, n_branches: int = DEFAULT_BRANCHES,
                  n_threads_batch: Optional[int] = None, n_gpu_layers: int = 0,
-                 cache_slots: int = DEFAULT_CACHE_SLOTS, cache_tokens: Optional[int] = None):
+                 cache_slots: int = DEFAULT_CACHE_SLOTS, cache_tokens: Optional[int] = None,
+                 n_parallel: Optional[int] = 1):
         if not os.path.exists(path):
             raise FileNotFoundError(f"model file not found: {path}")
         _init_backend()
@@ -103,18 +146,27 @@ class LlamaRuntime:
             threads = n_threads or default_threads()
             cparams = L.llama_context_default_params()
             train_ctx = int(L.llama_model_n_ctx_train(self._model))
-            cparams.n_ctx = max(16, min(int(n_ctx), train_ctx) if train_ctx > 0 else int(n_ctx))
-            cparams.n_batch = int(n_batch)
-            cparams.n_ubatch = int(n_batch)
+            seq_ctx = max(16, min(int(n_ctx), train_ctx) if train_ctx > 0 else int(n_ctx))
             # a recurrent state is kept per sequence (memory grows with n_seq_max) and cannot
-            # drop a partial sequence anyway, which probing needs: no branches there
+            # drop a partial sequence anyway, which probing needs: one sequence, no branches
             recurrent = any(bool(getattr(L, f, lambda m: False)(self._model))
                             for f in ("llama_model_is_recurrent", "llama_model_is_hybrid"))
-            # llama.cpp reserves an output per sequence, at most n_batch outputs in all
-            n_seq = 1 if recurrent else min(1 + max(0, int(n_branches)), int(n_batch))
-            # (the slots share that bound with the branches, which come first)
-            slots = 0 if recurrent else max(0, min(int(cache_slots), int(n_batch) - n_seq))
+            self.kv_bytes_per_token = kv_bytes_per_token(self._model)
+            if n_parallel is None:
+                n_parallel = auto_parallel(self.kv_bytes_per_token, seq_ctx)
+            # llama.cpp reserves an output per sequence, at most n_batch outputs in all, and
+            # knows at most 256 sequences
+            seq_cap = min(int(n_batch), 256)
+            n_par = 1 if recurrent else max(1, min(int(n_parallel), seq_cap // 2))
+            n_seq = n_par if recurrent else min(n_par + max(0, int(n_branches)), seq_cap)
+            # (the slots share that bound with the decoders and branches, which come first)
+            slots = 0 if recurrent else max(0, min(int(cache_slots), seq_cap - n_seq))
             cparams.n_seq_max = n_seq + slots
+            # the cells of the unified cache: a full context for every decoder; branches and
+            # slots share them (a copied prefix is the same cells)
+            cparams.n_ctx = seq_ctx * n_par
+            cparams.n_batch = int(n_batch)
+            cparams.n_ubatch = int(n_batch)
             if hasattr(cparams, "kv_unified"):
                 cparams.kv_unified = True
             cparams.n_threads = threads
@@ -126,19 +178,21 @@ class LlamaRuntime:
             if not self._ctx:
                 raise ValueError(f"llama.cpp could not create a context for {path}")
             self._memory = L.llama_get_memory(self._ctx)
-            self.n_ctx = int(L.llama_n_ctx(self._ctx))
+            self.n_cells = int(L.llama_n_ctx(self._ctx))
+            self.n_ctx = min(seq_ctx, self.n_cells)
+            self.n_parallel = n_par
             self.n_batch = int(n_batch)
             self.n_threads = int(L.llama_n_threads(self._ctx))
             self.n_threads_batch = int(L.llama_n_threads_batch(self._ctx))
             total = int(L.llama_n_seq_max(self._ctx))
-            self.n_branches = min(n_seq, total) - 1
+            self.n_branches = min(n_seq, total) - n_par
             # prompt-cache slots: sequence ids after the branches, and what each holds (least
             # recently used first)
             self.cache_slots = max(0, total - n_seq)
             self.cache_tokens = self.n_ctx if cache_tokens is None else max(0, int(cache_tokens))
             self._free_slots: List[int] = list(range(n_seq, n_seq + self.cache_slots))
             self._slots: "collections.OrderedDict[int, List[int]]" = collections.OrderedDict()
-            self._batch = L.llama_batch_init(self.n_batch, 0, n_seq)
+            self._batch = L.llama_batch_init(self.n_batch, 0, max(1, n_seq))
             self.n_vocab = int(L.llama_vocab_n_tokens(self._vocab))
             self.metadata = self._read_metadata()
         except BaseException:
@@ -148,12 +202,20 @@ class LlamaRuntime:
         self.eos_id = int(L.llama_vocab_eos(self._vocab))
         self.eog_ids = frozenset(i for i in range(self.n_vocab)
                                  if L.llama_vocab_is_eog(self._vocab, i))
-        self.tokens: List[int] = []     # what the KV cache holds, in order
-        self._branch_len: Dict[int, int] = {}   # forked branch sequence -> its length
-        self._branches_open = False
         self._piece_buf = ctypes.create_string_buffer(256)
+        # every call on the context or its memory holds it (re-entrant: a decode that finds no
+        # free cell drops slots from inside)
+        self._lock = threading.RLock()
+        self._stepper = Stepper(self._decode_entries, self.n_batch)
+        self._decoders = [Decoder(self, i) for i in range(self.n_parallel)]
+        self._free_branches: List[int] = list(range(self.n_parallel + self.n_branches - 1,
+                                                    self.n_parallel - 1, -1))
+        # decoders no request holds, their content kept for the next (least recently used first)
+        self._idle: List[Decoder] = list(self._decoders)
+        self._idle_cv = threading.Condition()
+        self._tick = 0
 
-    # --- model facts ---------------------------------------------------------------------
+    # --- model facts ------------------------------------------------------------------------------
     def _read_metadata(self) -> Dict[str, str]:
         out: Dict[str, str] = {}
         size = 1024
@@ -182,7 +244,7 @@ class LlamaRuntime:
     def add_bos(self) -> bool:
         return bool(L.llama_vocab_get_add_bos(self._vocab))
 
-    # --- text <-> tokens -----------------------------------------------------------------
+    # --- text <-> tokens (the vocabulary only: no lock) ---------------------------------------
     def tokenize(self, data: bytes, *, add_special: bool, parse_special: bool) -> List[int]:
         """llama.cpp's tokenisation of UTF-8 text. Invalid UTF-8 is refused with ValueError:
         on some invalid sequences llama.cpp throws a C++ exception that aborts the process."""
@@ -196,12 +258,12 @@ class LlamaRuntime:
             cap = -n
 
     def token_to_piece(self, token_id: int, *, special: bool = False) -> bytes:
-        n = L.llama_token_to_piece(self._vocab, token_id, self._piece_buf, 256, 0, special)
+        buf = ctypes.create_string_buffer(256)      # per call: threads share the runtime
+        n = L.llama_token_to_piece(self._vocab, token_id, buf, 256, 0, special)
         if n < 0:
             buf = ctypes.create_string_buffer(-n)
             n = L.llama_token_to_piece(self._vocab, token_id, buf, -n, 0, special)
-            return buf.raw[:n]
-        return self._piece_buf.raw[:n]
+        return buf.raw[:n]
 
     def detokenize(self, ids: Sequence[int], *, special: bool = False) -> bytes:
         if not ids:
@@ -215,43 +277,54 @@ class LlamaRuntime:
                 return buf.raw[:n]
             cap = -n
 
-    # --- evaluation ------------------------------------------------------------------------
-    def reuse_prefix(self, prompt: Sequence[int]) -> int:
-        """Keep the KV cache of the longest common prefix with `prompt`, at most len-1 tokens
-        (the last prompt token must be evaluated again to get its logits), taken from the
-        decoder's sequence or from the prompt-cache slot that shares the most with it. What
-        the decoder held is parked in a slot first when it would lose a part worth keeping.
-        Returns the prefix's length. A prefix is only ever the same tokens at the same
-        positions, so a changed earlier message invalidates from that point."""
-        limit = len(prompt) - 1
-        own = _common_prefix(self.tokens, prompt, limit)
-        best_seq, best = None, own
-        for seq, held in self._slots.items():
-            k = _common_prefix(held, prompt, limit)
-            if k > best:
-                best_seq, best = seq, k
-        if best_seq is None:
-            if len(self.tokens) - own >= PARK_MIN_TOKENS:
-                self._park()
-            self.truncate(own)
-            return own
-        self._park(keep=best_seq)
-        if not L.llama_memory_seq_rm(self._memory, 0, -1, -1):
-            raise RuntimeError("llama.cpp could not empty the decoder's sequence")
-        L.llama_memory_seq_cp(self._memory, best_seq, 0, 0, best)
-        self.tokens = list(self._slots[best_seq][:best])
-        self._slots.move_to_end(best_seq)
-        return best
+    # --- decoders ---------------------------------------------------------------------------------
+    def acquire(self, prompt: Sequence[int] = ()) -> "Decoder":
+        """A decoder for one request (waits while all are held): the idle one whose content
+        shares the longest prefix with `prompt`, else the least recently used. Give it back
+        with `release`. A thread holds one decoder at a time: a held decoder counts as busy
+        until it submits its tokens, and every step waits for it."""
+        with self._idle_cv:
+            while not self._idle:
+                self._idle_cv.wait()
+            limit = max(0, len(prompt) - 1)
+            best = max(range(len(self._idle)),
+                       key=lambda i: (_common_prefix(self._idle[i].tokens, prompt, limit), -i))
+            dec = self._idle.pop(best)
+        self._stepper.join()
+        return dec
 
+    def release(self, dec: "Decoder") -> None:
+        """The request is over: its decoder keeps its content for the next one."""
+        dec.close_branches()
+        self._stepper.leave()
+        with self._idle_cv:
+            self._tick += 1
+            dec.used = self._tick
+            self._idle.append(dec)
+            self._idle_cv.notify()
+
+    def in_use(self) -> int:
+        with self._idle_cv:
+            return self.n_parallel - len(self._idle)
+
+    def step_counts(self) -> Dict[str, int]:
+        """What the stepper ran: steps, llama_decode calls, the entries (tokens) they evaluated
+        and the works they carried (the batching benchmark's sequences a call)."""
+        st = self._stepper
+        with st.cv:
+            return {"steps": st.steps, "calls": st.calls, "entries": st.entries,
+                    "works": st.batched}
+
+    # --- the prompt cache -------------------------------------------------------------------------
     def cached_prompts(self) -> List[int]:
         """How many tokens each prompt-cache slot holds, least recently used first."""
-        return [len(t) for t in self._slots.values()]
+        with self._lock:
+            return [len(t) for t in self._slots.values()]
 
-    def _park(self, keep: Optional[int] = None) -> None:
-        """Keep what the decoder holds in a slot (its cells shared, nothing copied): slots it
-        extends are replaced; within the bounds, least recently used slots go first (never
+    def _park(self, src: int, held: List[int], keep: Optional[int] = None) -> None:
+        """Keep what decoder `src` holds in a slot (its cells shared, nothing copied): slots
+        it extends are replaced; within the bounds, least recently used slots go first (never
         `keep`, the slot about to be read)."""
-        held = self.tokens
         if self.cache_slots == 0 or len(held) < PARK_MIN_TOKENS:
             return
         kept = len(self._slots[keep]) if keep is not None else 0
@@ -268,7 +341,7 @@ class LlamaRuntime:
                 > self.cache_tokens:
             self._drop_slot(next(s for s in self._slots if s != keep))
         seq = self._free_slots.pop()
-        L.llama_memory_seq_cp(self._memory, 0, seq, 0, len(held))
+        L.llama_memory_seq_cp(self._memory, src, seq, 0, len(held))
         self._slots[seq] = list(held)
 
     def _drop_slot(self, seq: int) -> None:
@@ -276,139 +349,85 @@ class LlamaRuntime:
         del self._slots[seq]
         self._free_slots.append(seq)
 
+    def _evict_one(self) -> bool:
+        """Free cells for a decode: the oldest slot, else the content of the least recently
+        used idle decoder. False when nothing is left to drop."""
+        if self._slots:
+            self._drop_slot(next(iter(self._slots)))
+            return True
+        with self._idle_cv:
+            held = [d for d in self._idle if d.tokens]
+            if not held:
+                return False
+            dec = min(held, key=lambda d: d.used)
+            L.llama_memory_seq_rm(self._memory, dec.id, -1, -1)
+            dec.tokens = []
+            return True
+
+    # --- evaluation -------------------------------------------------------------------------------
     def _decode_batch(self, b) -> int:
-        """llama_decode, dropping prompt-cache slots (oldest first) while the cache has no
-        cells for the batch (llama.cpp answers 1 then, having evaluated nothing)."""
+        """llama_decode, dropping prompt-cache slots and idle decoders' content (oldest first)
+        while the cache has no cells for the batch (llama.cpp answers 1 then, having evaluated
+        nothing)."""
         while True:
             rc = L.llama_decode(self._ctx, b)
-            if rc != 1 or not self._slots:
+            if rc != 1 or not self._evict_one():
                 return rc
-            self._drop_slot(next(iter(self._slots)))
 
-    def truncate(self, n: int) -> None:
-        if n < len(self.tokens):
-            if not L.llama_memory_seq_rm(self._memory, 0, n, -1):
-                # a cache that cannot drop a partial sequence: start over
-                L.llama_memory_clear(self._memory, True)
-                self._free_slots.extend(self._slots)
-                self._slots.clear()
-                n = 0
-            del self.tokens[n:]
-
-    def eval(self, ids: Sequence[int]) -> np.ndarray:
-        """Decode `ids` after what the cache holds (in batches of n_batch) and return a fresh
-        float32 copy of the logits after the last one."""
-        return self._decode(ids, 0)[1]
-
-    def eval_rows(self, ids: Sequence[int], n_rows: int) -> Tuple[List[np.ndarray], np.ndarray]:
-        """Like eval, and also the logits after each of the first n_rows of `ids` (the
-        decoder keeps them for a decision whose probe waits for them): (those rows, a
-        separate copy of the last row). The last row's values are eval's: asking for more
-        outputs changes no token's logits."""
-        return self._decode(ids, n_rows)
-
-    def _decode(self, ids: Sequence[int], n_rows: int) -> Tuple[List[np.ndarray], np.ndarray]:
-        if not ids:
-            raise ValueError("nothing to evaluate")
-        if len(self.tokens) + len(ids) > self.n_ctx:
-            raise ValueError(f"{len(self.tokens) + len(ids)} tokens do not fit the context of "
-                             f"{self.n_ctx}")
-        b = self._batch
-        assert b is not None, "the model is closed"
-        rows = []
-        for start in range(0, len(ids), self.n_batch):
-            chunk = ids[start:start + self.n_batch]
-            pos0 = len(self.tokens)
-            b.n_tokens = len(chunk)
-            for i, t in enumerate(chunk):
+    def _decode_entries(self, entries: List[Entry]) -> List[np.ndarray]:
+        """One llama_decode of at most n_batch entries (the stepper's batch); fresh float32
+        copies of the logits after each wanted entry, in order."""
+        with self._lock:
+            b = self._batch
+            if b is None:
+                raise RuntimeError("the model is closed")
+            b.n_tokens = len(entries)
+            for i, (t, pos, seqs, want) in enumerate(entries):
                 b.token[i] = int(t)
-                b.pos[i] = pos0 + i
-                b.n_seq_id[i] = 1
-                b.seq_id[i][0] = 0
-                b.logits[i] = 1 if start + i < n_rows else 0
-            b.logits[len(chunk) - 1] = 1
-            rc = self._decode_batch(b)
-            if rc != 0:
-                # the failed batch may have left part of itself in the cache
-                self.truncate(pos0)
-                raise RuntimeError(f"llama_decode failed with code {rc}")
-            self.tokens.extend(int(t) for t in chunk)
-            for i in range(min(len(chunk), n_rows - start)):
-                ptr = L.llama_get_logits_ith(self._ctx, i)
-                rows.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
-        ptr = L.llama_get_logits_ith(self._ctx, -1)
-        return rows, np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
-
-    # --- branches ---------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def branches(self, n: int) -> Iterator[List[int]]:
-        """n sequence ids for branches, each started with fork() and extended with
-        eval_branches. On exit they are removed with every cell only they hold; the decoder's
-        sequence is untouched."""
-        if n > self.n_branches:
-            raise ValueError(f"{n} branches asked for; the context has {self.n_branches}")
-        if self._branches_open:
-            raise RuntimeError("branches are open already")
-        seqs = list(range(1, n + 1))
-        self._branches_open = True
-        try:
-            yield seqs
-        finally:
-            for s in seqs:
-                L.llama_memory_seq_rm(self._memory, s, -1, -1)
-            self._branch_len.clear()
-            self._branches_open = False
-
-    def fork(self, seq: int, length: int) -> None:
-        """Start branch `seq` as the decoder's first `length` positions (sharing their cells,
-        nothing is copied)."""
-        if not self._branches_open or seq in self._branch_len or not 0 < length <= len(self.tokens):
-            raise ValueError(f"cannot fork branch {seq} at {length}")
-        L.llama_memory_seq_cp(self._memory, 0, seq, 0, length)
-        self._branch_len[seq] = length
-
-    def eval_branches(self, items: Sequence[Tuple[Sequence[int], Sequence[int], bool]]
-                      ) -> List[List[np.ndarray]]:
-        """Evaluate every item (seq_ids, ids, every) in one batch (more if they exceed
-        n_batch): `ids` go after what the branches `seq_ids` hold (they must be equally long;
-        a token in several branches is one cell, seen by each), and the item's result is the
-        logits after each of its ids (every) or after its last, fresh float32 copies."""
-        flat = []       # (token, position, seq ids, wants logits, item)
-        for k, (seqs, ids, every) in enumerate(items):
-            if not ids or not seqs:
-                raise ValueError("nothing to evaluate")
-            pos0 = self._branch_len[seqs[0]]
-            if any(self._branch_len[s] != pos0 for s in seqs):
-                raise ValueError("the branches of one item must be equally long")
-            if pos0 + len(ids) > self.n_ctx:
-                raise ValueError(f"{pos0 + len(ids)} tokens do not fit the context of "
-                                 f"{self.n_ctx}")
-            for j, t in enumerate(ids):
-                flat.append((int(t), pos0 + j, seqs, every or j == len(ids) - 1, k))
-        rows: List[List[np.ndarray]] = [[] for _ in items]
-        b = self._batch
-        assert b is not None, "the model is closed"
-        for start in range(0, len(flat), self.n_batch):
-            chunk = flat[start:start + self.n_batch]
-            b.n_tokens = len(chunk)
-            for i, (t, pos, seqs, want, _) in enumerate(chunk):
-                b.token[i] = t
                 b.pos[i] = pos
                 b.n_seq_id[i] = len(seqs)
                 for j, s in enumerate(seqs):
                     b.seq_id[i][j] = s
                 b.logits[i] = 1 if want else 0
             rc = self._decode_batch(b)
-            if rc != 0:     # what it left in the cache is on the branches: removed on exit
+            if rc != 0:
                 raise RuntimeError(f"llama_decode failed with code {rc}")
-            for _, pos, seqs, _, _ in chunk:
-                for s in seqs:
-                    self._branch_len[s] = pos + 1
-            for i, (_, _, _, want, k) in enumerate(chunk):
-                if want:
+            rows = []
+            for i, e in enumerate(entries):
+                if e[3]:
                     ptr = L.llama_get_logits_ith(self._ctx, i)
-                    rows[k].append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
-        return rows
+                    rows.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
+            return rows
+
+    # --- decoder 0, for single-threaded callers -------------------------------------------------
+    @property
+    def tokens(self) -> List[int]:
+        return self._decoders[0].tokens
+
+    @tokens.setter
+    def tokens(self, value: List[int]) -> None:
+        self._decoders[0].tokens = value
+
+    def reuse_prefix(self, prompt: Sequence[int]) -> int:
+        return self._decoders[0].reuse_prefix(prompt)
+
+    def truncate(self, n: int) -> None:
+        self._decoders[0].truncate(n)
+
+    def eval(self, ids: Sequence[int]) -> np.ndarray:
+        return self._decoders[0].eval(ids)
+
+    def eval_rows(self, ids: Sequence[int], n_rows: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        return self._decoders[0].eval_rows(ids, n_rows)
+
+    def branches(self, n: int):
+        return self._decoders[0].branches(n)
+
+    def fork(self, seq: int, length: int) -> None:
+        self._decoders[0].fork(seq, length)
+
+    def eval_branches(self, items):
+        return self._decoders[0].eval_branches(items)
 
     def close(self) -> None:
         if getattr(self, "_batch", None) is not None:
@@ -426,3 +445,201 @@ class LlamaRuntime:
             self.close()
         except Exception:
             pass
+
+
+class Decoder:
+    """One decoder sequence of the unified cache: what one request evaluates (`tokens`, the
+    cache's content in order, up to the runtime's `n_ctx`), its prompt-cache placement and its
+    probes' branches. Used by one thread at a time; its evaluations go through the stepper, in
+    one batch with the other decoders'."""
+
+    def __init__(self, rt: LlamaRuntime, seq_id: int):
+        self.rt = rt
+        self.id = seq_id
+        self.tokens: List[int] = []
+        self.used = 0                           # when its last request ended (LRU)
+        self._branches: List[int] = []          # branch sequence ids it holds
+        self._branch_len: Dict[int, int] = {}   # forked branch sequence -> its length
+
+    @property
+    def n_ctx(self) -> int:
+        return self.rt.n_ctx
+
+    @property
+    def n_branches(self) -> int:
+        return self.rt.n_branches
+
+    # --- the prompt cache -------------------------------------------------------------------------
+    def reuse_prefix(self, prompt: Sequence[int]) -> int:
+        """Keep the KV cache of the longest common prefix with `prompt`, at most len-1 tokens
+        (the last prompt token must be evaluated again to get its logits), taken from this
+        decoder, another decoder (in use or idle: a copied prefix shares its cells) or the
+        prompt-cache slot that shares the most with it. What this decoder held is parked in a
+        slot first when it would lose a part worth keeping. Returns the prefix's length. A
+        prefix is only ever the same tokens at the same positions, so a changed earlier message
+        invalidates from that point."""
+        rt = self.rt
+        with rt._lock:
+            mem = rt._memory
+            limit = len(prompt) - 1
+            own = _common_prefix(self.tokens, prompt, limit)
+            best_src: Optional[int] = None
+            best, best_tokens = own, self.tokens
+            for other in rt._decoders:
+                if other is not self:
+                    k = _common_prefix(other.tokens, prompt, limit)
+                    if k > best:
+                        best_src, best, best_tokens = other.id, k, other.tokens
+            from_slot = False
+            for seq, held in rt._slots.items():
+                k = _common_prefix(held, prompt, limit)
+                if k > best:
+                    best_src, best, best_tokens, from_slot = seq, k, held, True
+            if best_src is None:
+                if len(self.tokens) - own >= PARK_MIN_TOKENS:
+                    rt._park(self.id, self.tokens)
+                self.truncate(own)
+                return own
+            if len(self.tokens) - own >= PARK_MIN_TOKENS:
+                rt._park(self.id, self.tokens, keep=best_src if from_slot else None)
+            if not L.llama_memory_seq_rm(mem, self.id, -1, -1):
+                raise RuntimeError("llama.cpp could not empty the decoder's sequence")
+            L.llama_memory_seq_cp(mem, best_src, self.id, 0, best)
+            self.tokens = list(best_tokens[:best])
+            if from_slot:
+                rt._slots.move_to_end(best_src)
+            return best
+
+    def truncate(self, n: int) -> None:
+        rt = self.rt
+        with rt._lock:
+            if n < len(self.tokens):
+                if not L.llama_memory_seq_rm(rt._memory, self.id, n, -1):
+                    # a cache that cannot drop a partial sequence (one decoder then): start over
+                    L.llama_memory_clear(rt._memory, True)
+                    rt._free_slots.extend(rt._slots)
+                    rt._slots.clear()
+                    n = 0
+                del self.tokens[n:]
+
+    # --- evaluation -------------------------------------------------------------------------------
+    def eval(self, ids: Sequence[int]) -> np.ndarray:
+        """Decode `ids` after what the sequence holds and return a fresh float32 copy of the
+        logits after the last one."""
+        return self._decode(ids, 0)[1]
+
+    def eval_rows(self, ids: Sequence[int], n_rows: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        """Like eval, and also the logits after each of the first n_rows of `ids` (the
+        decoder keeps them for a decision whose probe waits for them): (those rows, a
+        separate copy of the last row). The last row's values are eval's: asking for more
+        outputs changes no token's logits."""
+        return self._decode(ids, n_rows)
+
+    def _decode(self, ids: Sequence[int], n_rows: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        if not ids:
+            raise ValueError("nothing to evaluate")
+        ids = [int(t) for t in ids]
+        pos0 = len(self.tokens)
+        if pos0 + len(ids) > self.rt.n_ctx:
+            raise ValueError(f"{pos0 + len(ids)} tokens do not fit the context of "
+                             f"{self.rt.n_ctx}")
+        last = len(ids) - 1
+        seqs: Sequence[int] = (self.id,)
+        entries: List[Entry] = [(t, pos0 + i, seqs, i < n_rows or i == last)
+                                for i, t in enumerate(ids)]
+
+        def extend(a: int, b: int) -> None:
+            self.tokens.extend(ids[a:b])
+
+        def take_back(exc: BaseException) -> None:
+            # the failed batch may have left part of itself in the cache
+            self.truncate(pos0)
+
+        rows = self.rt._stepper.run(Work(entries, extend, take_back)).rows
+        if last < n_rows:
+            return rows, rows[-1].copy()
+        return rows[:-1], rows[-1]
+
+    # --- branches ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def branches(self, n: int) -> Iterator[List[int]]:
+        """n sequence ids for branches from the runtime's pool (waiting while other requests'
+        probes hold them), each started with fork() and extended with eval_branches. On exit
+        they are removed with every cell only they hold and go back to the pool; the
+        decoder's sequence is untouched."""
+        rt = self.rt
+        if n > rt.n_branches:
+            raise ValueError(f"{n} branches asked for; the context has {rt.n_branches}")
+        if self._branches:
+            raise RuntimeError("branches are open already")
+
+        def take() -> bool:
+            if len(rt._free_branches) < n:
+                return False
+            self._branches = [rt._free_branches.pop() for _ in range(n)]
+            return True
+
+        rt._stepper.wait_for(take)
+        try:
+            yield list(self._branches)
+        finally:
+            self.close_branches()
+
+    def close_branches(self) -> None:
+        rt = self.rt
+        if not self._branches:
+            return
+        with rt._lock:
+            for s in self._branches:
+                L.llama_memory_seq_rm(rt._memory, s, -1, -1)
+        with rt._stepper.cv:
+            rt._free_branches.extend(reversed(self._branches))
+            self._branches = []
+            self._branch_len.clear()
+            rt._stepper.cv.notify_all()
+
+    def fork(self, seq: int, length: int) -> None:
+        """Start branch `seq` as this decoder's first `length` positions (sharing their cells,
+        nothing is copied)."""
+        if seq not in self._branches or seq in self._branch_len \
+                or not 0 < length <= len(self.tokens):
+            raise ValueError(f"cannot fork branch {seq} at {length}")
+        with self.rt._lock:
+            L.llama_memory_seq_cp(self.rt._memory, self.id, seq, 0, length)
+        self._branch_len[seq] = length
+
+    def eval_branches(self, items: Sequence[Tuple[Sequence[int], Sequence[int], bool]]
+                      ) -> List[List[np.ndarray]]:
+        """Evaluate every item (seq_ids, ids, every) in one batch (more if they exceed
+        n_batch): `ids` go after what the branches `seq_ids` hold (they must be equally long;
+        a token in several branches is one cell, seen by each), and the item's result is the
+        logits after each of its ids (every) or after its last, fresh float32 copies."""
+        entries: List[Entry] = []
+        owner: List[int] = []
+        for k, (seqs, ids, every) in enumerate(items):
+            if not ids or not seqs:
+                raise ValueError("nothing to evaluate")
+            pos0 = self._branch_len[seqs[0]]
+            if any(self._branch_len[s] != pos0 for s in seqs):
+                raise ValueError("the branches of one item must be equally long")
+            if pos0 + len(ids) > self.rt.n_ctx:
+                raise ValueError(f"{pos0 + len(ids)} tokens do not fit the context of "
+                                 f"{self.rt.n_ctx}")
+            seqs = tuple(seqs)
+            for j, t in enumerate(ids):
+                want = every or j == len(ids) - 1
+                entries.append((int(t), pos0 + j, seqs, want))
+                if want:
+                    owner.append(k)
+
+        def grow(a: int, b: int) -> None:
+            for _, pos, seqs, _ in entries[a:b]:
+                for s in seqs:
+                    self._branch_len[s] = pos + 1
+
+        # what a failed batch left in the cache is on the branches: removed on exit
+        rows = self.rt._stepper.run(Work(entries, grow)).rows
+        out: List[List[np.ndarray]] = [[] for _ in items]
+        for k, row in zip(owner, rows):
+            out[k].append(row)
+        return out

@@ -23,7 +23,7 @@ import cengine
 
 from . import chat_template as _chat
 from .decisions import DecisionRecorder
-from .llama_backend import DEFAULT_BRANCHES, DEFAULT_CACHE_SLOTS, LlamaRuntime
+from .llama_backend import DEFAULT_BRANCHES, DEFAULT_CACHE_SLOTS, Decoder, LlamaRuntime
 from .sampling import REPEAT_LAST_N, NoTokenAllowed, Sampler, apply_repeat_penalty, logprobs_of
 from .stops import StopScanner
 from .types import (ChoiceScope, DecisionsEvent, Event, FinishEvent, LazyGrammar,
@@ -46,22 +46,26 @@ def _mask_kernel():
 
 
 class Model:
-    """A GGUF model loaded with llama.cpp, generating under cengine grammars. Not thread-safe."""
+    """A GGUF model loaded with llama.cpp, generating under cengine grammars. Up to
+    `n_parallel` generations may run at once, each on its own thread (None: chosen from the
+    context and the memory, llama_backend.auto_parallel); their forward passes are batched."""
 
     def __init__(self, path: str, *, n_ctx: int = 4096, n_threads: Optional[int] = None,
                  n_batch: int = 512, fast_forward: bool = True,
                  n_branches: int = DEFAULT_BRANCHES, n_threads_batch: Optional[int] = None,
                  n_gpu_layers: int = 0, cache_slots: int = DEFAULT_CACHE_SLOTS,
-                 cache_tokens: Optional[int] = None):
+                 cache_tokens: Optional[int] = None, n_parallel: Optional[int] = 1):
         self.path = str(path)
         self.name = Path(self.path).stem
         self.runtime = LlamaRuntime(self.path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch,
                                     n_branches=n_branches, n_threads_batch=n_threads_batch,
                                     n_gpu_layers=n_gpu_layers, cache_slots=cache_slots,
-                                    cache_tokens=cache_tokens)
+                                    cache_tokens=cache_tokens, n_parallel=n_parallel)
         self.metadata: Dict[str, str] = self.runtime.metadata
         self.chat_template: Optional[str] = self.metadata.get("tokenizer.chat_template") or None
         self.n_ctx = self.runtime.n_ctx
+        # requests that decode at once (one KV sequence each, batched forward passes)
+        self.n_parallel = self.runtime.n_parallel
         # the matcher's vocabulary: special tokens (framing such as <tool_call>, [TOOL_CALLS],
         # <|channel|>) spelled as cengine.Special spells them, so a grammar can ask for exactly
         # that token; what each token prints is token_bytes()
@@ -159,8 +163,9 @@ class Model:
                 b = self.vocab.tokens[i]
                 if b and b not in idx:
                     idx[b] = i
-            self._by_bytes = idx
+            # the length first: another thread sees the index only once both are set
             self._max_token_len = max((len(b) for b in idx), default=1)
+            self._by_bytes = idx
         return self._by_bytes
 
     def prefix_tokens(self, data: bytes) -> List[int]:
@@ -259,9 +264,22 @@ class Model:
     def _run(self, prompt_ids: List[int], grammar, params: SamplingParams, sampler: Sampler,
              lazy, cancel, recorder: Optional[DecisionRecorder],
              thought: Optional["_Thought"] = None) -> Iterator[Event]:
-        rt = self.runtime
+        # a decoder sequence of its own for the whole generation: its forward passes go in one
+        # batch with the other requests' (llama_backend.Decoder, batching.py)
+        dec = self.runtime.acquire(prompt_ids)
+        try:
+            if recorder is not None:
+                recorder.rt = dec
+            yield from self._decode_loop(dec, prompt_ids, grammar, params, sampler, lazy, cancel,
+                                         recorder, thought)
+        finally:
+            self.runtime.release(dec)
+
+    def _decode_loop(self, rt: Decoder, prompt_ids: List[int], grammar, params: SamplingParams,
+                     sampler: Sampler, lazy, cancel, recorder: Optional[DecisionRecorder],
+                     thought: Optional["_Thought"]) -> Iterator[Event]:
         vsize = self.vocab.size
-        mask = self._mask
+        mask = np.zeros_like(self._mask)     # per generation: others run beside it
         # inside a thought no constraint applies: the answer's matcher starts after it
         matcher = grammar.matcher(self.vocab) if grammar is not None and (
             thought is None or thought.phase != THINK) else None

@@ -1,0 +1,276 @@
+"""Many agents on one server: aggregate completion tokens/s, TTFT and latency at 1, 2, 4, 8 and
+16 concurrent agents, `llamay serve --parallel N` against llama-server `-np N`.
+
+    python scripts/bench_agents.py [-m MODEL.gguf] [--llama-server PATH] [--parallel 8]
+                                   [--agents 1,2,4,8,16] [--turns 2] [--workloads tools,text]
+    python scripts/bench_agents.py --rss 1000        # RSS over 1,000 requests (llamay only)
+    python scripts/bench_agents.py --flood 64        # 64 concurrent streams at once (llamay)
+
+Both servers load the same GGUF (the default model unless -m) with the same threads, the same
+context a sequence and the same parallel sequences, and run side by side; each cell of the
+table runs llamay and llama-server one after the other (interleaved, so a busy machine slows
+both). An agent is a thread running `--turns` streamed chat requests one after another
+(OpenAI shape, `stream_options.include_usage`), each turn its own conversation so far:
+
+* tools: four tools and `tool_choice: "required"` (a grammar on both sides: llama-server
+  builds one from the tools with `--jinja`), 48 tokens at most;
+* text: a plain answer, 48 tokens at most.
+
+Aggregate tokens/s is every completion token over the cell's wall time; TTFT is the first
+streamed delta. llama-server is built from the llama.cpp that llama-cpp-python vendors
+(scripts/build_llama_server.sh); without it the llama-server columns are left out.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from server.runtime.default_model import default_model_path  # noqa: E402
+
+TOOLS = [{"type": "function", "function": {
+    "name": name, "description": desc,
+    "parameters": {"type": "object", "properties": props, "required": list(props)[:1]}}}
+    for name, desc, props in [
+        ("get_weather", "Current weather for a city.",
+         {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}}),
+        ("search_web", "Search the web.",
+         {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1,
+                                                 "maximum": 10}}),
+        ("send_email", "Send an email.",
+         {"to": {"type": "string"}, "subject": {"type": "string"}, "body": {"type": "string"}}),
+        ("create_event", "Add a calendar event.",
+         {"title": {"type": "string"}, "date": {"type": "string"},
+          "minutes": {"type": "integer"}}),
+    ]]
+CITIES = ["Paris", "Lima", "Oslo", "Cairo", "Hanoi", "Quito", "Perth", "Tunis", "Dakar", "Riga",
+          "Porto", "Delhi", "Osaka", "Sofia", "Accra", "Bern"]
+MAX_TOKENS = 48
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Server:
+    def __init__(self, name: str, cmd: List[str], port: int, env: Optional[dict] = None):
+        self.name, self.port = name, port
+        self.base = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})},
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{name} exited: " + self.proc.stderr.read().decode()[-2000:])
+            try:
+                if httpx.get(self.base + "/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"{name} did not start")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def request(base: str, messages: list, workload: str) -> Dict[str, float]:
+    body = {"model": "m", "messages": messages, "max_tokens": MAX_TOKENS, "temperature": 0.0,
+            "stream": True, "stream_options": {"include_usage": True}}
+    if workload == "tools":
+        body.update(tools=TOOLS, tool_choice="required")
+    t0 = time.perf_counter()
+    ttft = None
+    usage = None
+    chunks = 0
+    with httpx.Client(timeout=600) as c:
+        with c.stream("POST", base + "/v1/chat/completions", json=body) as r:
+            if r.status_code != 200:
+                raise RuntimeError(f"{r.status_code}: {r.read()[:300]!r}")
+            for line in r.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                ev = json.loads(line[6:])
+                if ev.get("usage"):
+                    usage = ev["usage"]
+                for ch in ev.get("choices") or []:
+                    d = ch.get("delta") or {}
+                    if d.get("content") or d.get("tool_calls"):
+                        chunks += 1
+                        if ttft is None:
+                            ttft = time.perf_counter() - t0
+    total = time.perf_counter() - t0
+    tokens = usage["completion_tokens"] if usage else chunks
+    return {"ttft": ttft if ttft is not None else total, "latency": total, "tokens": tokens}
+
+
+def agent(base: str, k: int, turns: int, workload: str, out: list) -> None:
+    city = CITIES[k % len(CITIES)]
+    messages = [{"role": "system", "content": f"You are agent {k}, a helpful assistant."}]
+    for t in range(turns):
+        messages.append({"role": "user", "content":
+                         f"Turn {t}: what is the weather in {city}, and what should I pack?"})
+        got = request(base, messages, workload)
+        out.append(got)
+        messages.append({"role": "assistant", "content": f"It is mild in {city}."})
+
+
+def cell(base: str, n_agents: int, turns: int, workload: str) -> Dict[str, float]:
+    out: List[Dict[str, float]] = []
+    threads = [threading.Thread(target=agent, args=(base, k, turns, workload, out))
+               for k in range(n_agents)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    ttft = sorted(r["ttft"] for r in out)
+    lat = sorted(r["latency"] for r in out)
+
+    def pick(xs, q):
+        return xs[min(len(xs) - 1, int(q * len(xs)))]
+    return {"tok_s": sum(r["tokens"] for r in out) / wall, "requests": len(out),
+            "ttft50": pick(ttft, 0.5), "ttft99": pick(ttft, 0.99),
+            "lat50": pick(lat, 0.5), "lat99": pick(lat, 0.99)}
+
+
+def llamay_cmd(model: str, port: int, args) -> List[str]:
+    return [sys.executable, "-c", "from server.cli import main; main()", "serve", "-m", model,
+            "--port", str(port), "--ctx", str(args.ctx), "--parallel", str(args.parallel),
+            "--threads", str(args.threads), "--threads-batch", str(args.threads_batch),
+            "--max-tokens", str(MAX_TOKENS)]
+
+
+def llama_server_cmd(binary: str, model: str, port: int, args) -> List[str]:
+    # the same cells a sequence as llamay's (a unified cache of ctx x parallel)
+    return [binary, "-m", model, "--port", str(port), "-c", str(args.ctx * args.parallel),
+            "-np", str(args.parallel), "--kv-unified", "-t", str(args.threads),
+            "-tb", str(args.threads_batch), "--jinja", "--no-webui", "-lv", "0"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-m", "--model", default=None)
+    ap.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"),
+                    help="llama-server binary (env LLAMA_SERVER)")
+    ap.add_argument("--parallel", type=int, default=8)
+    ap.add_argument("--ctx", type=int, default=2048, help="context a sequence")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads-batch", type=int, default=2)
+    ap.add_argument("--agents", default="1,2,4,8,16")
+    ap.add_argument("--turns", type=int, default=2)
+    ap.add_argument("--workloads", default="tools,text")
+    ap.add_argument("--rss", type=int, default=0, help="requests for the RSS check")
+    ap.add_argument("--flood", type=int, default=0, help="concurrent streams at once")
+    ap.add_argument("--port", type=int, default=18600)
+    args = ap.parse_args()
+    model = args.model or str(default_model_path())
+    env = {"PYTHONPATH": str(ROOT)}
+    servers = [Server("llamay", llamay_cmd(model, args.port, args), args.port, env)]
+    try:
+        if args.rss or args.flood:
+            srv = servers[0]
+            if args.rss:
+                rss_check(srv, args.rss)
+            if args.flood:
+                flood(srv, args.flood)
+            return
+        if args.llama_server:
+            servers.append(Server("llama-server", llama_server_cmd(
+                args.llama_server, model, args.port + 1, args), args.port + 1))
+        print(f"model {Path(model).name}, --parallel {args.parallel}, ctx {args.ctx} a "
+              f"sequence, threads {args.threads}/{args.threads_batch}, {args.turns} turns an "
+              f"agent, {MAX_TOKENS} tokens at most a turn, greedy\n")
+        print("| workload | agents | server | tokens/s | vs 1 agent | TTFT p50 / p99 (s) | "
+              "latency p50 / p99 (s) |")
+        print("|---|---:|---|---:|---:|---|---|")
+        for workload in args.workloads.split(","):
+            one: Dict[str, float] = {}
+            for n in [int(x) for x in args.agents.split(",")]:
+                for srv in servers:
+                    cell(srv.base, 1, 1, workload)          # warm: the prompt's common part
+                    r = cell(srv.base, n, args.turns, workload)
+                    one.setdefault(srv.name, r["tok_s"])
+                    print(f"| {workload} | {n} | {srv.name} | {r['tok_s']:.1f} | "
+                          f"{r['tok_s'] / one[srv.name]:.2f}x | {r['ttft50']:.2f} / "
+                          f"{r['ttft99']:.2f} | {r['lat50']:.2f} / {r['lat99']:.2f} |",
+                          flush=True)
+    finally:
+        for srv in servers:
+            srv.stop()
+
+
+def rss_check(srv: Server, n: int) -> None:
+    """n short requests, 8 at a time; the server's RSS after each tenth of them."""
+    done = [0]
+    lock = threading.Lock()
+    marks = []
+
+    def worker(k):
+        while True:
+            with lock:
+                if done[0] >= n:
+                    return
+                done[0] += 1
+                i = done[0]
+            request(srv.base, [{"role": "user", "content": f"Say a word about {i}."}],
+                    "tools" if i % 2 else "text")
+            if i % max(1, n // 10) == 0:
+                marks.append((i, rss_kib(srv.proc.pid)))
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    start = rss_kib(srv.proc.pid)
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(f"RSS before: {start / 1024:.0f} MiB")
+    for i, kib in sorted(marks):
+        print(f"after {i} requests: {kib / 1024:.0f} MiB")
+
+
+def flood(srv: Server, n: int) -> None:
+    """n streams opened at once: how many finished, were refused or failed."""
+    results: List[str] = []
+
+    def one(k):
+        try:
+            request(srv.base, [{"role": "user", "content": f"Name a colour ({k})."}], "text")
+            results.append("completed")
+        except RuntimeError as exc:
+            results.append(str(exc)[:3])
+        except httpx.HTTPError as exc:
+            results.append(type(exc).__name__)
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(n)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    counts = {k: results.count(k) for k in sorted(set(results))}
+    print(f"{n} concurrent streams: {counts} in {time.perf_counter() - t0:.1f} s; "
+          f"{n - len(results)} lost")
+
+
+if __name__ == "__main__":
+    main()
