@@ -5,6 +5,8 @@
                                    [--agents 1,2,4,8,16] [--turns 2] [--workloads tools,text]
     python scripts/bench_agents.py --rss 1000        # RSS over 1,000 requests (llamay only)
     python scripts/bench_agents.py --flood 64        # 64 concurrent streams at once (llamay)
+    python scripts/bench_agents.py --prompt-speed 1500 --ctx 4096 --llama-server PATH
+                                  # prompt tokens/s of one fresh prompt, both servers
 
 Both servers load the same GGUF (the default model unless -m) with the same threads, the same
 context a sequence and the same parallel sequences, and run side by side; each cell of the
@@ -12,9 +14,11 @@ table runs llamay and llama-server one after the other (interleaved, so a busy m
 both). An agent is a thread running `--turns` streamed chat requests one after another
 (OpenAI shape, `stream_options.include_usage`), each turn its own conversation so far:
 
-* tools: four tools and `tool_choice: "required"` (a grammar on both sides: llama-server
-  builds one from the tools with `--jinja`), 48 tokens at most;
-* text: a plain answer, 48 tokens at most.
+* json: `response_format` with a JSON schema (a grammar on both sides), 48 tokens at most;
+* text: a plain answer, 48 tokens at most;
+* tools: four tools and `tool_choice: "required"`, llamay only: with SmolLM2's template
+  llama-server (`--jinja`) writes no tools into the prompt and enforces no call (it answers
+  in prose), so there is nothing to compare.
 
 Aggregate tokens/s is every completion token over the cell's wall time; TTFT is the first
 streamed delta. llama-server is built from the llama.cpp that llama-cpp-python vendors
@@ -54,9 +58,14 @@ TOOLS = [{"type": "function", "function": {
          {"title": {"type": "string"}, "date": {"type": "string"},
           "minutes": {"type": "integer"}}),
     ]]
+PLAN = {"type": "object", "properties": {
+    "city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]},
+    "pack": {"type": "array", "items": {"type": "string"}, "maxItems": 5}},
+    "required": ["city", "unit", "pack"], "additionalProperties": False}
 CITIES = ["Paris", "Lima", "Oslo", "Cairo", "Hanoi", "Quito", "Perth", "Tunis", "Dakar", "Riga",
           "Porto", "Delhi", "Osaka", "Sofia", "Accra", "Bern"]
 MAX_TOKENS = 48
+MODEL_NAME = ["model"]      # the GGUF's stem: the name llamay serves it under
 
 
 def rss_kib(pid: int) -> int:
@@ -95,10 +104,13 @@ class Server:
 
 
 def request(base: str, messages: list, workload: str) -> Dict[str, float]:
-    body = {"model": "m", "messages": messages, "max_tokens": MAX_TOKENS, "temperature": 0.0,
-            "stream": True, "stream_options": {"include_usage": True}}
+    body = {"model": MODEL_NAME[0], "messages": messages, "max_tokens": MAX_TOKENS,
+            "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
     if workload == "tools":
         body.update(tools=TOOLS, tool_choice="required")
+    elif workload == "json":
+        body["response_format"] = {"type": "json_schema",
+                                   "json_schema": {"name": "plan", "schema": PLAN}}
     t0 = time.perf_counter()
     ttft = None
     usage = None
@@ -130,7 +142,11 @@ def agent(base: str, k: int, turns: int, workload: str, out: list) -> None:
     for t in range(turns):
         messages.append({"role": "user", "content":
                          f"Turn {t}: what is the weather in {city}, and what should I pack?"})
-        got = request(base, messages, workload)
+        try:
+            got = request(base, messages, workload)
+        except (RuntimeError, httpx.HTTPError) as exc:
+            out.append({"error": str(exc)[:200]})
+            return
         out.append(got)
         messages.append({"role": "assistant", "content": f"It is mild in {city}."})
 
@@ -145,6 +161,9 @@ def cell(base: str, n_agents: int, turns: int, workload: str) -> Dict[str, float
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
+    errors = [r["error"] for r in out if "error" in r]
+    if errors:
+        raise RuntimeError(f"{len(errors)} requests failed: {errors[0]}")
     ttft = sorted(r["ttft"] for r in out)
     lat = sorted(r["latency"] for r in out)
 
@@ -180,12 +199,15 @@ def main() -> None:
     ap.add_argument("--threads-batch", type=int, default=2)
     ap.add_argument("--agents", default="1,2,4,8,16")
     ap.add_argument("--turns", type=int, default=2)
-    ap.add_argument("--workloads", default="tools,text")
+    ap.add_argument("--workloads", default="json,text,tools")
     ap.add_argument("--rss", type=int, default=0, help="requests for the RSS check")
     ap.add_argument("--flood", type=int, default=0, help="concurrent streams at once")
+    ap.add_argument("--prompt-speed", type=int, default=0,
+                    help="words of a fresh prompt to time the evaluation of")
     ap.add_argument("--port", type=int, default=18600)
     args = ap.parse_args()
     model = args.model or str(default_model_path())
+    MODEL_NAME[0] = Path(model).stem
     env = {"PYTHONPATH": str(ROOT)}
     servers = [Server("llamay", llamay_cmd(model, args.port, args), args.port, env)]
     try:
@@ -199,6 +221,9 @@ def main() -> None:
         if args.llama_server:
             servers.append(Server("llama-server", llama_server_cmd(
                 args.llama_server, model, args.port + 1, args), args.port + 1))
+        if args.prompt_speed:
+            prompt_speed(servers, args.prompt_speed)
+            return
         print(f"model {Path(model).name}, --parallel {args.parallel}, ctx {args.ctx} a "
               f"sequence, threads {args.threads}/{args.threads_batch}, {args.turns} turns an "
               f"agent, {MAX_TOKENS} tokens at most a turn, greedy\n")
@@ -209,6 +234,8 @@ def main() -> None:
             one: Dict[str, float] = {}
             for n in [int(x) for x in args.agents.split(",")]:
                 for srv in servers:
+                    if workload == "tools" and srv.name != "llamay":
+                        continue
                     cell(srv.base, 1, 1, workload)          # warm: the prompt's common part
                     r = cell(srv.base, n, args.turns, workload)
                     one.setdefault(srv.name, r["tok_s"])
@@ -219,6 +246,30 @@ def main() -> None:
     finally:
         for srv in servers:
             srv.stop()
+
+
+def prompt_speed(servers: List[Server], words: int, rounds: int = 3) -> None:
+    """One fresh prompt (a new first word each time: nothing cached) and one token out, on
+    each server in turn: prompt tokens over the request's wall time."""
+    text = " ".join(f"{CITIES[i % len(CITIES)].lower()} weather item {i}." for i in
+                    range(words // 4))
+    rates: Dict[str, List[float]] = {srv.name: [] for srv in servers}
+    n_tokens: Dict[str, int] = {}
+    for r in range(rounds):
+        for k, srv in enumerate(servers):
+            body = {"model": MODEL_NAME[0], "max_tokens": 1, "temperature": 0.0,
+                    "messages": [{"role": "user", "content": f"run {r} {k}: {text}"}]}
+            t0 = time.perf_counter()
+            got = httpx.post(srv.base + "/v1/chat/completions", json=body, timeout=600).json()
+            wall = time.perf_counter() - t0
+            if "usage" not in got:
+                raise RuntimeError(f"{srv.name}: {json.dumps(got)[:300]}")
+            n_tokens[srv.name] = got["usage"]["prompt_tokens"]
+            rates[srv.name].append(n_tokens[srv.name] / wall)
+    print("| server | prompt tokens | prompt tokens/s (median of %d) |" % rounds)
+    print("|---|---:|---:|")
+    for name, xs in rates.items():
+        print(f"| {name} | {n_tokens[name]} | {sorted(xs)[len(xs) // 2]:.0f} |")
 
 
 def rss_check(srv: Server, n: int) -> None:

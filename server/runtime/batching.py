@@ -21,6 +21,7 @@ without it.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -80,6 +81,7 @@ class Stepper:
         # works they carried
         self.steps = 0
         self.calls = 0
+        self.decode_s = 0.0         # seconds inside llama_decode
         self.entries = 0
         self.batched = 0
 
@@ -173,7 +175,9 @@ class Stepper:
             for batch in calls:
                 entries: List[Entry] = [e for w, a, b in batch for e in w.entries[a:b]]
                 try:
+                    t0 = time.perf_counter()
                     rows = self._decode(entries)
+                    self.decode_s += time.perf_counter() - t0
                     for w, a, b in batch:
                         if w.after_chunk is not None:
                             w.after_chunk(a, b)

@@ -189,7 +189,8 @@ class LlamaRuntime:
             # prompt-cache slots: sequence ids after the branches, and what each holds (least
             # recently used first)
             self.cache_slots = max(0, total - n_seq)
-            self.cache_tokens = self.n_ctx if cache_tokens is None else max(0, int(cache_tokens))
+            # (by default as many as the cache's cells: a decode that needs them drops slots)
+            self.cache_tokens = self.n_cells if cache_tokens is None else max(0, int(cache_tokens))
             self._free_slots: List[int] = list(range(n_seq, n_seq + self.cache_slots))
             self._slots: "collections.OrderedDict[int, List[int]]" = collections.OrderedDict()
             self._batch = L.llama_batch_init(self.n_batch, 0, max(1, n_seq))
@@ -308,12 +309,13 @@ class LlamaRuntime:
             return self.n_parallel - len(self._idle)
 
     def step_counts(self) -> Dict[str, int]:
-        """What the stepper ran: steps, llama_decode calls, the entries (tokens) they evaluated
-        and the works they carried (the batching benchmark's sequences a call)."""
+        """What the stepper ran: steps, llama_decode calls, the entries (tokens) they evaluated,
+        the works they carried (the batching benchmark's sequences a call) and the
+        milliseconds spent inside llama_decode."""
         st = self._stepper
         with st.cv:
             return {"steps": st.steps, "calls": st.calls, "entries": st.entries,
-                    "works": st.batched}
+                    "works": st.batched, "decode_ms": int(1000 * st.decode_s)}
 
     # --- the prompt cache -------------------------------------------------------------------------
     def cached_prompts(self) -> List[int]:
