@@ -180,9 +180,9 @@ class Turn:
         self._grammars = (grammar, lazy)
 
     def job(self):
-        """Job body for the scheduler: renders the prompt on the worker thread (the model's
-        tokenizer is not thread-safe) and generates; with choice_logprobs the model reports
-        the decision points (a DecisionsEvent before the finish)."""
+        """Job body for the scheduler: renders the prompt on a worker thread (off the event
+        loop) and generates; with choice_logprobs the model reports the decision points (a
+        DecisionsEvent before the finish)."""
         turn = self
 
         def run(model: GenerationModel, cancel: threading.Event):
