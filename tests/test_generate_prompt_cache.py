@@ -172,22 +172,24 @@ def _turn(live, messages):
             body["usage"]["prompt_tokens_details"]["cached_tokens"])
 
 
-@pytest.mark.parametrize("slots", [8, 0])
-def test_two_agents_alternating(slots):
-    live = LiveServer(default_max_tokens=6, prompt_cache_slots=slots)
+@pytest.mark.parametrize("slots, parallel", [(8, 1), (0, 1), (0, 2)])
+def test_two_agents_alternating(slots, parallel):
+    # one sequence: only the slots keep A's first turn while B runs; two sequences: B takes
+    # the empty one and A's first turn stays in its own
+    live = LiveServer(default_max_tokens=6, prompt_cache_slots=slots, parallel=parallel)
     try:
         a, b = _conversation("A"), _conversation("B")
         reply_a, prompt_a, _ = _turn(live, a)
         _turn(live, b)
         a2 = a + [{"role": "assistant", "content": reply_a}, {"role": "user", "content": "More."}]
         reply, prompt_a2, cached = _turn(live, a2)
-        if slots:
-            assert cached >= prompt_a - 1               # the first turn's prompt, from its slot
+        if slots or parallel > 1:
+            assert cached >= prompt_a - 1               # the first turn's prompt, kept
         else:
             assert cached < prompt_a // 2               # only what B's prompt shares with it
         assert prompt_a2 > prompt_a
         # the same output as a server that evaluates the whole prompt
-        fresh = LiveServer(default_max_tokens=6, prompt_cache_slots=0)
+        fresh = LiveServer(default_max_tokens=6, prompt_cache_slots=0, parallel=1)
         try:
             assert _turn(fresh, a2)[0] == reply
         finally:

@@ -281,16 +281,24 @@ class LlamaRuntime:
     # --- decoders ---------------------------------------------------------------------------------
     def acquire(self, prompt: Sequence[int] = ()) -> "Decoder":
         """A decoder for one request (waits while all are held): the idle one whose content
-        shares the longest prefix with `prompt`, else the least recently used. Give it back
-        with `release`. A thread holds one decoder at a time: a held decoder counts as busy
-        until it submits its tokens, and every step waits for it."""
+        shares the longest prefix with `prompt` (at least PARK_MIN_TOKENS), else an empty one,
+        else the least recently used. Give it back with `release`. A thread holds one decoder
+        at a time: a held decoder counts as busy until it submits its tokens, and every step
+        waits for it."""
         with self._idle_cv:
             while not self._idle:
                 self._idle_cv.wait()
             limit = max(0, len(prompt) - 1)
-            best = max(range(len(self._idle)),
-                       key=lambda i: (_common_prefix(self._idle[i].tokens, prompt, limit), -i))
-            dec = self._idle.pop(best)
+            # (a prefix is copied in from wherever it is: the choice only says whose content
+            # the request overwrites). A few template tokens in common do not count: then an
+            # empty decoder, else the least recently used, so that the content most likely to
+            # be asked for again stays where it is
+
+            def worth(d: "Decoder") -> Tuple[int, bool, int]:
+                k = _common_prefix(d.tokens, prompt, limit)
+                return (k if k >= PARK_MIN_TOKENS else 0, not d.tokens, -d.used)
+            dec = max(self._idle, key=worth)
+            self._idle.remove(dec)
         self._stepper.join()
         return dec
 
