@@ -55,9 +55,19 @@ def sequences(eng: Engines, n: int):
     # round robin over the schemas: a batch mixes as many schemas as it has room for
     pool = [s[k] for k in range(max(map(len, per_schema), default=0))
             for s in per_schema if k < len(s)]
+    # (an instance one of the engines does not walk to its end is left out)
+    pool = [q for q in pool if _walks(eng, q)]
     if not pool:
         raise SystemExit("no tool schemas found")
     return [pool[i % len(pool)] for i in range(n)]
+
+
+def _walks(eng: Engines, seq) -> bool:
+    g, ll, toks = seq
+    ours = g.matcher(eng.vocab)
+    theirs = eng.llguidance.LLMatcher(eng.lltok, ll)
+    return all(ours.accept_token(t) for t in toks) and \
+        all(theirs.consume_token(t) for t in toks)
 
 
 def run_ours(eng: Engines, seqs, threads: int):
