@@ -170,6 +170,7 @@ def cell(base: str, n_agents: int, turns: int, workload: str) -> Dict[str, float
     def pick(xs, q):
         return xs[min(len(xs) - 1, int(q * len(xs)))]
     return {"tok_s": sum(r["tokens"] for r in out) / wall, "requests": len(out),
+            "tokens": sum(r["tokens"] for r in out),
             "ttft50": pick(ttft, 0.5), "ttft99": pick(ttft, 0.99),
             "lat50": pick(lat, 0.5), "lat99": pick(lat, 0.99)}
 
