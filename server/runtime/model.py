@@ -81,7 +81,7 @@ class Model:
         self.eos_ids = frozenset(eos)
         self.stop_ids = frozenset(eos | set(self.runtime.eog_ids))
         words = cengine.mask_words(self.vocab.size)
-        self._mask = np.zeros(words, np.int32)
+        self._mask_words = words
         # every bit but the EOS ids: `mask & _not_eos` is zero iff only EOS may come next
         not_eos = np.full(words, 0xFFFFFFFF, np.uint32)
         for i in eos:
@@ -279,7 +279,7 @@ class Model:
                      sampler: Sampler, lazy, cancel, recorder: Optional[DecisionRecorder],
                      thought: Optional["_Thought"]) -> Iterator[Event]:
         vsize = self.vocab.size
-        mask = np.zeros_like(self._mask)     # per generation: others run beside it
+        mask = np.zeros(self._mask_words, np.int32)   # per generation: others run beside it
         # inside a thought no constraint applies: the answer's matcher starts after it
         matcher = grammar.matcher(self.vocab) if grammar is not None and (
             thought is None or thought.phase != THINK) else None
