@@ -203,7 +203,12 @@ def live_thinker(request):
     from server_harness import LiveServer
     from server.api.settings import Settings
     fam = FAMILIES[request.param]
-    srv = LiveServer(Settings(model_path=str(fam.model_path()), n_ctx=2048))
+    # one sequence: a test here sends one request twice (streamed and not) and compares the
+    # thoughts, which needs the same logits both times. With more sequences the cache holds
+    # more cells, and a one-row step over 512 cells or more takes llama.cpp's split-KV
+    # attention, which rounds otherwise than the prompt's batch did (docs/batching.md;
+    # llama-server's `cache_prompt` has the same caveat)
+    srv = LiveServer(Settings(model_path=str(fam.model_path()), n_ctx=2048, parallel=1))
     yield request.param, fam, srv
     srv.stop()
 
