@@ -70,34 +70,44 @@ def _walks(eng: Engines, seq) -> bool:
         all(theirs.consume_token(t) for t in toks)
 
 
-def run_ours(eng: Engines, seqs, threads: int):
-    words = eng.cengine.mask_words(eng.vocab.size)
-    masks = np.zeros((len(seqs), words), np.int32)
-    matchers = [g.matcher(eng.vocab) for g, _, _ in seqs]
-    pool = concurrent.futures.ThreadPoolExecutor(threads) if threads > 1 else None
+def _steps(seqs, fill_live, consume, engine: str):
+    """Step by step: one timed fill of every running sequence's mask, then each consumes its
+    next token. -> [(ns, running sequences)]"""
     steps = []
     k = 0
     while True:
         live = [i for i, (_, _, toks) in enumerate(seqs) if k < len(toks)]
         if not live:
-            break
-
-        def fill(i):
-            matchers[i].fill_mask(masks[i])
+            return steps
         t0 = time.perf_counter_ns()
+        fill_live(live)
+        steps.append((time.perf_counter_ns() - t0, len(live)))
+        for i in live:
+            if not consume(i, seqs[i][2][k]):
+                raise SystemExit(f"{engine} refused a token of sequence {i}")
+        k += 1
+
+
+def run_ours(eng: Engines, seqs, threads: int):
+    words = eng.cengine.mask_words(eng.vocab.size)
+    masks = np.zeros((len(seqs), words), np.int32)
+    matchers = [g.matcher(eng.vocab) for g, _, _ in seqs]
+    pool = concurrent.futures.ThreadPoolExecutor(threads) if threads > 1 else None
+
+    def fill(i):
+        matchers[i].fill_mask(masks[i])
+
+    def fill_live(live):
         if pool is not None and len(live) > 1:
             list(pool.map(fill, live))
         else:
             for i in live:
                 fill(i)
-        steps.append((time.perf_counter_ns() - t0, len(live)))
-        for i in live:
-            if not matchers[i].accept_token(seqs[i][2][k]):
-                raise SystemExit(f"cengine refused a token of sequence {i}")
-        k += 1
-    if pool is not None:
-        pool.shutdown()
-    return steps
+    try:
+        return _steps(seqs, fill_live, lambda i, t: matchers[i].accept_token(t), "cengine")
+    finally:
+        if pool is not None:
+            pool.shutdown()
 
 
 def run_ll(eng: Engines, seqs, threads: int):
@@ -105,20 +115,10 @@ def run_ll(eng: Engines, seqs, threads: int):
     ex = eng.llguidance.LLExecutor(threads)
     matchers = [eng.llguidance.LLMatcher(eng.lltok, ll) for _, ll, _ in seqs]
     masks = lln.allocate_token_bitmask(len(seqs), eng.lltok.vocab_size)
-    steps = []
-    k = 0
-    while True:
-        live = [i for i, (_, _, toks) in enumerate(seqs) if k < len(toks)]
-        if not live:
-            break
-        t0 = time.perf_counter_ns()
+
+    def fill_live(live):
         lln.fill_next_token_bitmask_par(ex, [(matchers[i], i) for i in live], masks)
-        steps.append((time.perf_counter_ns() - t0, len(live)))
-        for i in live:
-            if not matchers[i].consume_token(seqs[i][2][k]):
-                raise SystemExit(f"llguidance refused a token of sequence {i}")
-        k += 1
-    return steps
+    return _steps(seqs, fill_live, lambda i, t: matchers[i].consume_token(t), "llguidance")
 
 
 def summary(steps):
