@@ -104,35 +104,31 @@ class Stepper:
             raise ValueError("nothing to evaluate")
         with self.cv:
             self.queue.append(work)
-            self.busy -= 1
-            self.cv.notify_all()
-            while not work.finished:
-                if self._ready():
-                    self._step()
-                else:
-                    self.cv.wait()
+            # busy again once done: the leader that finishes the work counts it (module doc)
+            self._stand_by(lambda: work.finished)
         if work.error is not None:
             raise work.error
         return work
 
     def wait_for(self, ready: Callable[[], bool]) -> None:
         """Wait (not busy: steps may run meanwhile, led by this thread too) until `ready()`,
-        evaluated under the condition; `notify` wakes the waiters to look again."""
+        evaluated under the condition; whoever changes what it reads notifies `cv`."""
         with self.cv:
             if ready():
                 return
-            self.busy -= 1
-            self.cv.notify_all()
-            while not ready():
-                if self._ready():
-                    self._step()
-                else:
-                    self.cv.wait()
+            self._stand_by(ready)
             self.busy += 1
 
-    def notify(self) -> None:
-        with self.cv:
-            self.cv.notify_all()
+    def _stand_by(self, done: Callable[[], bool]) -> None:
+        """Not busy until `done()` (the condition held): lead the steps that become ready
+        meanwhile, else sleep."""
+        self.busy -= 1
+        self.cv.notify_all()
+        while not done():
+            if self._ready():
+                self._step()
+            else:
+                self.cv.wait()
 
     # --- the step ---------------------------------------------------------------------------
     def _ready(self) -> bool:
