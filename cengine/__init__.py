@@ -14,9 +14,9 @@ from .errors import CompileError, LimitError
 from .grammar import CACHE, Grammar, GrammarCache, freeze_after_compiles
 from ._matcher import Matcher
 # grammar composition (docs/composition.md)
-from .compose import (Concat, Gbnf, JsonSchema, OneOf, Part, Regex, Repeat, Special, Tagged,
-                      Text, TriggeredGrammar, TriggeredRegion, compile_structural,
-                      compile_triggered)
+from .compose import (AnyText, Concat, Gbnf, JsonSchema, OneOf, Part, Regex, Repeat, Special,
+                      Tagged, Text, TriggeredGrammar, TriggeredRegion, TriggeredTags,
+                      compile_structural, compile_triggered)
 from .special import plain_text, special_bytes
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "compile_json_schema", "compile_gbnf", "compile_regex", "compile_lexicon", "compile_any_json",
     "apply_mask", "mask_words", "prepare", "freeze_after_compiles",
     "Part", "Text", "Special", "special_bytes", "plain_text", "JsonSchema", "Gbnf", "Regex",
-    "Concat", "OneOf", "Repeat", "Tagged",
+    "Concat", "OneOf", "Repeat", "Tagged", "AnyText", "TriggeredTags",
     "TriggeredRegion", "TriggeredGrammar", "compile_structural", "compile_triggered",
     "Alternative", "value_alternatives", "value_key",
 ]

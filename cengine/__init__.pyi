@@ -333,6 +333,25 @@ class Tagged(Part):
     def __init__(self, begin: str, content: _PartLike, end: str) -> None:
         """The tagged part."""
 
+class AnyText(Part):
+    """Any text; as a Tagged content, any text without the tag's end (which closes it)."""
+    def __init__(self) -> None:
+        """The part."""
+
+class TriggeredTags(Part):
+    """Free text where each trigger opens one of the tags whose begin starts with it."""
+    triggers: Tuple[str, ...]
+    """The texts watched for in the free text."""
+    tags: Tuple[Tagged, ...]
+    """The tags; each begin starts with a trigger."""
+    at_least_one: bool
+    """Whether a tag must come."""
+    stop_after_first: bool
+    """Whether nothing follows the first tag."""
+    def __init__(self, triggers: Iterable[str], tags: Iterable[Tagged], *,
+                 at_least_one: bool = False, stop_after_first: bool = False) -> None:
+        """The part; CompileError for no or empty triggers, or a tag no trigger opens."""
+
 class TriggeredRegion(Part):
     """Free text until trigger, then region, then end; repeat=True allows more blocks."""
     trigger: Union[str, Part]

@@ -15,6 +15,11 @@ parts and compiled once (cached by its structured source):
     TriggeredRegion(trigger, region, end, repeat=False, separator="")
         free text until `trigger`, then `region`, then `end`; with repeat=True further
         `separator trigger region end` blocks may follow (and nothing else)
+    AnyText()                        any text; as a Tagged content, any text without its end
+    TriggeredTags(triggers, tags, at_least_one=False, stop_after_first=False)
+        free text in which every occurrence of a trigger opens one of the Tagged `tags` whose
+        begin starts with it; free text again after the tag's end (xgrammar's triggered_tags,
+        enforced inside the automaton, not by the decode loop)
     Special(text)                    the model's special token of that text, as that token
                                      alone (never the text in ordinary tokens); a matcher
                                      needs a vocabulary from Vocabulary.with_special_tokens()
@@ -40,8 +45,8 @@ from .grammar import CACHE, Grammar
 from .special import has_marks, special_bytes
 
 __all__ = ["Part", "Text", "Special", "JsonSchema", "Gbnf", "Regex", "Concat", "OneOf", "Repeat",
-           "Tagged", "TriggeredRegion", "TriggeredGrammar", "compile_structural",
-           "compile_triggered"]
+           "Tagged", "TriggeredRegion", "TriggeredGrammar", "AnyText", "TriggeredTags",
+           "compile_structural", "compile_triggered"]
 
 
 class Part:
@@ -253,7 +258,165 @@ class Tagged(Part):
                   key=("tagged", begin, c.key, end))
 
     def _expr(self, b):
+        if isinstance(self.content, AnyText) and self.end:
+            # any text up to the first occurrence of the end, which closes the tag
+            until = _scan_dfas([self.end.encode("utf-8")])[1][0]
+            return ir.seq(ir.lit(self.begin), b.rule("any-text", until))
         return ir.seq(ir.lit(self.begin), b.expr(self.content), ir.lit(self.end))
+
+
+class AnyText(Part):
+    """Any text at all. As the content of a Tagged, any text without the tag's end, which
+    then closes the tag (the only way the end can be found)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        self._set(key=("any_text",))
+
+    def _expr(self, b):
+        return b.rule("any-text", _scan_dfas([])[0])
+
+
+class TriggeredTags(Part):
+    """Free text in which every occurrence of a trigger opens a tag: from the trigger on, the
+    text is one of `tags` whose begin starts with that trigger, and after the tag's end free
+    text goes on. `at_least_one`: a tag must come; `stop_after_first`: nothing follows the
+    first tag (xgrammar's triggered_tags). The free text is an automaton that watches for the
+    triggers (Aho-Corasick), so a trigger can never be written without its tag."""
+
+    __slots__ = ("triggers", "tags", "at_least_one", "stop_after_first")
+
+    def __init__(self, triggers: Any, tags: Any, *, at_least_one: bool = False,
+                 stop_after_first: bool = False):
+        trig = tuple(_string(t, "a trigger") for t in triggers)
+        if not trig or any(not t for t in trig):
+            raise CompileError("TriggeredTags needs at least one trigger, none of them empty")
+        if len(set(trig)) != len(trig):
+            raise CompileError("TriggeredTags: a trigger is given twice")
+        tg = tuple(tags)
+        if not tg or any(not isinstance(t, Tagged) for t in tg):
+            raise CompileError("TriggeredTags needs at least one tag, each a Tagged")
+        for t in tg:
+            if not any(t.begin.startswith(x) for x in trig):
+                raise CompileError(f"TriggeredTags: the tag begin {t.begin!r} starts with none "
+                                   f"of the triggers {list(trig)}")
+        self._set(triggers=trig, tags=tg, at_least_one=bool(at_least_one),
+                  stop_after_first=bool(stop_after_first),
+                  key=("triggered_tags", trig, tuple(t.key for t in tg), bool(at_least_one),
+                       bool(stop_after_first)))
+
+    def _expr(self, b):
+        free, until = _scan_dfas([t.encode("utf-8") for t in self.triggers])
+        blocks = []
+        for trigger, dfa in zip(self.triggers, until):
+            # each tag opened by this trigger: the tag's begin past the trigger, its content,
+            # its end (a begin that starts with two triggers belongs to the shorter: the text
+            # watcher stops where it ends)
+            mine = [t for t in self.tags if min((x for x in self.triggers
+                                                 if t.begin.startswith(x)), key=len) == trigger]
+            if not mine:
+                continue
+            rest = [b.expr(Tagged(t.begin[len(trigger):], t.content, t.end)) for t in mine]
+            blocks.append(ir.seq(b.rule("until-trigger", dfa), ir.alt(*rest)))
+        block = b.rule("tag", ir.alt(*blocks))
+        tail = b.rule("free-text", free)
+        if self.stop_after_first:
+            return block if self.at_least_one else ir.alt(block, tail)
+        return ir.seq(ir.repeat(block, 1 if self.at_least_one else 0, None), tail)
+
+
+def _utf8_table() -> list:
+    """UTF-8's byte automaton: state -> byte -> next state or None; state 0 is between
+    characters. 1..3: continuation bytes still owed; 4..7: the second byte of E0, ED, F0, F4,
+    whose ranges are narrower (no overlong forms, surrogates or values past U+10FFFF)."""
+    table: list = [[None] * 256 for _ in range(8)]
+    for c in range(0x80):
+        table[0][c] = 0
+    for lo, hi, to in ((0xC2, 0xDF, 1), (0xE1, 0xEC, 2), (0xEE, 0xEF, 2), (0xF1, 0xF3, 3)):
+        for c in range(lo, hi + 1):
+            table[0][c] = to
+    for lead, state in ((0xE0, 4), (0xED, 5), (0xF0, 6), (0xF4, 7)):
+        table[0][lead] = state
+    for owed in (1, 2, 3):
+        for c in range(0x80, 0xC0):
+            table[owed][c] = owed - 1
+    for state, lo, hi, to in ((4, 0xA0, 0xBF, 1), (5, 0x80, 0x9F, 1), (6, 0x90, 0xBF, 2),
+                              (7, 0x80, 0x8F, 2)):
+        for c in range(lo, hi + 1):
+            table[state][c] = to
+    return table
+
+
+_UTF8 = _utf8_table()
+
+
+def _scan_dfas(strings: list) -> Tuple[ir.Dfa, list]:
+    """Byte automata over UTF-8 text that watches for `strings` (Aho-Corasick): the first
+    accepts any text in which none of them occurs; the k-th of the list accepts the texts
+    whose first occurrence of any of them is one of strings[k], ending there."""
+    goto: list = [{}]          # the trie of the strings
+    ends: list = [set()]       # state -> indexes of the strings that end there (by suffix)
+    for k, s in enumerate(strings):
+        q = 0
+        for c in s:
+            if c not in goto[q]:
+                goto[q][c] = len(goto)
+                goto.append({})
+                ends.append(set())
+            q = goto[q][c]
+        ends[q].add(k)
+    fail = [0] * len(goto)
+    order, delta = [0], [[0] * 256 for _ in goto]
+    for q in order:            # breadth first: a state's failure link is done before it
+        for c in range(256):
+            if c in goto[q]:
+                r = goto[q][c]
+                fail[r] = delta[fail[q]][c] if q else 0
+                ends[r] |= ends[fail[r]]
+                delta[q][c] = r
+                order.append(r)
+            else:
+                delta[q][c] = delta[fail[q]][c] if q else 0
+
+    def dfa(found: Optional[int]) -> ir.Dfa:
+        # the watcher times UTF-8's own automaton (the text stays valid UTF-8): states are
+        # (watcher state, UTF-8 state); where a string ends, the one watched for leads to an
+        # accepting sink and any other is dead
+        index = {(0, 0): 0}
+        order = [(0, 0)]
+        edges: list = []
+        for q, u in order:
+            ranges: list = []
+            for c in range(256):
+                v = _UTF8[u][c]
+                if v is None:
+                    continue
+                r = delta[q][c]
+                t: int
+                if ends[r]:
+                    if found is None or found not in ends[r]:
+                        continue
+                    t = -1                      # the sink, numbered once every live state is
+                elif (r, v) in index:
+                    t = index[(r, v)]
+                else:
+                    t = index[(r, v)] = len(order)
+                    order.append((r, v))
+                if ranges and ranges[-1][2] == t and ranges[-1][1] == c - 1:
+                    ranges[-1] = (ranges[-1][0], c, t)
+                else:
+                    ranges.append((c, c, t))
+            edges.append(ranges)
+        n = len(order)
+        edges = [tuple((lo, hi, n if t < 0 else t) for lo, hi, t in e) for e in edges]
+        accepting = [found is None and u == 0 for _, u in order]
+        if found is not None:
+            edges.append(())
+            accepting.append(True)
+        return ir.Dfa(tuple(edges), tuple(accepting))
+
+    return dfa(None), [dfa(k) for k in range(len(strings))]
 
 
 class TriggeredRegion(Part):
