@@ -1,5 +1,6 @@
 """Batch mask fill: a step's masks for 1, 8 and 64 sequences at once, cengine against
-llguidance's batch fill, on the same schemas, tokens and vocabulary (llama-bpe, 128k tokens).
+llguidance's and xgrammar's batch fills, on the same schemas, tokens and vocabulary (llama-bpe,
+128k tokens).
 
     python scripts/bench_batch_fill.py [--batches 1,8,64] [--threads 1,2] [--rounds 3]
 
@@ -13,7 +14,10 @@ every sequence still running, and each sequence consumes its next token.
 - cengine: `Matcher.fill_mask` per sequence, in a loop (1 thread) or from a thread pool
   (the fill releases the GIL), as `cengine.contrib.hf.LogitsProcessor(n_threads=...)` does;
 - llguidance: `llguidance.numpy.fill_next_token_bitmask_par` over an `LLExecutor` of that many
-  threads.
+  threads;
+- xgrammar (where installed): `BatchGrammarMatcher(max_threads).batch_fill_next_token_bitmask`,
+  its tokenizer from transformers' conversion of the same GGUF vocabulary. Only the schemas
+  and instances all three engines compile and walk are used.
 
 Prints per step: mean milliseconds for the whole batch, and microseconds per sequence.
 """
@@ -39,9 +43,36 @@ import bench_schemas  # noqa: E402
 from bench_mask import Engines  # noqa: E402
 
 
-def sequences(eng: Engines, n: int):
-    """n (cengine grammar, llguidance grammar text, tokens), the tool instances in turn
-        (schemas both engines compile)."""
+class XGrammar:
+    """xgrammar over the same vocabulary (None where it is not installed)."""
+
+    def __init__(self, eng: Engines):
+        import transformers
+        import xgrammar
+        from tests.material import vocab_gguf
+        self.xgr = xgrammar
+        path = vocab_gguf("llama-bpe")
+        tok = transformers.PreTrainedTokenizerFast.from_pretrained(str(path.parent),
+                                                                   gguf_file=path.name)
+        self.info = xgrammar.TokenizerInfo.from_huggingface(tok, vocab_size=eng.vocab.size)
+        self.compiler = xgrammar.GrammarCompiler(self.info)
+
+    def compile(self, schema):
+        # any_whitespace and strict_mode=False: JSON Schema's question, as the others answer
+        return self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=True,
+                                                 strict_mode=False)
+
+    @classmethod
+    def load(cls, eng: Engines):
+        try:
+            return cls(eng)
+        except ImportError:
+            return None
+
+
+def sequences(eng: Engines, n: int, xg=None):
+    """n (cengine grammar, llguidance grammar text, tokens, xgrammar compiled or None), the
+    tool instances in turn (schemas every engine compiles)."""
     per_schema = []
     for e in bench_schemas.tool_entries():
         try:        # (a schema one of the engines refuses is left out)
@@ -49,25 +80,28 @@ def sequences(eng: Engines, n: int):
             ll = eng.llguidance.LLMatcher.grammar_from_json_schema(e.schema)
             if eng.llguidance.LLMatcher(eng.lltok, ll).is_error():
                 continue
-        except (eng.cengine.CompileError, ValueError):
+            x = xg.compile(e.schema) if xg is not None else None
+        except (eng.cengine.CompileError, ValueError, RuntimeError):
             continue
-        per_schema.append([(g, ll, eng.tokenize(json.dumps(inst))) for inst in e.instances])
+        per_schema.append([(g, ll, eng.tokenize(json.dumps(inst)), x) for inst in e.instances])
     # round robin over the schemas: a batch mixes as many schemas as it has room for
     pool = [s[k] for k in range(max(map(len, per_schema), default=0))
             for s in per_schema if k < len(s)]
     # (an instance one of the engines does not walk to its end is left out)
-    pool = [q for q in pool if _walks(eng, q)]
+    pool = [q for q in pool if _walks(eng, q, xg)]
     if not pool:
         raise SystemExit("no tool schemas found")
     return [pool[i % len(pool)] for i in range(n)]
 
 
-def _walks(eng: Engines, seq) -> bool:
-    g, ll, toks = seq
+def _walks(eng: Engines, seq, xg=None) -> bool:
+    g, ll, toks, x = seq
     ours = g.matcher(eng.vocab)
     theirs = eng.llguidance.LLMatcher(eng.lltok, ll)
+    xm = xg.xgr.GrammarMatcher(x) if xg is not None else None
     return all(ours.accept_token(t) for t in toks) and \
-        all(theirs.consume_token(t) for t in toks)
+        all(theirs.consume_token(t) for t in toks) and \
+        (xm is None or all(xm.accept_token(t) for t in toks))
 
 
 def _steps(seqs, fill_live, consume, engine: str):
@@ -76,7 +110,7 @@ def _steps(seqs, fill_live, consume, engine: str):
     steps = []
     k = 0
     while True:
-        live = [i for i, (_, _, toks) in enumerate(seqs) if k < len(toks)]
+        live = [i for i, seq in enumerate(seqs) if k < len(seq[2])]
         if not live:
             return steps
         t0 = time.perf_counter_ns()
@@ -91,7 +125,7 @@ def _steps(seqs, fill_live, consume, engine: str):
 def run_ours(eng: Engines, seqs, threads: int):
     words = eng.cengine.mask_words(eng.vocab.size)
     masks = np.zeros((len(seqs), words), np.int32)
-    matchers = [g.matcher(eng.vocab) for g, _, _ in seqs]
+    matchers = [seq[0].matcher(eng.vocab) for seq in seqs]
     pool = concurrent.futures.ThreadPoolExecutor(threads) if threads > 1 else None
 
     def fill(i):
@@ -113,12 +147,23 @@ def run_ours(eng: Engines, seqs, threads: int):
 def run_ll(eng: Engines, seqs, threads: int):
     import llguidance.numpy as lln
     ex = eng.llguidance.LLExecutor(threads)
-    matchers = [eng.llguidance.LLMatcher(eng.lltok, ll) for _, ll, _ in seqs]
+    matchers = [eng.llguidance.LLMatcher(eng.lltok, seq[1]) for seq in seqs]
     masks = lln.allocate_token_bitmask(len(seqs), eng.lltok.vocab_size)
 
     def fill_live(live):
         lln.fill_next_token_bitmask_par(ex, [(matchers[i], i) for i in live], masks)
     return _steps(seqs, fill_live, lambda i, t: matchers[i].consume_token(t), "llguidance")
+
+
+def run_xg(xg, seqs, threads: int):
+    xgr = xg.xgr
+    batch = xgr.BatchGrammarMatcher(max_threads=threads)
+    matchers = [xgr.GrammarMatcher(seq[3]) for seq in seqs]
+    masks = xgr.allocate_token_bitmask(len(seqs), xg.info.vocab_size)
+
+    def fill_live(live):
+        batch.batch_fill_next_token_bitmask([matchers[i] for i in live], masks, indices=live)
+    return _steps(seqs, fill_live, lambda i, t: matchers[i].accept_token(t), "xgrammar")
 
 
 def summary(steps):
@@ -134,13 +179,18 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="runs of each cell; the fastest kept")
     args = ap.parse_args()
     eng = Engines()
+    xg = XGrammar.load(eng)
     batches = [int(x) for x in args.batches.split(",")]
     threads = [int(x) for x in args.threads.split(",")]
-    seqs_all = sequences(eng, max(batches))
-    # warm: every grammar's tables on both engines
-    run_ours(eng, seqs_all, 1)
-    run_ll(eng, seqs_all, 1)
-    n_schemas = len({id(g) for g, _, _ in seqs_all})
+    seqs_all = sequences(eng, max(batches), xg)
+    runners = [("cengine", lambda s, t: run_ours(eng, s, t)),
+               ("llguidance", lambda s, t: run_ll(eng, s, t))]
+    if xg is not None:
+        runners.append(("xgrammar", lambda s, t: run_xg(xg, s, t)))
+    # warm: every grammar's tables on every engine
+    for _, fn in runners:
+        fn(seqs_all, 1)
+    n_schemas = len({id(seq[0]) for seq in seqs_all})
     print(f"vocabulary llama-bpe ({eng.vocab.size} tokens), {n_schemas} tool schemas, tables "
           f"warm, fastest of {args.rounds} runs a cell, {os.cpu_count()} cores\n")
     print("| batch | threads | engine | step mean ms | µs a sequence | step p99 ms |")
@@ -148,8 +198,8 @@ def main() -> None:
     for b in batches:
         seqs = seqs_all[:b]
         for t in threads:
-            for name, fn in (("cengine", run_ours), ("llguidance", run_ll)):
-                best = min((summary(fn(eng, seqs, t)) for _ in range(args.rounds)),
+            for name, fn in runners:
+                best = min((summary(fn(seqs, t)) for _ in range(args.rounds)),
                            key=lambda r: r[0])
                 print(f"| {b} | {t} | {name} | {best[0]:.3f} | {best[1]:.1f} | {best[2]:.3f} |",
                       flush=True)
