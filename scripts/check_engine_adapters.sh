@@ -35,6 +35,7 @@ CONSTRAINTS="$VENV/constraints.txt"
     msgspec pydantic pyzmq tqdm ipython aiohttp openai partial-json-parser cloudpickle \
     cachetools uvloop py-cpuinfo llguidance apache-tvm-ffi ninja tiktoken sentencepiece \
     blake3 cbor2 fastapi prometheus-client pyyaml regex safetensors lark gguf einops \
+    openai-harmony \
     pytest hypothesis jsonschema
 "$PY" -m pip list 2>/dev/null | grep -iE '^(torch|sglang|vllm|xgrammar|transformers) '
 cd tests
