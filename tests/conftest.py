@@ -91,6 +91,17 @@ def smollm2_model_path() -> Path:
     return p
 
 
+@pytest.fixture(scope="session")
+def gpt2_hf_tokenizer():
+    """GPT-2's tokenizer as transformers converts it from llama.cpp's vocab file (no
+    download); skipped without transformers or gguf. For the engine adapters' tests."""
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    path = _material.vocab_gguf("gpt-2")
+    return transformers.PreTrainedTokenizerFast.from_pretrained(str(path.parent),
+                                                                gguf_file=path.name)
+
+
 @pytest.fixture(scope="module")
 def live():
     """A live server on the fixture model, one per test module (modules that need other

@@ -17,7 +17,6 @@ import jsonschema
 import pytest
 
 import cengine
-import material
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -75,10 +74,8 @@ CASES = [      # (SGLang key, check of the finished text)
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    path = material.vocab_gguf("gpt-2")
-    return transformers.PreTrainedTokenizerFast.from_pretrained(str(path.parent),
-                                                                gguf_file=path.name)
+def tokenizer(gpt2_hf_tokenizer):
+    return gpt2_hf_tokenizer
 
 
 @pytest.fixture(scope="module")

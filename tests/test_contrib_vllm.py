@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 import cengine
-import material
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -59,10 +58,8 @@ CASES = [      # (extra_args, check of the finished text)
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    path = material.vocab_gguf("gpt-2")
-    return transformers.PreTrainedTokenizerFast.from_pretrained(str(path.parent),
-                                                                gguf_file=path.name)
+def tokenizer(gpt2_hf_tokenizer):
+    return gpt2_hf_tokenizer
 
 
 @pytest.fixture(scope="module")
