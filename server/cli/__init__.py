@@ -8,6 +8,7 @@ from __future__ import annotations
 import click
 
 from .calibrate import calibrate
+from .ladder import ladder
 from .run import run
 from .serve import serve
 
@@ -21,5 +22,6 @@ def main() -> None:
 main.add_command(serve)
 main.add_command(run)
 main.add_command(calibrate)
+main.add_command(ladder)
 
 __all__ = ["main"]
