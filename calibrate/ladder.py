@@ -114,10 +114,15 @@ class Answer:
     completion_tokens: int = 0
     seconds: float = 0.0
     error: Optional[str] = None             # the request failed (status and message)
+    calls: int = 0                          # tool calls in the answer (parallel calls)
+    finish_reason: Optional[str] = None
+    budget_cut: bool = False                # max_tokens ended it (the closer closed it)
 
     def as_dict(self) -> dict:
         return {"tool": self.tool, "arguments": self.arguments, "conforms": self.conforms,
                 "posterior": self.posterior, "completion_tokens": self.completion_tokens,
+                "calls": self.calls, "finish_reason": self.finish_reason,
+                "budget_cut": self.budget_cut,
                 "seconds": round(self.seconds, 4), "error": self.error}
 
 
@@ -132,8 +137,12 @@ def read_answer(case: Case, status: int, data: Any, seconds: float) -> Answer:
         return Answer(seconds=seconds, error=f"{status}: {msg}")
     a = Answer(seconds=seconds,
                completion_tokens=int((data.get("usage") or {}).get("completion_tokens", 0)))
-    message = ((data.get("choices") or [{}])[0]).get("message") or {}
+    choice = (data.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
     calls = message.get("tool_calls") or []
+    a.calls, a.finish_reason = len(calls), choice.get("finish_reason")
+    # the budget ended the answer: "length", or an unfinished extra call the server dropped
+    a.budget_cut = a.finish_reason == "length" or bool(choice.get("llamay_dropped_call"))
     for d in data.get("llamay_choice_logprobs") or []:
         if d.get("pointer") == "tool" and d.get("chosen") in (d.get("alternatives") or []):
             a.posterior = float(d["posterior"][d["alternatives"].index(d["chosen"])])
@@ -217,6 +226,8 @@ def summarize(rungs: Sequence[Rung], cases: Sequence[Case], *, source: str = "",
             "expected_argument_agreement": _rate([a.arguments == c.arguments
                                                   for a, c in expected]),
             "mean_posterior": sum(posts) / len(posts) if posts else None,
+            "calls_per_case": sum(a.calls for a in r.answers) / max(len(r.answers), 1),
+            "budget_cut": _rate([a.budget_cut for a in r.answers]),
             "tokens_per_s": tokens / seconds if seconds > 0 else None,
             "completion_tokens": tokens, "seconds": round(seconds, 3),
         })
@@ -234,7 +245,7 @@ def _pct(x: Optional[float]) -> str:
 def format_table(report: Mapping[str, Any]) -> str:
     """The terminal table, one line a rung."""
     head = ("quant", "MiB", "bpw", "conform", "tool=ref", "tool=label", "args=ref", "keys=ref",
-            "posterior", "tok/s")
+            "posterior", "calls", "cut", "tok/s")
     rows = [head]
     for r in report["rungs"]:
         rows.append((r["quant"] + ("*" if r["requantized_from"] else ""),
@@ -244,6 +255,7 @@ def format_table(report: Mapping[str, Any]) -> str:
                      _pct(r["label_agreement"]), _pct(r["argument_agreement"]),
                      _pct(r["argument_key_agreement"]),
                      "-" if r["mean_posterior"] is None else f"{r['mean_posterior']:.3f}",
+                     f"{r['calls_per_case']:.2f}", _pct(r["budget_cut"]),
                      "-" if r["tokens_per_s"] is None else f"{r['tokens_per_s']:.1f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
@@ -273,7 +285,8 @@ def write_plot(report: Mapping[str, Any], path: str) -> None:
     fig = Figure(figsize=(7.0, 4.5), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.subplots()
-    rungs = [r for r in report["rungs"] if r["bits_per_weight"] is not None]
+    rungs = sorted((r for r in report["rungs"] if r["bits_per_weight"] is not None),
+                   key=lambda r: r["bits_per_weight"])
     xs = [r["bits_per_weight"] for r in rungs]
     for key, label in (("conformance", "schema conformance"),
                        ("tool_agreement", f"tool = {report['reference']}"),
@@ -283,15 +296,15 @@ def write_plot(report: Mapping[str, Any], path: str) -> None:
         pts = [(x, r[key]) for x, r in zip(xs, rungs) if r[key] is not None]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-    for x, r in zip(xs, rungs):
-        ax.annotate(r["quant"], (x, 0.0), textcoords="offset points", xytext=(0, 4),
-                    ha="center", fontsize=8, rotation=90)
     ax.set_xlabel("bits per weight")
     ax.set_ylabel("rate over the cases")
     ax.set_ylim(-0.02, 1.05)
     ax.invert_xaxis()
     ax.grid(alpha=0.3)
     ax.legend(loc="lower left", fontsize=8)
+    top = ax.twiny()                # the rungs' names above their bits per weight
+    top.set_xlim(ax.get_xlim())
+    top.set_xticks(xs, [r["quant"] for r in rungs], fontsize=7, rotation=60)
     ax.set_title(f"quant ladder: {Path(str(report.get('source') or '')).name}")
     fig.savefig(path, dpi=120)
 

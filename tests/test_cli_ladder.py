@@ -185,6 +185,17 @@ def test_read_answer(case, status, data, tool, conforms, posterior):
     assert (a.error is not None) == (status != 200)
 
 
+@pytest.mark.parametrize("choice, cut", [
+    ({"finish_reason": "length"}, True),
+    ({"finish_reason": "tool_calls", "llamay_dropped_call": True}, True),
+    ({"finish_reason": "tool_calls"}, False),
+])
+def test_budget_cut(choice, cut):
+    data = _response("get_weather", '{"city": "Oslo"}')
+    data["choices"][0].update(choice)
+    assert L.read_answer(_case(), 200, data, 0.1).budget_cut is cut
+
+
 def test_summarize_counts_against_the_reference_and_the_labels():
     cases = [_case("get_weather", {"city": "Oslo"}), _case("get_time", None),
              _case("get_weather", None)]
