@@ -120,3 +120,17 @@ def test_what_cannot_be_enforced_is_refused_by_name(spec, keyword):
 def test_not_a_structural_tag(spec):
     with pytest.raises(CompileError):
         compile_structural_tag(spec)
+
+
+def test_importing_the_engine_free_contrib_modules_loads_no_engine():
+    """cengine, cengine.contrib, its structural-tag reader and shared helpers import no
+    torch, transformers or engine (the default test environment has none of them either,
+    so this runs where the adapters' own tests are skipped)."""
+    import subprocess
+    import sys
+    code = ("import sys, cengine, cengine.contrib, cengine.contrib.structural_tag, "
+            "cengine.contrib._tokens; print(sorted(m for m in ('torch', 'transformers', "
+            "'sglang', 'vllm', 'xgrammar') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
