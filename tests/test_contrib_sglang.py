@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 
-import jsonschema
 import pytest
 
 import cengine
@@ -25,12 +24,9 @@ pytest.importorskip("gguf")
 
 from cengine.contrib import sglang as adapter  # noqa: E402
 
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8},
-                                           "days": {"type": "integer", "minimum": 1,
-                                                    "maximum": 30}},
-          "required": ["city", "days"], "additionalProperties": False}
-REGEX = "[a-z]{2,5}-[0-9]{1,3}"
-GBNF = 'root ::= "yes" | "no" | "maybe " [0-9]'
+from adapter_cases import GBNF, REGEX, SCHEMA, gbnf_ok, regex_ok  # noqa: E402
+from adapter_cases import schema_ok as _valid_schema  # noqa: E402
+
 CALL_TAG = {"type": "tag", "begin": "<tool_call>", "end": "</tool_call>",
             "content": {"type": "json_schema", "json_schema": SCHEMA}}
 TAG = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
@@ -43,11 +39,6 @@ TRIGGERED = {"type": "structural_tag", "format": {
     "at_least_one": True, "stop_after_first": True}}
 LEGACY = {"type": "structural_tag", "triggers": ["<f="],
           "structures": [{"begin": "<f=get>", "schema": SCHEMA, "end": "</f>"}]}
-
-
-def _valid_schema(text):
-    jsonschema.validate(json.loads(text), SCHEMA)
-    return True
 
 
 def _tag_doc(text):
@@ -67,8 +58,8 @@ def _legacy_doc(text):
 
 CASES = [      # (SGLang key, check of the finished text)
     (("json", json.dumps(SCHEMA)), _valid_schema),
-    (("regex", REGEX), lambda t: re.fullmatch(REGEX, t) is not None),
-    (("ebnf", GBNF), lambda t: re.fullmatch(r"yes|no|maybe [0-9]", t) is not None),
+    (("regex", REGEX), regex_ok),
+    (("ebnf", GBNF), gbnf_ok),
     (("structural_tag", json.dumps(TAG)), _tag_doc),
 ]
 

@@ -28,27 +28,18 @@ pytest.importorskip("gguf")
 from vllm import SamplingParams  # noqa: E402
 from vllm.v1.structured_output.backend_types import StructuredOutputOptions  # noqa: E402
 
+from adapter_cases import GBNF, REGEX, SCHEMA, gbnf_ok, regex_ok  # noqa: E402
+from adapter_cases import schema_ok as _schema_ok  # noqa: E402
 from cengine.contrib import vllm as adapter  # noqa: E402
 
 FQCN = "cengine.contrib.vllm:LlamayLogitsProcessor"
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8},
-                                           "days": {"type": "integer", "minimum": 1,
-                                                    "maximum": 30}},
-          "required": ["city", "days"], "additionalProperties": False}
-REGEX = "[a-z]{2,5}-[0-9]{1,3}"
-GBNF = 'root ::= "yes" | "no" | "maybe " [0-9]'
 CHOICES = ["red", "green", "blue sky"]
-
-
-def _schema_ok(t):
-    jsonschema.validate(json.loads(t), SCHEMA)
-    return True
 
 
 CASES = [      # (extra_args, check of the finished text)
     ({"llamay_json_schema": json.dumps(SCHEMA)}, _schema_ok),
-    ({"llamay_regex": REGEX}, lambda t: re.fullmatch(REGEX, t) is not None),
-    ({"llamay_grammar": GBNF}, lambda t: re.fullmatch(r"yes|no|maybe [0-9]", t) is not None),
+    ({"llamay_regex": REGEX}, regex_ok),
+    ({"llamay_grammar": GBNF}, gbnf_ok),
     ({"llamay_choice": CHOICES}, lambda t: t in CHOICES),
     ({"llamay_structural_tag": json.dumps({"type": "structural_tag", "format": {
         "type": "tag", "begin": "<call>", "end": "</call>",
@@ -228,7 +219,7 @@ def backend(vllm_config, tokenizer):
 @pytest.mark.parametrize("kind, spec, check", [
     (StructuredOutputOptions.JSON, json.dumps(SCHEMA), _schema_ok),
     (StructuredOutputOptions.JSON_OBJECT, "", lambda t: isinstance(json.loads(t), dict)),
-    (StructuredOutputOptions.REGEX, REGEX, lambda t: re.fullmatch(REGEX, t) is not None),
+    (StructuredOutputOptions.REGEX, REGEX, regex_ok),
     (StructuredOutputOptions.GRAMMAR, GBNF, lambda t: t in ("yes", "no") or t[:6] == "maybe "),
     (StructuredOutputOptions.CHOICE, json.dumps(CHOICES), lambda t: t in CHOICES),
 ])
