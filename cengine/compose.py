@@ -327,24 +327,25 @@ class TriggeredTags(Part):
 
 
 def _utf8_table() -> list:
-    """UTF-8's byte automaton: state -> byte -> next state or None; state 0 is between
-    characters. 1..3: continuation bytes still owed; 4..7: the second byte of E0, ED, F0, F4,
-    whose ranges are narrower (no overlong forms, surrogates or values past U+10FFFF)."""
-    table: list = [[None] * 256 for _ in range(8)]
-    for c in range(0x80):
-        table[0][c] = 0
-    for lo, hi, to in ((0xC2, 0xDF, 1), (0xE1, 0xEC, 2), (0xEE, 0xEF, 2), (0xF1, 0xF3, 3)):
-        for c in range(lo, hi + 1):
-            table[0][c] = to
-    for lead, state in ((0xE0, 4), (0xED, 5), (0xF0, 6), (0xF4, 7)):
-        table[0][lead] = state
-    for owed in (1, 2, 3):
-        for c in range(0x80, 0xC0):
-            table[owed][c] = owed - 1
-    for state, lo, hi, to in ((4, 0xA0, 0xBF, 1), (5, 0x80, 0x9F, 1), (6, 0x90, 0xBF, 2),
-                              (7, 0x80, 0x8F, 2)):
-        for c in range(lo, hi + 1):
-            table[state][c] = to
+    """UTF-8's byte automaton, from the byte-range sequences cengine/utf8.py spells it with:
+    state -> byte -> next state or None; state 0 is between characters, each other state
+    the byte ranges a character still owes."""
+    from .utf8 import sequences
+    index: dict = {(): 0}
+    table: list = [[None] * 256]
+
+    def state(owed: tuple) -> int:
+        if owed not in index:
+            q = index[owed] = len(table)
+            table.append([None] * 256)
+            nxt = state(owed[1:])
+            for c in range(owed[0][0], owed[0][1] + 1):
+                table[q][c] = nxt
+        return index[owed]
+    for seq in sequences(0, 0x10FFFF):
+        nxt = state(tuple(map(tuple, seq[1:])))
+        for c in range(seq[0][0], seq[0][1] + 1):
+            table[0][c] = nxt
     return table
 
 

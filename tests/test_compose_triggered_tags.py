@@ -85,6 +85,17 @@ def test_free_text_must_be_utf8():
     assert m.completion() == b"\x80"                    # the closer ends the character
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=12) | st.text(max_size=6).map(lambda t: t.encode("utf-8", "replace")))
+def test_any_text_is_exactly_valid_utf8(data):
+    try:
+        data.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    assert accepts(cengine.AnyText(), data) is valid
+
+
 def test_closer_finishes_an_open_trigger_and_its_tag():
     m = compile_structural(CALLS).matcher()
     assert m.accept_bytes(b"ok <cal")
