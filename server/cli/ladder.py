@@ -163,3 +163,5 @@ def _run_rung(rung, cases, *, seed: int, max_tokens: int, n_ctx: int, threads: i
             if i == len(cases) or i % 10 == 0:
                 say(f"    {rung.quant}: {i}/{len(cases)} cases "
                     f"({time.perf_counter() - t_rung:.0f} s)")
+    # the scheduler stopped with the client: free this rung's weights before the next loads
+    app.state.llamay.model.close()
