@@ -200,6 +200,7 @@ def test_budget_cut_without_the_closer_is_left_open(lp, processor):
     ({"llamay_grammar": "root ::= nowhere"}, "nowhere"),
     ({"llamay_choice": []}, "choice"),
     ({"llamay_regex": "a", "llamay_grammar": 'root ::= "a"'}, "one llamay constraint"),
+    ({"llamay_regex": "a", "llamay_close": "maybe"}, "llamay_close is 1 or 0"),
 ])
 def test_validate_params_refuses_as_vllm_frontend_asks(lp, extra, word):
     from vllm.exceptions import VLLMValidationError

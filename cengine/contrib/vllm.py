@@ -103,6 +103,14 @@ def _request_constraint(extra_args: Optional[Dict[str, Any]]) -> Optional[tuple]
     return (given[0][len("llamay_"):], extra_args[given[0]]) if given else None
 
 
+def _close_flag(extra_args: Optional[Dict[str, Any]]) -> bool:
+    """`llamay_close`: 1 / 0 (true / false); ValueError for anything else."""
+    value = (extra_args or {}).get("llamay_close", 1)
+    if value in (1, 0, True, False, "1", "0", "true", "false"):
+        return value in (1, True, "1", "true")
+    raise ValueError(f"llamay_close is 1 or 0, not {value!r}")
+
+
 _VOCABS: Dict[tuple, Vocabulary] = {}
 
 
@@ -170,9 +178,11 @@ class _Plugin:
 
     @classmethod
     def validate_params(cls, sampling_params: Any) -> None:
-        found = _request_constraint(getattr(sampling_params, "extra_args", None))
+        extra = getattr(sampling_params, "extra_args", None)
+        found = _request_constraint(extra)
         if found is None:
             return
+        _close_flag(extra)
         try:
             compile_request(*found)
         except CompileError as e:
@@ -204,7 +214,7 @@ class _Plugin:
         kind, spec = found
         vocab = _vocab(self.tokenizer, self.vocab_size, self.eos_ids,
                        special=kind == "structural_tag")
-        close = bool(int((extra or {}).get("llamay_close", 1)))
+        close = _close_flag(extra)
         return _Row(compile_request(kind, spec).matcher(vocab),
                     getattr(params, "max_tokens", None), close)
 
