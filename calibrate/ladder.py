@@ -233,7 +233,7 @@ def summarize(rungs: Sequence[Rung], cases: Sequence[Case], *, source: str = "",
         })
     return {"reference": ref.quant, "source": source, "seed": seed, "n_cases": len(cases),
             "rungs": out_rungs,
-            "case_answers": [{"id": c.id, "label": c.label, **{
+            "case_answers": [{"id": c.id, "label": c.label, "extra": c.extra, **{
                 r.quant: r.answers[i].as_dict() for r in rungs}}
                 for i, c in enumerate(cases)]}
 

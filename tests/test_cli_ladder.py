@@ -31,7 +31,7 @@ def case_line(text, label=None, **extra):
 def cases(tmp_path):
     path = tmp_path / "cases.jsonl"
     path.write_text("\n".join([case_line("Weather in Oslo?", "get_weather",
-                                         arguments={"city": "Oslo"}, id="a"),
+                                         arguments={"city": "Oslo"}, id="a", topic="weather"),
                                case_line("Time in Lima?", "get_time"),
                                case_line("Weather in Rome?")]) + "\n")
     return path
@@ -70,6 +70,7 @@ def test_ladder_end_to_end_on_the_fixture_model(fixture_model_path, cases, tmp_p
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # every case's answer at every rung, with the extra fields' id
     assert [c["id"] for c in report["case_answers"]] == ["a", 2, 3]
+    assert report["case_answers"][0]["extra"] == {"topic": "weather"}     # kept
     assert all(c["Q8_0"]["tool"] in ("get_weather", "get_time")
                for c in report["case_answers"])
     files = sorted(p.name for p in cache.iterdir())
