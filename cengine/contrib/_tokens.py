@@ -31,11 +31,10 @@ def _byte_index(vocab: Vocabulary) -> Tuple[Dict[bytes, int], int]:
     return found
 
 
-def tokens_for_bytes(matcher: Any, data: bytes, *, limit: Optional[int] = None) -> List[int]:
+def _spell(matcher: Any, data: bytes, limit: Optional[int] = None) -> Tuple[List[int], Any]:
     """Tokens spelling a prefix of `data`, longest match first, each accepted by a copy of
-    `matcher` (the matcher itself is left as it was). Stops where no token fits."""
-    vocab = matcher.vocab
-    index, longest = _byte_index(vocab)
+    `matcher`; returns them and that copy, advanced past them. Stops where no token fits."""
+    index, longest = _byte_index(matcher.vocab)
     m = matcher.copy()
     ids: List[int] = []
     pos = 0
@@ -48,7 +47,13 @@ def tokens_for_bytes(matcher: Any, data: bytes, *, limit: Optional[int] = None) 
                 break
         else:
             break
-    return ids
+    return ids, m
+
+
+def tokens_for_bytes(matcher: Any, data: bytes, *, limit: Optional[int] = None) -> List[int]:
+    """Tokens spelling a prefix of `data`, longest match first, each accepted by a copy of
+    `matcher` (the matcher itself is left as it was). Stops where no token fits."""
+    return _spell(matcher, data, limit)[0]
 
 
 def forced_tokens(matcher: Any) -> Tuple[List[int], bytes]:
@@ -57,14 +62,10 @@ def forced_tokens(matcher: Any) -> Tuple[List[int], bytes]:
     data = matcher.forced_bytes()
     if not data:
         return [], b""
-    ids = tokens_for_bytes(matcher, data)
-    m = matcher.copy()
-    for t in ids:
-        m.accept_token(t)
+    ids, m = _spell(matcher, data)
     if ids and not (m.is_accepting() and not m.allowed_bytes()):
         ids.pop()
-    vocab = matcher.vocab
-    return ids, b"".join(vocab.tokens[t] for t in ids)
+    return ids, b"".join(matcher.vocab.tokens[t] for t in ids)
 
 
 def closing_tokens(matcher: Any) -> List[int]:

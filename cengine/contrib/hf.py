@@ -15,7 +15,8 @@ A processor follows one `generate()` call (make a new one, or `reset()`). Rows: 
 one Grammar for every row, or one per row; with `num_return_sequences` (rows repeated in
 order) each Grammar serves its consecutive rows. Masks are cengine's int32 word bitsets,
 filled without the GIL (`n_threads` > 1 fills a batch's rows from a thread pool) and applied
-in place on CPU float32 scores, by a boolean mask elsewhere.
+as the other adapters apply them (`_tokens.apply_words`: cengine's kernel in place on CPU
+float32 scores, torch bit operations on the scores' device elsewhere).
 """
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ from typing import Any, List, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from .._bitmask import apply_mask as _apply_mask
 from ..grammar import Grammar
 from ..special import plain_text
 from ..vocab import Vocabulary
+from ._tokens import apply_words
 
 try:        # subclass transformers' bases where it is installed (isinstance checks); duck
     from transformers import LogitsProcessor as _ProcessorBase      # typing works as well
@@ -117,15 +118,9 @@ class LogitsProcessor(_ProcessorBase):
         size = self.vocab.size
         if scores.shape[-1] > size:        # padded embedding rows: never a token
             scores[rows, size:] = float("-inf")
-        in_place = scores.device.type == "cpu" and scores.dtype == torch.float32 \
-            and scores.is_contiguous()
+        words = torch.from_numpy(self._masks)
         for b in rows:
-            if in_place:
-                _apply_mask(scores[b, :size].numpy(), self._masks[b])
-            else:
-                bits = np.unpackbits(self._masks[b].view(np.uint8), bitorder="little")[:size]
-                allowed = torch.from_numpy(bits.astype(bool)).to(scores.device)
-                scores[b, :size].masked_fill_(~allowed, float("-inf"))
+            apply_words(scores[b:b + 1], words[b:b + 1])
         return scores
 
     # --- the closer ----------------------------------------------------------------------------
