@@ -58,7 +58,12 @@ def prepare(vocab, *, json: bool = True) -> None:
         trie.slice(k)
     trie.class_prune()
     trie.token_lengths()
+    # a bounded string's character runs (TokenTables._character_run)
+    trie.plain_chars()
+    trie.string_rest()
     if json:
+        from ._tables import any_character_body
+        any_character_body()
         # the validator the schema compiler checks enum values and oneOf branches with: its
         # first import builds parsers for a second, which would land on some request
         import jsonschema  # noqa: F401

@@ -86,6 +86,7 @@ cdef class _InlinePass:
     cdef vector[int32_t] root
     cdef vector[uint8_t] container, whitespace
     cdef vector[uint8_t] stand_in           # an any-order object rule (stand_in_node)
+    cdef vector[uint8_t] keep_frame         # ir.Rule.frame: never inlined
     cdef vector[int32_t] refs_first, refs   # distinct callees per rule (CSR)
     cdef vector[int32_t] long_first, longs  # rules called from long counted runs (CSR)
 
@@ -238,16 +239,18 @@ cdef class _InlinePass:
         self.n_rules = len(rules)
         self.undefined = False
         self.exprs = []
-        cdef uint8_t container, whitespace, stand_in
+        cdef uint8_t container, whitespace, stand_in, keep_frame
         for r in rules.values():
             e = r.expr
             self.exprs.append(e)
             # (typed first: Cython hands push_back a dangling reference to a conditional)
             container = 1 if r.container else 0
             whitespace = 1 if r.whitespace else 0
+            keep_frame = 1 if r.frame else 0
             stand_in = 1 if any_order is not None and _made_elsewhere(e, any_order) else 0
             self.container.push_back(container)
             self.whitespace.push_back(whitespace)
+            self.keep_frame.push_back(keep_frame)
             self.stand_in.push_back(stand_in)
             self.root.push_back(self.stand_in_node(e) if stand_in else self.node(e, 0))
         return 0
@@ -593,7 +596,8 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size, any_
     inlinable.resize(nr, 0)
     for r in range(nr):
         inlinable[r] = (r != root_rule and not recursive[r] and not p.container[r]
-                        and not p.stand_in[r] and (p.whitespace[r] or rule_max[r] <= cap))
+                        and not p.stand_in[r] and not p.keep_frame[r]
+                        and (p.whitespace[r] or rule_max[r] <= cap))
 
     # the calls a substitution reaches (not those of long counted runs, nor under a
     # whitespace wrapper): only those rules' bodies are ever made

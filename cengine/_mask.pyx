@@ -146,6 +146,16 @@ def use_step_cache(bint on):
     _use_step_cache = on
 
 
+cdef bint _use_character_runs = True
+
+
+def use_character_runs(bint on):
+    """Switch the character-run tables (TokenTables._character_run; for the tests that
+    compare them with the walked ones, and benchmarks)."""
+    global _use_character_runs
+    _use_character_runs = on
+
+
 cdef enum:
     STEP_MAX_STACKS = 1 << 16    # _matcher's MAX_STACKS: more stacks, the grammar is refused
 
@@ -798,6 +808,8 @@ cdef class TokenTables:
     cdef FirstBytes fb
     cdef SliceMemo memo          # slice depths of lone frames, for the slice search
     cdef object _last_depth, _last_slice, _last_walked, _last_times
+    cdef object _run_class       # the class of the last _character_run that applied
+    cdef int32_t _character_cap  # the most characters of a plain token (-1: not yet known)
 
     def __init__(self, automaton, vocab, Program program=None):
         # everything here is on the path to the first mask: per-position facts are worked
@@ -808,6 +820,8 @@ cdef class TokenTables:
         self.tables = {}
         self.lock = threading.Lock()
         self._signatures = None
+        self._run_class = None
+        self._character_cap = -1
         self.seen_once = {}
         self._narrow_below = NARROW_FIRST_BYTES
         n_pos = automaton.n_positions
@@ -930,6 +944,34 @@ cdef class TokenTables:
         base_pm = 1 if self.program.c.pos_flags[p] & FLAG_CONTAINER else 0
         return self._slice_depth((p,), base_pm, sizes[len(sizes) - 1])
 
+    def character_run(self, tuple frames):
+        """_character_run (tests): the characters a (count, character) pair takes at most,
+        or -1 where its table is walked the general way."""
+        return self._character_run(frames)
+
+    cdef int32_t _character_run(self, tuple frames):
+        """For a pair (q, p) whose top is a string character of a class (char_in, its frame
+        kept: RuleSignatures.character_class), called along a run of q's rule that only closes
+        with the quote (a bounded string's count): how many characters the pair takes at most
+        (capped at the longest plain token), else -1. Sets _run_class."""
+        if not _use_character_runs or len(frames) != 2:
+            return -1
+        cdef int32_t q = frames[0], p = frames[1]
+        cdef int32_t r = self._pos_rule[p]
+        if p != self.program.c.rule_start[r]:
+            return -1
+        cls = self.shared_keys.character_class(r)
+        if cls is None:
+            return -1
+        if self._character_cap < 0:
+            self._character_cap = self.trie.longest_plain_chars()
+        cdef int32_t cap = self._character_cap
+        cdef int32_t n = self.shared_keys.character_run(q, r, cap)
+        if n < 0:
+            return -1
+        self._run_class = cls
+        return min(cap, n + 1)      # the character p starts, then n more
+
     cdef PosTable _compute(self, tuple frames):
         """The table of frames at the positions `frames` (bottom first, the top last)."""
         if TABLE_LOG is None:
@@ -988,7 +1030,11 @@ cdef class TokenTables:
         # a narrow position (few first bytes) never admits the ~90 plain first bytes
         t_0 = time.perf_counter()
         cdef bint narrow = _narrow_at(&prog, p, self._narrow_below)
-        depth = 0 if narrow else self._slice_depth(frames, base_pm, sizes[len(sizes) - 1])
+        # a bounded string's character: plain tokens are decided by their character count,
+        # controls refused, and only the trie of the others (quotes, escapes) is walked
+        cdef int32_t run = -1 if narrow else self._character_run(frames)
+        depth = 0 if narrow or run >= 0 else \
+            self._slice_depth(frames, base_pm, sizes[len(sizes) - 1])
         t_1 = time.perf_counter()
         fitting = [k for k in sizes if k <= depth]
         self._last_depth = depth
@@ -1000,7 +1046,7 @@ cdef class TokenTables:
         cdef const uint64_t* fbp
         cdef int32_t cls_depth = 0
         cdef cnp.ndarray sub, sub_depth, sub_plain
-        if not narrow and (not fitting or fitting[len(fitting) - 1] < CLASS_BELOW):
+        if run < 0 and not narrow and (not fitting or fitting[len(fitting) - 1] < CLASS_BELOW):
             # class slices: a string of a restricted ASCII class (a pattern such as
             # `^[a-z0-9.-]+$` or `^[^,]+$`) takes no plain slice; try its first bytes' class
             fbp = first_bytes(&prog, &self.fb, p)
@@ -1016,7 +1062,17 @@ cdef class TokenTables:
                 if cls_depth < CLASS_MIN_DEPTH:
                     cp.cls[2] = 0
                     cls_depth = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], cp.cls)
-        if cls_depth > depth and cls_depth >= CLASS_MIN_DEPTH:
+        if run >= 0:
+            bits = self.trie.char_slice(run, *self._run_class).copy()
+            bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
+            acc_p = NULL
+            walked = self.trie.string_rest()
+            self._last_slice = ("chars", run)
+            self._last_walked = walked.n_nodes
+            with nogil:
+                rc = walk(&prog, &store, &walked.c, &self.fb, 0, init.data, 1, 1 << 30, bits_p,
+                          True, base_pm, &cond, exits_p, acc_p)
+        elif cls_depth > depth and cls_depth >= CLASS_MIN_DEPTH:
             bits = self.trie.class_slice(cp.cls[0], cp.cls[1], cls_depth, cp.cls[2] != 0).copy()
             bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
             acc_p = NULL

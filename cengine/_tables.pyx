@@ -139,6 +139,65 @@ cdef enum:
 _SIGNATURE_IDS = itertools.count()
 
 
+# a string character's class, as the token classes see it: (ASCII code points as two 64-bit
+# words, whether every non-ASCII code point but U+2028/U+2029 is in); no plain token holds a
+# C0 control, a quote, a backslash, U+2028 or U+2029 (TokenTrie.plain_lengths), so the class
+# decides plain tokens through these alone
+_ALL_ASCII = ((1 << 128) - 1)
+_CLASS_BODIES = {}
+
+
+def character_body(ranges):
+    """The serialisation (RuleSignatures, header off) of json_grammar.char_in(ranges) as a rule
+    of its own with its frame kept (a bounded string's character), from a reference grammar
+    built once per class; None if the build keeps no such rule."""
+    body = _CLASS_BODIES.get(ranges, False)
+    if body is False:
+        from cengine import ir
+        from cengine.automaton import build
+        from cengine.schema import json_grammar
+        g = ir.GrammarIR()
+        ch = g.add("character", json_grammar.char_in(ranges), frame=True)
+        g.add("root", ir.seq(ir.lit('"'), ir.repeat(ch, 0, 40), ir.lit('"')))
+        a = build(g)
+        names = list(a.rule_names)
+        body = None
+        if "character" in names:
+            sig = RuleSignatures(a)
+            d = sig.rule_digest(names.index("character"))
+            body = None if d is None else d[len(sig.header):]
+        if len(_CLASS_BODIES) >= 256:
+            _CLASS_BODIES.clear()
+        _CLASS_BODIES[ranges] = body
+    return body
+
+
+def any_character_body():
+    """character_body of every code point: json_grammar.string_char's rule."""
+    from cengine import ir
+    return character_body(((0, ir.MAX_UNICODE),))
+
+
+def _json_spelling(int cp):
+    """A JSON string spelling of code point cp (an escape where raw bytes are not allowed)."""
+    if cp < 0x20 or cp == 0x22 or cp == 0x5C:
+        return b"\\u%04x" % cp
+    if 0xD800 <= cp <= 0xDFFF:
+        return None
+    return chr(cp).encode("utf-8")
+
+
+def _merge(ranges):
+    out = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[len(out) - 1][1] + 1:
+            last = out.pop()
+            out.append((last[0], max(last[1], hi)))
+        else:
+            out.append((lo, hi))
+    return out
+
+
 cdef class RuleSignatures:
     """Structural keys of positions whose rule (with everything it calls) is small, so their
     tables can be shared across grammars. A key is the exact serialisation of the rules'
@@ -150,6 +209,7 @@ cdef class RuleSignatures:
     cdef const int64_t[::1] short_len
     cdef int32_t n_rules, n_pos
     cdef dict by_rule
+    cdef dict by_class
     cdef bytes header
     cdef object token
 
@@ -169,6 +229,7 @@ cdef class RuleSignatures:
         self.n_rules = a.rule_start.shape[0]
         self.n_pos = a.n_positions
         self.by_rule = {}
+        self.by_class = {}
         self.token = next(_SIGNATURE_IDS)     # unique for the life of the process
         # tables record whitespace and depth costs; whether limits exist at all is part of it
         self.header = repr((a.max_depth >= (1 << 30), a.whitespace_budget >= 0)).encode()
@@ -245,6 +306,101 @@ cdef class RuleSignatures:
         if d is False:
             d = self.by_rule[r] = self._key(r)
         return d
+
+    def _spells(self, int32_t r, bytes data):
+        """Whether rule r, alone, matches exactly `data` (its byte edges followed from its
+        start; None when the rule calls others or is not deterministic there)."""
+        cdef int32_t v = self.rule_start[r], k, to
+        for b in data:
+            if self.call_off[v + 1] > self.call_off[v]:
+                return None
+            to = -1
+            for k in range(self.edge_off[v], self.edge_off[v + 1]):
+                if self.edge_lo[k] <= b <= self.edge_hi[k]:
+                    if to >= 0:
+                        return None
+                    to = self.edge_to[k]
+            if to < 0:
+                return False
+            v = to
+        return bool(self.pos_flags[v] & 1)
+
+    def character_class(self, int32_t r):
+        """When rule r is exactly one JSON string character of a class (json_grammar.char_in
+        with its frame kept) whose non-ASCII part is all or nothing (U+2028 and U+2029 aside):
+        (ASCII code points as lo and hi 64-bit words, whether the non-ASCII ones are in).
+        Else None. The class is guessed from what the rule spells and then proved: the rule's
+        serialisation must equal that of char_in(the guessed class)."""
+        got = self.by_class.get(r, False)
+        if got is not False:
+            return got
+        got = None
+        d = self.rule_digest(r)
+        if d is not None:
+            ascii_in = [cp for cp in range(128) if self._spells(r, _json_spelling(cp))]
+            probes = [self._spells(r, _json_spelling(cp))
+                      for cp in (0x80, 0x7FF, 0x800, 0x2027, 0x202A, 0xFFFF, 0x10000, 0x10FFFF)]
+            if all(x is not None for x in probes) and (all(probes) or not any(probes)):
+                ranges = []
+                for cp in ascii_in:
+                    if ranges and ranges[len(ranges) - 1][1] == cp - 1:
+                        ranges[len(ranges) - 1] = (ranges[len(ranges) - 1][0], cp)
+                    else:
+                        ranges.append((cp, cp))
+                tries = [ranges]
+                if probes[0]:
+                    # every non-ASCII code point, less U+2028 / U+2029 where the rule refuses
+                    # them (a regex `.`)
+                    tail = [(0x80, 0x10FFFF)]
+                    for cp in (0x2028, 0x2029):
+                        if not self._spells(r, _json_spelling(cp)):
+                            tail = [x for lo, hi in tail
+                                    for x in (((lo, cp - 1), (cp + 1, hi)) if lo <= cp <= hi
+                                              else ((lo, hi),))
+                                    if x[0] <= x[1]]
+                    tries = [_merge(ranges + tail)]
+                body = d[len(self.header):]
+                for cand in tries:
+                    if character_body(tuple(cand)) == body:
+                        bits = 0
+                        for cp in ascii_in:
+                            bits |= 1 << cp
+                        got = (bits & 0xFFFFFFFFFFFFFFFF, bits >> 64, bool(probes[0]))
+                        break
+        self.by_class[r] = got
+        return got
+
+    def character_run(self, int32_t q, int32_t rule, int32_t cap):
+        """How many more calls of `rule` a frame at q can make before its string closes, when
+        every position on the way (q, then the call targets) calls nothing else, takes no
+        byte but the quote and does not end its rule; cap when it reaches cap (a loop is
+        unbounded); -1 when some position breaks that. Then a run of n characters is taken
+        from q exactly when n <= the answer, whatever follows the quote."""
+        cdef int32_t depth = 0, v, k
+        cdef list frontier = [q], nxt
+        cdef set seen = set()
+        while frontier:
+            if depth >= cap:
+                return cap
+            nxt = []
+            for v in frontier:
+                if v in seen:
+                    continue
+                seen.add(v)
+                if self.pos_flags[v] & 1:           # FLAG_FINAL: the rule may return here
+                    return -1
+                for k in range(self.edge_off[v], self.edge_off[v + 1]):
+                    if self.edge_lo[k] != 0x22 or self.edge_hi[k] != 0x22:
+                        return -1
+                for k in range(self.call_off[v], self.call_off[v + 1]):
+                    if self.call_rule[k] != rule:
+                        return -1
+                    nxt.append(self.call_to[k])
+            if not nxt:
+                return depth
+            frontier = nxt
+            depth += 1
+        return depth
 
     def get(self, int32_t p):
         cdef int32_t r = self.pos_rule[p]

@@ -47,3 +47,6 @@ cdef class TokenTrie:
     cdef object _prune
     cdef object _ascii
     cdef object _class_slices
+    cdef object _plain_chars
+    cdef object _char_slices
+    cdef object _string_rest

@@ -26,6 +26,10 @@ cnp.import_array()
 WS_BYTES = frozenset(b" \t\n\r")
 
 
+# a 64-bit word of ASCII code points, all in (TokenTrie.char_slice's default class)
+ALL_ASCII_WORD = (1 << 64) - 1
+
+
 @cython.wraparound(True)
 @cython.boundscheck(True)
 def _build_trie_arrays(items):
@@ -113,6 +117,9 @@ cdef class TokenTrie:
         self._prune = None
         self._ascii = None
         self._class_slices = {}
+        self._plain_chars = None
+        self._char_slices = {}
+        self._string_rest = None
         if items is None:
             groups = {}
             for i, data in enumerate(tokens):
@@ -160,6 +167,73 @@ cdef class TokenTrie:
                     out[i] = len(data)
             self._plain_len = out
         return self._plain_len
+
+    def plain_chars(self):
+        """Per token: its character count when plain_lengths counts it (an incomplete last
+        character counts one), else -1."""
+        if self._plain_chars is None:
+            plain = self.plain_lengths()
+            out = np.full(len(self.tokens), -1, np.int32)
+            ids = np.flatnonzero(plain > 0)
+            if ids.shape[0]:
+                data = np.frombuffer(b"".join([bytes(self.tokens[i]) for i in ids]), np.uint8)
+                starts = np.concatenate([[0], np.cumsum(plain[ids])[:ids.shape[0] - 1]])
+                # a character starts at every byte that is not a continuation byte
+                out[ids] = np.add.reduceat(((data & 0xC0) != 0x80).astype(np.int32), starts)
+            self._plain_chars = out
+        return self._plain_chars
+
+    def char_slice(self, int n, lo=ALL_ASCII_WORD, hi=ALL_ASCII_WORD, bint mixed=True):
+        """Bitset of the plain tokens of 1 to n characters whose characters are all in a class
+        (eos never in): ASCII code points (lo, hi) (64-bit words), and with mixed every other
+        plain character, else none. What a run of n more characters of a JSON string of that
+        class takes without a walk (see string_rest); the default class is every character."""
+        n = min(n, self.longest_plain_chars())
+        key = ("chars", n, int(lo), int(hi), mixed)
+        bits = self._char_slices.get(key)
+        if bits is None:
+            chars = self.plain_chars()
+            inside = (chars > 0) & (chars <= n)
+            if int(lo) != ALL_ASCII_WORD or int(hi) != ALL_ASCII_WORD or not mixed:
+                tlo, thi, other = self.ascii_masks()
+                inside &= ((tlo & ~np.uint64(lo)) == 0) & ((thi & ~np.uint64(hi)) == 0)
+                if not mixed:
+                    inside &= ~other
+            if self.eos_ids.shape[0]:
+                inside[self.eos_ids] = False
+            bits = np.packbits(np.concatenate([inside, np.zeros(self.n_words * 32 - inside.shape[0], bool)]),
+                               bitorder="little").view(np.uint32).copy()
+            if len(self._char_slices) >= 1024:
+                self._char_slices.clear()
+            self._char_slices[key] = bits
+        return bits
+
+    def longest_plain_chars(self):
+        """The most characters of a plain token (at least 1)."""
+        chars = self.plain_chars()
+        return max(1, int(chars.max())) if chars.shape[0] else 1
+
+    def string_rest(self):
+        """Trie of the tokens a run of any JSON string characters decides only by a walk: those
+        that are not plain (plain_lengths) and do not meet a C0 control before any quote or
+        backslash. Inside such a run a plain token is taken when the run has room for its
+        characters (char_slice), and a token whose first byte of C0, quote and backslash is a
+        control is refused (JSON strings hold no raw controls): neither needs the walk."""
+        if self._string_rest is None:
+            plain = self.plain_lengths()
+            keep = plain <= 0
+            for i in np.flatnonzero(keep):
+                data = self.tokens[i]
+                for b in data:
+                    if b < 0x20:
+                        keep[i] = False
+                        break
+                    if b == 0x22 or b == 0x5C:
+                        break
+            if self.eos_ids.shape[0]:
+                keep[self.eos_ids] = True
+            self._string_rest = TokenTrie(self.tokens, self.eos_ids.tolist(), keep=keep)
+        return self._string_rest
 
     def slice_sizes(self):
         """Byte lengths K of the slices kept: tokens of plain characters of at most K bytes.

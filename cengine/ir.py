@@ -450,6 +450,10 @@ class Rule:
     whitespace: bool = False
     # where the rule was defined, for error messages (GBNF: (line, column))
     origin: Optional[Tuple[int, int]] = None
+    # keep the rule's frame wherever it is called (the builder never inlines it): a bounded
+    # string's character, whose calls along the count let the mask tables decide plain
+    # tokens by their length (cengine._mask: TokenTables._character_run)
+    frame: bool = False
 
 
 @dataclass
@@ -467,7 +471,7 @@ class GrammarIR:
     sources: dict = field(default_factory=dict)
 
     def add(self, name: str, expr: Expr, container: bool = False, whitespace: bool = False,
-            origin: Optional[Tuple[int, int]] = None) -> Ref:
+            origin: Optional[Tuple[int, int]] = None, frame: bool = False) -> Ref:
         # Rule's fields filled in here (no **flags dict, no __init__ frame per call: a
         # compile adds thousands)
         r = _new(Rule)
@@ -476,6 +480,7 @@ class GrammarIR:
         r.container = container
         r.whitespace = whitespace
         r.origin = origin
+        r.frame = frame
         self.rules[name] = r
         ref = _new(Ref)
         _set_ref(ref, name)

@@ -259,7 +259,9 @@ def colon(g: ir.GrammarIR) -> ir.Expr:
 def string_char(g: ir.GrammarIR) -> ir.Ref:
     """Exactly one code point of a string body: used for minLength/maxLength."""
     if STRING_CHAR not in g.rules:
-        g.add(STRING_CHAR, char_in(_ALL))
+        # its frame kept: along a count the mask tables then see (run, character) pairs and
+        # decide plain tokens by their number of characters
+        g.add(STRING_CHAR, char_in(_ALL), frame=True)
     return _STRING_CHAR_REF
 
 
@@ -416,19 +418,19 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
     UNROLL_LENGTH_MAX, a counter above; the level rules are named by class and foot)."""
     ranges = ir.normalize_ranges(ranges)
     tag = "-" + hashlib.sha1(repr((ranges, foot)).encode()).hexdigest()[:12]
-    # unrolled, the character is inline, not a rule of its own: the build calls it past 32
-    # counts anyway, and a call at every count made the masks ~1.5x slower (measured on
-    # `^[\w\.\- ]+$` with maxLength 64; now the same as the pattern `^[\w\.\- ]{3,64}$`)
-    ch = char_in(ranges)
+    # the character is a rule with its frame kept (as string_char): along a count the mask
+    # tables see (run, character) pairs and decide plain tokens by class and length
+    one = char_in(ranges)
+    cls = hashlib.sha1(repr(ranges).encode()).hexdigest()[:12]
+    ch = _ensure(g, f"json-class-char-{cls}", lambda: one, frame=True)
     close = ir.seq(foot, ir.lit('"'))
     open_ = ir.seq(ir.lit('"'), head)
-    tail = _ensure(g, f"json-class-rest{tag}", lambda: ir.seq(ir.repeat(ch, 0, None), close))
+    # the unbounded rest loops inline (one DFA, as string_body's)
+    tail = _ensure(g, f"json-class-rest{tag}", lambda: ir.seq(ir.repeat(one, 0, None), close))
     if hi is not None and hi < lo:
         return ir.NOTHING
     if max(lo, hi or 0) > UNROLL_LENGTH_MAX:
-        # in the counter the character is a rule, called from the level rules (as string_char)
-        ch_rule = _ensure(g, f"json-class-char{tag}", lambda: ch)
-        return _counter(g, open_, ch_rule, close, tail, lo, hi, COUNT_FIRST, COUNT_BASE, tag)
+        return _counter(g, open_, ch, close, tail, lo, hi, COUNT_FIRST, COUNT_BASE, tag)
 
     def unrolled():
         if hi is None:

@@ -403,6 +403,7 @@ def _inline_small_rules(grammar: ir.GrammarIR) -> Dict[str, ir.Expr]:
     # whitespace frame would make every token that starts with a space cross a rule end.
     inlinable = {n for n, r in rules.items()
                  if n != grammar.root and n not in recursive and not r.container
+                 and not getattr(r, "frame", False)
                  and (r.whitespace or rule_max(n) <= INLINE_MAX_MATCH)}
     done: Dict[str, ir.Expr] = {}
 

@@ -194,6 +194,7 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size):
         measure(n)
     inlinable = {n for n, r in rules.items()
                  if n != grammar.root and n not in recursive and not r.container
+                 and not getattr(r, "frame", False)
                  and (r.whitespace or maxlen[n] <= inline_max_match)}
     done = {}
     memo = {}
