@@ -64,7 +64,7 @@ def language_dfa(language: ir.Expr) -> _Dfa:
         if len(space.nsets) > MAX_LENGTH_STATES:
             raise TooLarge(f"more than {MAX_LENGTH_STATES} DFA states")
         i += 1
-    groups = tuple(space.groups)
+    groups = tuple(row if row is not None else () for row in space.groups)
     accepting = tuple(space.in_language)
     # fewest steps to acceptance, backwards from the accepting states
     n = len(groups)
@@ -230,9 +230,9 @@ def length_string(g: ir.GrammarIR, language: ir.Expr, lo: int, hi: Optional[int]
         acc, edges = rows[k]
         alts: list = [quote] if acc else []
         for t, ranges in edges:
-            e = ir.seq(json_grammar._char_in(ranges), ir.ref(names[index[t]]))
-            if type(e) is not ir.Nothing:
-                alts.append(e)
+            step = ir.seq(json_grammar._char_in(ranges), ir.ref(names[index[t]]))
+            if type(step) is not ir.Nothing:
+                alts.append(step)
         g.add(names[j], alts[0] if len(alts) == 1 else
               ir.Alt(tuple(alts)) if alts else ir.NOTHING)
         g.sources[names[j]] = (keyword, pointer)
