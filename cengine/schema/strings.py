@@ -20,7 +20,7 @@ from . import json_grammar
 from . import lengths as length_bounds
 from .drafts import pointer as _ptr
 from ..errors import CompileError, LimitError
-from ..regex import regex_to_expr
+from .searches import search_expr
 
 
 def decoded_to_json(expr: ir.Expr, memo: Optional[dict] = None) -> ir.Expr:
@@ -140,7 +140,7 @@ def pattern_expr(pattern, ptr: str) -> ir.Expr:
     if not isinstance(pattern, str):
         raise CompileError("'pattern' must be a string", keyword="pattern", pointer=where)
     try:
-        return regex_to_expr(pattern, anchored=False)
+        return search_expr(pattern)
     except LimitError as e:
         raise LimitError(f"pattern {pattern!r}: {e.reason}", keyword="pattern",
                          pointer=where) from None
