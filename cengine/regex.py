@@ -13,7 +13,7 @@ quantifier or class is a literal, and `-` next to a class escape in `[...]` is a
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 from . import ir
 from .automaton import MAX_NFA_STATES
@@ -52,11 +52,16 @@ def _is_surrogate(cp: int) -> bool:
 
 
 class _Parser:
-    def __init__(self, pattern: str):
+    def __init__(self, pattern: str, markers: bool = False):
         self.p = pattern
         self.n = len(pattern)
         self.i = 0
         self.depth = 0
+        # markers: every '^' / '$' is read as the symbol START / END (search_parts), and a
+        # lookahead may follow the leading '^' of a top-level alternative
+        self.markers = markers
+        self.n_markers = 0
+        self.looks: List[List[Tuple[bool, ir.Expr]]] = []
 
     # --- helpers -------------------------------------------------------------------
     def error(self, message: str, at: Optional[int] = None, limit: bool = False) -> CompileError:
@@ -87,6 +92,8 @@ class _Parser:
         return ir.alt(*items) if len(items) > 1 else items[0]
 
     def alternative(self, top: bool) -> Tuple[ir.Expr, bool, bool]:
+        if self.markers:
+            return self.marked_alternative(top)
         items: List[ir.Expr] = []
         start_anchor = end_anchor = False
         while self.i < self.n and self.p[self.i] not in "|)":
@@ -113,6 +120,43 @@ class _Parser:
             items.append(self.quantified(atom, at))
         # stopped at '|', ')' or the end: the caller decides whether that is legal
         return ir.seq(*items) if items else ir.EMPTY, start_anchor, end_anchor
+
+    def marked_alternative(self, top: bool) -> Tuple[ir.Expr, bool, bool]:
+        """alternative() in marker mode: (expr, False, False) with '^' / '$' read as the
+        symbols START / END; at the top, the lookaheads after its leading '^'s are kept in
+        self.looks (and the alternative's items after them are its body)."""
+        items: List[ir.Expr] = []
+        looks: List[Tuple[bool, ir.Expr]] = []
+        while self.i < self.n and self.p[self.i] not in "|)":
+            c = self.p[self.i]
+            at = self.i
+            if c in "^$":
+                self.i += 1
+                self.refuse_quantifier(f"anchor '{c}'")
+                items.append(START if c == "^" else END)
+                self.n_markers += 1
+                continue
+            if c == "(" and self.p[self.i + 1:self.i + 3] in ("?=", "?!"):
+                neg = self.p[self.i + 2] == "!"
+                what = "negative lookahead '(?!'" if neg else "lookahead '(?='"
+                if not (top and items and all(x is START for x in items)):
+                    raise self.error(f"{what} is only supported right after the leading '^' "
+                                     "of the pattern or of a top-level alternative", at)
+                self.i += 3
+                self.depth += 1
+                body = self.disjunction()
+                self.depth -= 1
+                if self.peek() != ")":
+                    raise self.error("missing ')' for the group opened", at)
+                self.i += 1
+                self.refuse_quantifier(what)
+                looks.append((neg, body))
+                continue
+            atom = self.atom()
+            items.append(self.quantified(atom, at))
+        if top:
+            self.looks.append(looks)
+        return ir.seq(*items) if items else ir.EMPTY, False, False
 
     def refuse_quantifier(self, what: str) -> None:
         save = self.i
@@ -360,6 +404,54 @@ class _Parser:
         return "cp", ord(c)
 
 
+# the symbols '^' and '$' are read as in marker mode (search_parts): past every code point
+START_SYMBOL = ir.MAX_UNICODE + 1
+END_SYMBOL = ir.MAX_UNICODE + 2
+START = ir.CharSet(((START_SYMBOL, START_SYMBOL),))
+END = ir.CharSet(((END_SYMBOL, END_SYMBOL),))
+
+
+class SearchAlternative(NamedTuple):
+    """A top-level alternative of a pattern read in marker mode: its body (IR over code
+    points and the symbols START / END, the leading '^'s included) and the lookaheads after
+    its leading '^'s, (negative, body) each."""
+    body: ir.Expr
+    looks: Tuple[Tuple[bool, ir.Expr], ...]
+    simple: bool
+
+
+def search_parts(pattern: str) -> List[SearchAlternative]:
+    """The top-level alternatives of pattern with '^' / '$' read as symbols wherever they
+    stand (ECMA-262 without the m flag: '^' holds only at the start of the text, '$' only at
+    its end; cengine.schema.searches makes the search language of that exactly). `simple`:
+    no lookahead, and the anchors are only leading '^'s and trailing '$'s of the alternative
+    (what regex_to_expr reads by itself). CompileError as regex_to_expr for every other
+    construct; a lookahead anywhere but after a leading '^' is refused."""
+    if not isinstance(pattern, str):
+        raise CompileError(f"a regex must be a string, not {type(pattern).__name__}")
+    parser = _Parser(pattern, markers=True)
+    out = []
+    while True:
+        before = parser.n_markers
+        body, _, _ = parser.alternative(top=True)
+        looks = tuple(parser.looks[-1])
+        items = body.items if type(body) is ir.Seq else (body,)
+        lead = 0
+        while lead < len(items) and items[lead] is START:
+            lead += 1
+        trail = 0
+        while trail < len(items) - lead and items[len(items) - 1 - trail] is END:
+            trail += 1
+        simple = not looks and parser.n_markers - before == lead + trail
+        out.append(SearchAlternative(body, looks, simple))
+        if parser.peek() != "|":
+            break
+        parser.i += 1
+    if parser.i < parser.n:
+        raise parser.error("unmatched ')'")
+    return out
+
+
 def _size(e: ir.Expr, cache: dict) -> int:
     """Roughly the number of NFA states the automaton builder will make for e."""
     if isinstance(e, ir.Bytes):
@@ -424,11 +516,36 @@ def regex_to_expr(pattern: str, *, anchored: bool = True) -> ir.Expr:
             expr = ir.seq(ir.EMPTY if start else ANY_STRING, expr, ir.EMPTY if end else ANY_STRING)
         out.append(expr)
     result = ir.alt(*out)
+    _check_size(result)
+    return result
+
+
+def simple_search_expr(parts: List[SearchAlternative]) -> ir.Expr:
+    """regex_to_expr(pattern, anchored=False) of a pattern whose search_parts are all simple
+    (their anchors sit inside groups, as in `(^gs://.+)|(^https?://.+)`, which the parser
+    of regex_to_expr does not read)."""
+    out = []
+    for alt in parts:
+        items = list(alt.body.items) if type(alt.body) is ir.Seq else [alt.body]
+        start = bool(items) and items[0] is START
+        while items and items[0] is START:
+            items.pop(0)
+        end = bool(items) and items[-1] is END
+        while items and items[-1] is END:
+            items.pop()
+        expr = _trim_free_edges(ir.seq(*items) if items else ir.EMPTY, not start, not end)
+        out.append(ir.seq(ir.EMPTY if start else ANY_STRING, expr,
+                          ir.EMPTY if end else ANY_STRING))
+    result = ir.alt(*out)
+    _check_size(result)
+    return result
+
+
+def _check_size(result: ir.Expr) -> None:
     size = _size(result, {})
     if size > MAX_NFA_STATES:
         raise LimitError(f"regex expands to about {size} automaton states, more than the "
                          f"limit of {MAX_NFA_STATES} (large {{m,n}} repetitions multiply)")
-    return result
 
 
 def regex_to_ir(pattern: str) -> ir.GrammarIR:

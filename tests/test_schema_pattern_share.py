@@ -9,7 +9,7 @@ import pytest
 from cengine import regex
 from cengine.errors import CompileError
 from cengine.schema import pattern_names, schema_to_ir
-from cengine.schema import strings
+from cengine.schema import searches
 
 _fresh = itertools.count()
 
@@ -31,7 +31,7 @@ def _count_parses(monkeypatch, pattern: str) -> list:
         return real(p, *args, **kw)
 
     monkeypatch.setattr(regex, "regex_to_expr", counting)
-    monkeypatch.setattr(strings, "regex_to_expr", counting)
+    monkeypatch.setattr(searches, "regex_to_expr", counting)
     return calls
 
 

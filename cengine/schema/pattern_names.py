@@ -32,16 +32,17 @@ _PATTERN_GRAMMARS_LOCK = threading.Lock()
 
 
 def _pattern_expr(pattern: str, exprs: Optional[Dict[str, ir.Expr]]) -> ir.Expr:
-    """regex_to_expr(pattern, anchored=False), read once per compile: exprs is the compile's
+    """searches.search_expr(pattern) (regex_to_expr(pattern, anchored=False) and inner anchors,
+    lookaheads), read once per compile: exprs is the compile's
     memo (_Compiler._regex_exprs), shared by the name matches' grammars and the key
     languages (strings.pattern_expr), which parse the same pattern alike. Only a parse that
     succeeded is kept: a refused pattern is parsed again by each, so each names its error."""
-    from ..regex import regex_to_expr
+    from .searches import search_expr
     if exprs is None:
-        return regex_to_expr(pattern, anchored=False)
+        return search_expr(pattern)
     e = exprs.get(pattern)
     if e is None:
-        e = exprs[pattern] = regex_to_expr(pattern, anchored=False)
+        e = exprs[pattern] = search_expr(pattern)
     return e
 
 

@@ -17,9 +17,10 @@ from .. import ir
 from ..automaton import keep_positions
 from . import formats
 from . import json_grammar
+from . import lengths as length_bounds
 from .drafts import pointer as _ptr
 from ..errors import CompileError, LimitError
-from ..regex import regex_to_expr
+from .searches import search_expr
 
 
 def decoded_to_json(expr: ir.Expr, memo: Optional[dict] = None) -> ir.Expr:
@@ -139,7 +140,7 @@ def pattern_expr(pattern, ptr: str) -> ir.Expr:
     if not isinstance(pattern, str):
         raise CompileError("'pattern' must be a string", keyword="pattern", pointer=where)
     try:
-        return regex_to_expr(pattern, anchored=False)
+        return search_expr(pattern)
     except LimitError as e:
         raise LimitError(f"pattern {pattern!r}: {e.reason}", keyword="pattern",
                          pointer=where) from None
@@ -206,11 +207,17 @@ def constrained_string(language: ir.Expr, lo: int, hi: Optional[int], ptr: str,
                                  keyword=key, pointer=_ptr(ptr, key))
         return json_grammar.class_string(g, rep.ranges, n_lo, n_hi, decoded_to_json(rep.head),
                                decoded_to_json(rep.foot))
-    if a < lo:
+    short = a < lo
+    long_ = hi is not None and (b is None or b > hi)
+    if (short or long_) and g is not None:
+        # the language's automaton times a length counter (cengine.schema.lengths)
+        key = "maxLength" if long_ else "minLength"
+        return length_bounds.length_string(g, language, lo, hi, key, _ptr(ptr, key))
+    if short:
         raise CompileError(f"'minLength' beside '{what}' is only enforced when '{what}' implies "
                            "it (every match is at least that long)", keyword="minLength",
                            pointer=_ptr(ptr, "minLength"))
-    if hi is not None and (b is None or b > hi):
+    if long_:
         raise CompileError(f"'maxLength' beside '{what}' is only enforced when '{what}' implies "
                            "it (every match is at most that long)", keyword="maxLength",
                            pointer=_ptr(ptr, "maxLength"))
