@@ -15,8 +15,9 @@ from .conjunction import _all_of, _parts_of
 from .drafts import Node
 from .drafts import pointer as _ptr
 from .pattern_names import _name_matches
-from .vocabulary import (ABSENT, EXCLUDE, NEEDS_PARTNER, TYPES, _is_annotation, _is_bound,
-                         _is_count, _is_type, _json_in, _type_list, _types_overlap)
+from .vocabulary import (ABSENT, CONTAINS, EXCLUDE, FRACTION, NEEDS_PARTNER, TYPES,
+                         _is_annotation, _is_bound, _is_count, _is_type, _json_in, _type_list,
+                         _types_overlap)
 from ..errors import CompileError
 from .parts import CompilerPart
 
@@ -32,13 +33,17 @@ for _kws, _t in (
         (("properties", "required", "additionalProperties", "patternProperties",
           "propertyNames", "minProperties", "maxProperties", "dependentRequired",
           "dependentSchemas", ABSENT), ("object",)),
-        (("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains"),
+        (("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", CONTAINS),
          ("array",)),
         (("minLength", "maxLength", "pattern", "format"), ("string",)),
-        (("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+        (("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+          FRACTION),
          ("number", "integer"))):
     for _k in _kws:
         _DOMAINS[_k] = _t
+
+
+_DOMAINS_OF = {t: [k for k, d in _DOMAINS.items() if t in d] for t in TYPES}
 
 
 class _Facts:
@@ -122,9 +127,17 @@ class Negation(CompilerPart):
             t = _type_list(n["type"])
             if t is None or t is True:
                 return None
-            if "integer" in t and "number" not in t:
-                return None         # "a number with a fraction" is not a type
             left = [y for y in TYPES if y not in t and y != "integer"]
+            if "integer" in t and "number" not in t:
+                # the other types, or a number that is no integer (compiled only beside no
+                # numeric keyword: refused here when the context has one)
+                m = ctx.node if ctx is not None else None
+                if m is not None and "number" in ctx.types and \
+                        any(k in m for k in _DOMAINS_OF["number"]):
+                    return None
+                left.remove("number")
+                frac = node({"type": "number", FRACTION: True})
+                return node({"anyOf": [node({"type": left}), frac]}) if left else frac
             return node({"type": left}) if left else False
         if grp & {"enum", "const"}:
             values = [n["const"]] if "const" in n else n["enum"]
@@ -159,9 +172,14 @@ class Negation(CompilerPart):
                     alts.append(node({"type": "object", "required": [name],
                                       "properties": {name: neg}}))
             return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
-        if kw in ("additionalProperties", "patternProperties") and ctx is not None and \
-                ctx.closed is not None:
-            return self._negate_members(n, kw, ptr, depth, ctx)
+        if kw in ("additionalProperties", "patternProperties"):
+            subs = list(v.values()) if kw == "patternProperties" and isinstance(v, dict) \
+                else [v]
+            if all(self._negate(sub, ptr, depth + 1) is False for sub in subs):
+                return False        # schemas every value satisfies
+            if ctx is not None and ctx.closed is not None:
+                return self._negate_members(n, kw, ptr, depth, ctx)
+            return None
         bounds = {"minimum": ("exclusiveMaximum", "number"),
                   "maximum": ("exclusiveMinimum", "number"),
                   "exclusiveMinimum": ("maximum", "number"),
@@ -178,6 +196,21 @@ class Negation(CompilerPart):
             if kw.startswith("min"):
                 return False if v == 0 else node({"type": t, other: int(v) - 1})
             return node({"type": t, other: int(v) + 1})
+        if kw == "items" and "prefixItems" not in n:
+            # NOT (every element satisfies S) == an array with some element NOT S (compiled
+            # only beside no prefixItems, maxItems, minItems above 1: refused here when the
+            # context has them, so the refusal names the keyword that needed the negation)
+            m = ctx.node if ctx is not None else None
+            if m is not None and ("prefixItems" in m or "maxItems" in m or
+                                  (_is_count(m.get("minItems")) and m["minItems"] > 1)):
+                return None
+            neg = self._negate(v, _ptr(ptr, "items"), depth + 1, None)
+            if neg is None:
+                return None
+            return False if neg is False else node({"type": "array", CONTAINS: neg})
+        if kw == "oneOf" and isinstance(v, list) and v and self._pairwise_disjoint(v, ptr):
+            # branches no document satisfies two of: oneOf is anyOf (below)
+            kw = "anyOf"
         if kw == "anyOf" and isinstance(v, list):
             negs = [self._negate(b, _ptr(ptr, "anyOf", i), depth + 1, ctx)
                     for i, b in enumerate(v)]
@@ -199,6 +232,12 @@ class Negation(CompilerPart):
         if kw == "not":
             return v
         return None
+
+    def _pairwise_disjoint(self, branches: list, ptr: str) -> bool:
+        """No document satisfies two of branches (as the specification reads them)."""
+        fs = [self._facts(b, ptr, False) for b in branches]
+        return all(self._disjoint(fs[i], fs[j], branches[j], branches[i])
+                   for i in range(len(branches)) for j in range(i + 1, len(branches)))
 
     def _may_have(self, ctx: _Facts, name: str) -> bool:
         """An object of ctx may have the member name."""
@@ -254,7 +293,9 @@ class Negation(CompilerPart):
             Node({"anyOf": alts}, parts=None)
 
     def _apply_not(self, schema: Node, ptr: str):
-        neg = self._negate(schema["not"], _ptr(ptr, "not"))
+        # exact among the documents of the other keywords, which it is conjoined with
+        ctx = self._facts(self._without(schema, "not"), ptr, False)
+        neg = self._negate(schema["not"], _ptr(ptr, "not"), 0, ctx)
         if neg is None:
             raise CompileError("'not' is enforced where the negation of each keyword can be "
                                "written as a schema (types, enum/const, required, properties, "
@@ -265,11 +306,11 @@ class Negation(CompilerPart):
 
     def _apply_if(self, schema: Node, ptr: str):
         cond = schema["if"]
-        neg = self._negate(cond, _ptr(ptr, "if"))
+        rest = self._without(schema, "if", "then", "else")
+        neg = self._negate(cond, _ptr(ptr, "if"), 0, self._facts(rest, ptr, False))
         if neg is None:
             raise CompileError("'if' is enforced when its negation can be written as a schema "
                                "(see 'not')", keyword="if", pointer=_ptr(ptr, "if"))
-        rest = self._without(schema, "if", "then", "else")
         origin = ("if", _ptr(ptr, "if"))
         yes = _all_of([rest, cond, schema.get("then", True)], origin)
         no = _all_of([rest, neg, schema.get("else", True)], origin)
