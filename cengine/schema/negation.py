@@ -132,7 +132,7 @@ class Negation(CompilerPart):
                 # the other types, or a number that is no integer (compiled only beside no
                 # numeric keyword: refused here when the context has one)
                 m = ctx.node if ctx is not None else None
-                if m is not None and "number" in ctx.types and \
+                if ctx is not None and m is not None and "number" in ctx.types and \
                         any(k in m for k in _DOMAINS_OF["number"]):
                     return None
                 left.remove("number")
@@ -389,12 +389,12 @@ class Negation(CompilerPart):
                 branches = m.get(kw)
                 if not isinstance(branches, list) or not branches:
                     continue
-                fs = [self._facts(b, ptr, False, depth + 1) for b in branches]
-                fs = [f for f in fs if f is not None]
+                got = [self._facts(b, ptr, False, depth + 1) for b in branches]
+                fs = [f for f in got if f is not None]
                 union = {x for f in fs for x in f.types}
                 types &= union | ({"integer"} if "number" in union else set())
                 if values is None and all(f.values is not None for f in fs):
-                    values = [v for f in fs for v in f.values]
+                    values = [v for f in fs for v in (f.values or [])]
         if values is not None:
             types &= {x for v in values for x in TYPES if _is_type(v, x)}
         req = m.get("required", [])

@@ -63,6 +63,9 @@ class CompilerPart:
         def _merged(self, schema: Any, ptr: str, origin: Tuple[str, str]) -> Any:
             raise NotImplementedError
 
+        def _key_schemas(self, side: dict, name: str, ptr: str) -> list:
+            raise NotImplementedError
+
         # enums.Enums
         def _valid_parts(self, value: Any, schema: Any) -> Optional[bool]:
             raise NotImplementedError
