@@ -26,7 +26,9 @@ from key_order import key_orderings
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "maskbench-dev"
 COMPILE_CAP_S = 10.0
-MAX_VALID_REJECTED = 0.005          # all rejections of valid instances, key order included
+# all rejections of valid instances, key order included (0.005 until issue 30 item 4: the 6
+# entries it added are instances of schemas refused before, now compiled)
+MAX_VALID_REJECTED = 0.006
 
 # (file stem, instance index) -> the documented narrowing (docs/json-schema.md) that rejects it.
 # Under property_order="any" the key-order narrowing is left only for objects of more declared
@@ -44,9 +46,22 @@ ORDER_REJECTIONS: dict = {
     # compiles since the builder shares NFA suffixes (was over MAX_POSITIONS): TooManyFunctions
     # merges its 8 properties with allOf's ruleProperties (4), 'active' declared last
     ("JsonSchemaStore---detekt-1.22.0", 0): _LARGE_OBJECT.format(12) + " (active first)",
+    # compile since issue 30 item 4 (oneOf narrowed exactly; before, refused, so every
+    # instance was refused): the roots have 19 properties, name written first
+    ("Snowplow---sp_378_Normalized", 0): _LARGE_OBJECT.format(19) + " (name first)",
+    ("Snowplow---sp_378_Normalized", 1): _LARGE_OBJECT.format(19) + " (name first)",
+    ("Snowplow---sp_379_Normalized", 0): _LARGE_OBJECT.format(19) + " (name first)",
+    ("Snowplow---sp_379_Normalized", 1): _LARGE_OBJECT.format(19) + " (name first)",
 }
-# rejections of another kind (none today)
-ALLOWED_REJECTIONS: dict = {}
+# rejections the key reordering of tests/key_order.py does not explain
+ALLOWED_REJECTIONS: dict = {
+    # compiles since issue 30 item 4: `options` merges its 10 properties with `events` from
+    # the narrowed oneOf of allOf's $ref, merged order puts events last (key_order.py reads
+    # the schema's own order): the property-order narrowing of an object of 11 declared
+    # properties, accepted with events written last (checked by hand)
+    ("JsonSchemaStore---grunt-watch-task", 0): _LARGE_OBJECT.format(11) + " (events first)",
+    ("JsonSchemaStore---grunt-watch-task", 1): _LARGE_OBJECT.format(11) + " (events first)",
+}
 
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(),
                                 reason=f"MaskBench corpus not found at {CORPUS}")

@@ -224,7 +224,8 @@ def test_refusal_names_the_files_keyword():
                     checked += 1
                 continue
             compiled += 1       # then exact: test_refused_keyword_groups checks every instance
-    assert checked >= 5 and checked + compiled >= 20, (checked, compiled)
+    # (issue 30: most of the suite's `not` and `oneOf` groups compile now; 2 are refused)
+    assert checked >= 2 and checked + compiled >= 30, (checked, compiled)
 
 
 def test_accepted_fraction_stays_high():

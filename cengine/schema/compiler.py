@@ -55,7 +55,8 @@ from .enums import Enums
 from .negation import Negation
 from .objects import Objects
 from .refs import References
-from .vocabulary import (ANNOTATIONS, ENFORCED, EXCLUDE, NEEDS_PARTNER, TYPES, _is_annotation,
+from .vocabulary import (ANNOTATIONS, CONTAINS, ENFORCED, EXCLUDE, FRACTION, NEEDS_PARTNER, TYPES,
+                         _is_annotation,
                          _is_count, _is_type, _json_in)
 from ..errors import CompileError, LimitError
 
@@ -447,6 +448,14 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         if EXCLUDE in schema and any(_is_type(v, "number") for v in schema[EXCLUDE]):
             raise CompileError("'not' of a number value is not enforced", keyword="not",
                                pointer=ptr)
+        if schema.get(FRACTION):
+            # a number that is no integer (not: {type: integer})
+            if integer:
+                return ir.NOTHING
+            if numbers.has_numeric_keywords(schema):
+                raise CompileError("'not' of 'type: integer' beside numeric keywords is not "
+                                   "enforced", keyword="not", pointer=ptr)
+            return json_grammar.fraction(self.g)
         if not numbers.has_numeric_keywords(schema):
             return json_grammar.integer(self.g) if integer else json_grammar.number(self.g)
         try:
@@ -537,6 +546,8 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         hi = self._count(schema, "maxItems", ptr)
         elems = [self.compile(p, _ptr(ptr, pkw, i)) for i, p in enumerate(prefix)]
         rest = self.compile(items, _ptr(ptr, ikw))
+        if CONTAINS in schema:
+            return self._array_containing(schema, ptr, items, rest, prefix, lo, hi)
         # an impossible element caps the length before it
         for i, e in enumerate(elems):
             if isinstance(e, ir.Nothing):
@@ -580,6 +591,26 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         # schemas repeat arrays too (a list of strings in every rule of a linter's config):
         # equal ones are one rule
         return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword=size_kw))
+
+
+    def _array_containing(self, schema: dict, ptr: str, items: Any, rest: ir.Expr,
+                          prefix: list, lo: int, hi: Optional[int]) -> ir.Expr:
+        """An array whose elements satisfy items, one at least also schema[CONTAINS] (the
+        negation of `items`): `(I ,)* J (, I)*` with J the witness, I any element."""
+        if prefix or lo > 1 or hi is not None:
+            raise CompileError("'not' of 'items' (an array with an element that fails it) is "
+                               "enforced only without prefixItems, maxItems or minItems above 1",
+                               keyword="not", pointer=ptr)
+        g = self.g
+        sep = json_grammar.comma(g)
+        witness = self.compile(_all_of([items, schema[CONTAINS]], ("not", ptr)),
+                               _ptr(ptr, "items"))
+        if isinstance(witness, ir.Nothing):
+            return ir.NOTHING
+        members = ir.seq(ir.repeat(ir.seq(rest, sep), 0, None), witness,
+                         ir.repeat(ir.seq(sep, rest), 0, None))
+        expr = json_grammar.container(g, "[", members, "]", nullable_members=False)
+        return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword="items"))
 
 
 def check_property_order(property_order: str) -> str:

@@ -210,6 +210,12 @@ class Conjunction(CompilerPart):
     def _merge2(self, a: Node, b: Node, ptr: str, kw: Tuple[str, str]):
         """The schema meaning `a AND b` (both without allOf/$ref), False when nothing can
         satisfy both, CompileError when it cannot be written exactly."""
+        if "if" in a and "if" in b and not all(_same(a.get(k), b.get(k))
+                                               for k in ("if", "then", "else")):
+            # one node holds one if/then/else: the second is written as its alternatives
+            b = self._if_alternatives(b, ptr, kw)
+            if b is False:
+                return False
         out = Node(a, src=dict(a.src))
         for k, v in b.items():
             if k in _OBJECT_KEYS or k in _ARRAY_KEYS or _is_annotation(k) or k == "$id":
@@ -267,9 +273,9 @@ class Conjunction(CompilerPart):
                 if k == "oneOf":
                     # oneOf AND oneOf: each provably disjoint -> anyOf each, then distribute
                     self._refuse_merge("two 'oneOf'", ptr, kw)
-                if len(v) * len(w) > MAX_VARIANTS:
-                    self._refuse_merge("two large 'anyOf'", ptr, kw)
-                out[k] = [_all_of([x, y], kw) for x in w for y in v]
+                out[k] = self._product(w, v, ptr, kw)
+                if not out[k]:
+                    return False
             else:
                 self._refuse_merge(f"two different '{k}'", ptr, kw)
         values = [_values_of(a), _values_of(b)]
@@ -290,6 +296,40 @@ class Conjunction(CompilerPart):
         if any(k in a or k in b for k in _ARRAY_KEYS):
             self._merge_arrays(a, b, out, kw)
         return out
+
+    def _if_alternatives(self, b: Node, ptr: str, kw: Tuple[str, str]):
+        """b with its if/then/else written as anyOf[if AND then, NOT if AND else] (beside
+        b's own anyOf: their product), False when neither can hold; refused when the
+        negation of `if` cannot be written (see 'not')."""
+        cond = b["if"]
+        neg = self._negate(cond, ptr, 0, None)
+        if neg is None:
+            self._refuse_merge("two different 'if' (the negation of one cannot be written "
+                               "as a schema)", ptr, kw)
+        alts = [s for s in (_all_of([cond, b.get("then", True)], kw),
+                            _all_of([neg, b.get("else", True)], kw)) if s is not False]
+        out = Node({k: v for k, v in b.items() if k not in ("if", "then", "else")},
+                   src=b.src, parts=None)
+        own = out.get("anyOf")
+        if isinstance(own, list):
+            alts = self._product(own, alts, ptr, kw)
+        if not alts:
+            return False
+        out["anyOf"] = alts
+        return out
+
+    def _product(self, w: list, v: list, ptr: str, kw: Tuple[str, str]) -> list:
+        """anyOf w AND anyOf v as one anyOf: the pairs, less those proven to share no
+        document (the facts of oneOf's disjointness); refused above MAX_VARIANTS."""
+        if len(w) * len(v) <= 1:
+            return [_all_of([x, y], kw) for x in w for y in v]
+        fw = [self._facts(x, ptr, False) for x in w]
+        fv = [self._facts(y, ptr, False) for y in v]
+        out = [_all_of([x, y], kw) for i, x in enumerate(w) for j, y in enumerate(v)
+               if not self._disjoint(fw[i], fv[j], y, x)]
+        if len(out) > MAX_VARIANTS:
+            self._refuse_merge("two large 'anyOf'", ptr, kw)
+        return [s for s in out if s is not False]
 
     def _key_schemas(self, side: dict, name: str, ptr: str) -> list:
         """What side imposes on the value of key `name` (properties, patterns, or the rest)."""

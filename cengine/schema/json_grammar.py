@@ -30,6 +30,7 @@ STRING_BODY = "json-string-body"
 STRING = "json-string"
 NUMBER = "json-number"
 INTEGER = "json-integer"
+FRACTION = "json-fraction"
 BOOLEAN = "json-boolean"
 NULL = "json-null"
 VALUE = "json-value"
@@ -457,6 +458,29 @@ def _number_expr() -> ir.Expr:
     return ir.seq(_int_part(), ir.opt(frac), ir.opt(exp))
 
 
+@functools.lru_cache(maxsize=1)
+def _fraction_expr() -> ir.Expr:
+    """Numbers that are no integers (`not: {type: integer}`): without an exponent, a fraction
+    with a nonzero digit (exactly those); with one, a negative exponent after a mantissa
+    whose last digit is nonzero (1.5e-07, 5e-324: every spelling json.dumps gives a
+    non-integral float). Other exponent forms (15e-1, 1.25e1) are not produced: which of
+    them are integers is not a regular language."""
+    digits = ir.repeat(_DIGIT, 0, None)
+    nz_frac = ir.seq(ir.lit("."), digits, _DIGIT19)
+    plain = ir.seq(_int_part(), nz_frac, digits)
+    nz_int = ir.seq(ir.opt(ir.lit("-")), ir.alt(_DIGIT19, ir.seq(_DIGIT19, digits, _DIGIT19)))
+    mantissa = ir.alt(ir.seq(_int_part(), nz_frac), nz_int)
+    exp = ir.seq(ir.ByteSet(((0x45, 0x45), (0x65, 0x65))), ir.lit("-"),
+                 ir.repeat(ir.lit("0"), 0, None), _DIGIT19, digits)
+    return ir.alt(plain, ir.seq(mantissa, exp))
+
+
+def fraction(g: ir.GrammarIR) -> ir.Ref:
+    if FRACTION not in g.rules:
+        g.add(FRACTION, _fraction_expr())
+    return ir.Ref(FRACTION)
+
+
 _NUMBER_REF, _INTEGER_REF, _BOOLEAN_REF, _NULL_REF = (
     ir.Ref(NUMBER), ir.Ref(INTEGER), ir.Ref(BOOLEAN), ir.Ref(NULL))
 _BOOLEAN_EXPR = ir.alt(ir.lit("true"), ir.lit("false"))
@@ -541,7 +565,7 @@ def _fixed_rules() -> dict:
     # them); each derives a finite string
     out = {WS: _WS_EXPR, STRING: _STRING_EXPR, STRING_BODY: _string_body_expr(),
            STRING_CHAR: char_in(_ALL), NUMBER: _number_expr(), INTEGER: _int_part(),
-           BOOLEAN: _BOOLEAN_EXPR, NULL: _NULL_EXPR}
+           FRACTION: _fraction_expr(), BOOLEAN: _BOOLEAN_EXPR, NULL: _NULL_EXPR}
     for name, expr, _, _ in _value_rules():
         out[name] = expr
     return out

@@ -14,23 +14,51 @@ from typing import Any, List, Optional
 from .conjunction import _all_of, _parts_of
 from .drafts import Node
 from .drafts import pointer as _ptr
-from .vocabulary import (ABSENT, EXCLUDE, NEEDS_PARTNER, TYPES, _is_annotation, _is_bound,
-                         _is_count, _is_type, _json_in, _type_list, _types_overlap)
+from .pattern_names import _name_matches
+from .vocabulary import (ABSENT, CONTAINS, EXCLUDE, FRACTION, NEEDS_PARTNER, TYPES,
+                         _is_annotation, _is_bound, _is_count, _is_type, _json_in, _type_list,
+                         _types_overlap)
 from ..errors import CompileError
 from .parts import CompilerPart
 
 
+# how deep _facts / _disjoint read nested schemas (branches of anyOf / oneOf, values of
+# required properties)
+_FACTS_DEPTH = 4
+
+
+# the types of documents a keyword constrains (every other document satisfies it)
+_DOMAINS = {}
+for _kws, _t in (
+        (("properties", "required", "additionalProperties", "patternProperties",
+          "propertyNames", "minProperties", "maxProperties", "dependentRequired",
+          "dependentSchemas", ABSENT), ("object",)),
+        (("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", CONTAINS),
+         ("array",)),
+        (("minLength", "maxLength", "pattern", "format"), ("string",)),
+        (("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+          FRACTION),
+         ("number", "integer"))):
+    for _k in _kws:
+        _DOMAINS[_k] = _t
+
+
+_DOMAINS_OF = {t: [k for k, d in _DOMAINS.items() if t in d] for t in TYPES}
+
+
 class _Facts:
     """What every document of a schema has in common, for proving oneOf branches disjoint."""
-    __slots__ = ("types", "values", "required", "props", "closed", "absent")
+    __slots__ = ("types", "values", "required", "props", "closed", "absent", "node", "depth")
 
-    def __init__(self, types, values, required, props, closed, absent):
+    def __init__(self, types, values, required, props, closed, absent, node=None, depth=0):
         self.types = types          # set of TYPES the documents may have
         self.values = values        # the finite set of documents (enum/const), or None
         self.required = required    # names every object has
         self.props = props          # name -> schema of its value
         self.closed = closed        # the only names an object may have, or None
         self.absent = absent        # names no object has
+        self.node = node            # the merged schema node (None: unknown)
+        self.depth = depth          # how deep in the analysis of nested values it was read
 
 
 class Negation(CompilerPart):
@@ -38,11 +66,17 @@ class Negation(CompilerPart):
     reads its closed, and calls its _norm, _kw, _validating_keys, _without, _resolve,
     _merged and _valid_parts)."""
 
-    def _negate(self, x: Any, ptr: str, depth: int = 0):
+    def _negate(self, x: Any, ptr: str, depth: int = 0, ctx: Optional[_Facts] = None):
         """A schema meaning NOT x, or None when it cannot be written exactly.
 
         x is a conjunction of its keywords, so NOT x is the disjunction of each keyword's
-        negation (coupled keywords negated together); each negation is a schema."""
+        negation (coupled keywords negated together); each negation is a schema.
+
+        ctx: facts of the documents the negation will be conjoined with (None: any). The
+        result N then only has to satisfy `ctx AND N == ctx AND NOT x`: a keyword of types
+        ctx excludes has no negation there, a name ctx never has cannot fail, and within an
+        object closed by `additionalProperties: false` "a name outside these" is one of the
+        closed names (so additionalProperties and patternProperties have a negation)."""
         if x is True or (isinstance(x, dict) and not [k for k in x if not _is_annotation(k)]):
             return False
         if x is False:
@@ -65,7 +99,7 @@ class Negation(CompilerPart):
                 groups.append({k})
         negs = []
         for grp in groups:
-            neg = self._negate_keywords(n, grp, ptr, depth)
+            neg = self._negate_keywords(n, grp, ptr, depth, ctx)
             if neg is None:
                 return None
             if neg is True:
@@ -76,20 +110,34 @@ class Negation(CompilerPart):
             return False
         return negs[0] if len(negs) == 1 else Node({"anyOf": negs}, parts=None)
 
-    def _negate_keywords(self, n: Node, grp: set, ptr: str, depth: int):
-        """NOT (the keywords grp of node n), or None."""
+    def _negate_keywords(self, n: Node, grp: set, ptr: str, depth: int,
+                         ctx: Optional[_Facts] = None):
+        """NOT (the keywords grp of node n), or None (ctx: as for _negate)."""
         def node(d):
             return Node(d, parts=None)
+        if ctx is not None and len(grp) == 1:
+            (only,) = grp
+            domain = _DOMAINS.get(only)
+            if domain is not None and not _types_overlap(set(domain), ctx.types):
+                return False        # every document of ctx has another type: it holds
         if grp == {"$ref"}:
             target, tptr = self._resolve(n["$ref"], ptr)
-            return self._negate(target, tptr, depth + 1)
+            return self._negate(target, tptr, depth + 1, ctx)
         if grp == {"type"}:
             t = _type_list(n["type"])
             if t is None or t is True:
                 return None
-            if "integer" in t and "number" not in t:
-                return None         # "a number with a fraction" is not a type
             left = [y for y in TYPES if y not in t and y != "integer"]
+            if "integer" in t and "number" not in t:
+                # the other types, or a number that is no integer (compiled only beside no
+                # numeric keyword: refused here when the context has one)
+                m = ctx.node if ctx is not None else None
+                if ctx is not None and m is not None and "number" in ctx.types and \
+                        any(k in m for k in _DOMAINS_OF["number"]):
+                    return None
+                left.remove("number")
+                frac = node({"type": "number", FRACTION: True})
+                return node({"anyOf": [node({"type": left}), frac]}) if left else frac
             return node({"type": left}) if left else False
         if grp & {"enum", "const"}:
             values = [n["const"]] if "const" in n else n["enum"]
@@ -114,13 +162,24 @@ class Negation(CompilerPart):
             # NOT (each k there has a value S_k) == an object having some k with a value NOT S_k
             alts = []
             for name, sub in v.items():
-                neg = self._negate(sub, _ptr(ptr, "properties", name), depth + 1)
+                if ctx is not None and not self._may_have(ctx, name):
+                    continue
+                neg = self._negate(sub, _ptr(ptr, "properties", name), depth + 1,
+                                   self._value_ctx(ctx, name, depth))
                 if neg is None:
                     return None
                 if neg is not False:
                     alts.append(node({"type": "object", "required": [name],
                                       "properties": {name: neg}}))
             return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
+        if kw in ("additionalProperties", "patternProperties"):
+            subs = list(v.values()) if kw == "patternProperties" and isinstance(v, dict) \
+                else [v]
+            if all(self._negate(sub, ptr, depth + 1) is False for sub in subs):
+                return False        # schemas every value satisfies
+            if ctx is not None and ctx.closed is not None:
+                return self._negate_members(n, kw, ptr, depth, ctx)
+            return None
         bounds = {"minimum": ("exclusiveMaximum", "number"),
                   "maximum": ("exclusiveMinimum", "number"),
                   "exclusiveMinimum": ("maximum", "number"),
@@ -137,8 +196,24 @@ class Negation(CompilerPart):
             if kw.startswith("min"):
                 return False if v == 0 else node({"type": t, other: int(v) - 1})
             return node({"type": t, other: int(v) + 1})
+        if kw == "items" and "prefixItems" not in n:
+            # NOT (every element satisfies S) == an array with some element NOT S (compiled
+            # only beside no prefixItems, maxItems, minItems above 1: refused here when the
+            # context has them, so the refusal names the keyword that needed the negation)
+            m = ctx.node if ctx is not None else None
+            if m is not None and ("prefixItems" in m or "maxItems" in m or
+                                  (_is_count(m.get("minItems")) and m["minItems"] > 1)):
+                return None
+            neg = self._negate(v, _ptr(ptr, "items"), depth + 1, None)
+            if neg is None:
+                return None
+            return False if neg is False else node({"type": "array", CONTAINS: neg})
+        if kw == "oneOf" and isinstance(v, list) and v and self._pairwise_disjoint(v, ptr):
+            # branches no document satisfies two of: oneOf is anyOf (below)
+            kw = "anyOf"
         if kw == "anyOf" and isinstance(v, list):
-            negs = [self._negate(b, _ptr(ptr, "anyOf", i), depth + 1) for i, b in enumerate(v)]
+            negs = [self._negate(b, _ptr(ptr, "anyOf", i), depth + 1, ctx)
+                    for i, b in enumerate(v)]
             if any(s is None for s in negs):
                 return None
             out = _all_of(negs)
@@ -146,7 +221,8 @@ class Negation(CompilerPart):
                 out.parts = None
             return out
         if kw == "allOf" and isinstance(v, list):
-            negs = [self._negate(b, _ptr(ptr, "allOf", i), depth + 1) for i, b in enumerate(v)]
+            negs = [self._negate(b, _ptr(ptr, "allOf", i), depth + 1, ctx)
+                    for i, b in enumerate(v)]
             if any(s is None for s in negs):
                 return None
             negs = [s for s in negs if s is not False]
@@ -157,8 +233,69 @@ class Negation(CompilerPart):
             return v
         return None
 
+    def _pairwise_disjoint(self, branches: list, ptr: str) -> bool:
+        """No document satisfies two of branches (as the specification reads them)."""
+        fs = [self._facts(b, ptr, False) for b in branches]
+        return all(self._disjoint(fs[i], fs[j], branches[j], branches[i])
+                   for i in range(len(branches)) for j in range(i + 1, len(branches)))
+
+    def _may_have(self, ctx: _Facts, name: str) -> bool:
+        """An object of ctx may have the member name."""
+        if name in ctx.absent:
+            return False
+        return ctx.closed is None or name in ctx.closed
+
+    def _value_ctx(self, ctx: Optional[_Facts], name: str, depth: int) -> Optional[_Facts]:
+        """Facts of the value of member name in the objects of ctx (None: any value)."""
+        if ctx is None or ctx.node is None or depth >= _FACTS_DEPTH:
+            return None
+        try:
+            schemas = self._key_schemas(ctx.node, name, "")
+        except CompileError:
+            return None
+        if not schemas:
+            return None
+        f = self._facts(_all_of(list(schemas)), "", False, ctx.depth + 1)
+        # a value no schema allows: the member cannot occur (the caller skips it first)
+        return f if f is not None else _Facts(set(), None, set(), {}, None, set())
+
+    def _negate_members(self, n: Node, kw: str, ptr: str, depth: int, ctx: _Facts):
+        """NOT additionalProperties / NOT patternProperties of n within ctx, whose objects
+        have no names but ctx.closed: some of those names has a value that fails."""
+        assert ctx.closed is not None
+        props = n.get("properties", {})
+        pats = n.get("patternProperties", {})
+        if not isinstance(props, dict) or not isinstance(pats, dict):
+            return None
+        alts = []
+        for name in sorted(ctx.closed):
+            if not self._may_have(ctx, name):
+                continue
+            try:
+                matched = [s for p, s in pats.items()
+                           if _name_matches(p, name, ptr, self._regex_exprs)]
+            except CompileError:
+                return None
+            if kw == "patternProperties":
+                subs = matched
+            elif name in props or matched:
+                continue
+            else:
+                subs = [n["additionalProperties"]]
+            for sub in subs:
+                neg = self._negate(sub, ptr, depth + 1, self._value_ctx(ctx, name, depth))
+                if neg is None:
+                    return None
+                if neg is not False:
+                    alts.append(Node({"type": "object", "required": [name],
+                                      "properties": {name: neg}}, parts=None))
+        return False if not alts else alts[0] if len(alts) == 1 else \
+            Node({"anyOf": alts}, parts=None)
+
     def _apply_not(self, schema: Node, ptr: str):
-        neg = self._negate(schema["not"], _ptr(ptr, "not"))
+        # exact among the documents of the other keywords, which it is conjoined with
+        ctx = self._facts(self._without(schema, "not"), ptr, False)
+        neg = self._negate(schema["not"], _ptr(ptr, "not"), 0, ctx)
         if neg is None:
             raise CompileError("'not' is enforced where the negation of each keyword can be "
                                "written as a schema (types, enum/const, required, properties, "
@@ -169,11 +306,11 @@ class Negation(CompilerPart):
 
     def _apply_if(self, schema: Node, ptr: str):
         cond = schema["if"]
-        neg = self._negate(cond, _ptr(ptr, "if"))
+        rest = self._without(schema, "if", "then", "else")
+        neg = self._negate(cond, _ptr(ptr, "if"), 0, self._facts(rest, ptr, False))
         if neg is None:
             raise CompileError("'if' is enforced when its negation can be written as a schema "
                                "(see 'not')", keyword="if", pointer=_ptr(ptr, "if"))
-        rest = self._without(schema, "if", "then", "else")
         origin = ("if", _ptr(ptr, "if"))
         yes = _all_of([rest, cond, schema.get("then", True)], origin)
         no = _all_of([rest, neg, schema.get("else", True)], origin)
@@ -200,7 +337,9 @@ class Negation(CompilerPart):
                 continue
             # B_i AND NOT B_j for each branch j it may share documents with: disjoint by
             # construction; the branches proven disjoint must stay so for the narrower node
-            negs = [self._negate(branches[j], _ptr(where, j)) for j in overlap]
+            # the negations need only be exact among the documents of this branch
+            ctx = self._facts(_all_of([rest, b], origin), ptr, False)
+            negs = [self._negate(branches[j], _ptr(where, j), 0, ctx) for j in overlap]
             if any(n is None for n in negs):
                 j = overlap[negs.index(None)]
                 raise CompileError(f"'oneOf' is enforced only when its branches are provably "
@@ -222,14 +361,16 @@ class Negation(CompilerPart):
         out["anyOf"] = out_branches
         return out
 
-    def _facts(self, schema: Any, ptr: str, closed: bool) -> Optional[_Facts]:
+    def _facts(self, schema: Any, ptr: str, closed: bool, depth: int = 0) -> Optional[_Facts]:
         """Facts about the documents of schema (closed: objects with properties and no
         additionalProperties allow only their properties, as the compiled grammar does);
-        None when the schema admits nothing."""
+        None when the schema admits nothing. depth: how far below the oneOf the schema is
+        read (the facts of anyOf / oneOf branches and of property values are read to a
+        bounded depth)."""
         try:
             m = self._merged(schema, ptr, ("oneOf", _ptr(ptr, "oneOf")))
         except CompileError:
-            return _Facts(set(TYPES), None, set(), {}, None, set())
+            return _Facts(set(TYPES), None, set(), {}, None, set(), None, depth)
         if m is False:
             return None
         t = _type_list(m.get("type"))
@@ -241,6 +382,19 @@ class Negation(CompilerPart):
             values = [m["const"]]
         elif isinstance(m.get("enum"), list):
             values = m["enum"]
+        if depth < _FACTS_DEPTH:
+            # a document of anyOf / oneOf satisfies one of the branches: its type is one of
+            # theirs, and its value one of theirs when each branch has a finite set
+            for kw in ("anyOf", "oneOf"):
+                branches = m.get(kw)
+                if not isinstance(branches, list) or not branches:
+                    continue
+                got = [self._facts(b, ptr, False, depth + 1) for b in branches]
+                fs = [f for f in got if f is not None]
+                union = {x for f in fs for x in f.types}
+                types &= union | ({"integer"} if "number" in union else set())
+                if values is None and all(f.values is not None for f in fs):
+                    values = [v for f in fs for v in (f.values or [])]
         if values is not None:
             types &= {x for v in values for x in TYPES if _is_type(v, x)}
         req = m.get("required", [])
@@ -261,7 +415,7 @@ class Negation(CompilerPart):
             rewrites = any(k in m for k in ("not", "if", "anyOf", "oneOf", "dependentSchemas"))
             if addl is False or (closed and addl is None and "properties" in m and not rewrites):
                 closed_keys = {n for n, s in props.items() if s is not False}
-        return _Facts(types, values, required, props, closed_keys, absent)
+        return _Facts(types, values, required, props, closed_keys, absent, m, depth)
 
     def _value_set(self, schema: Any, ptr: str) -> Optional[list]:
         f = self._facts(schema, ptr, False)
@@ -288,23 +442,21 @@ class Negation(CompilerPart):
             return True
         if g.closed is not None and f.required - g.closed:
             return True
-        # a discriminator: a name f requires whose values g's property schema rejects
-        for name in f.required:
-            if name not in f.props:
+        # a name one of them requires whose value no schema of both sides can share (a
+        # discriminator: an enum / const the other side's schema rejects; a value of other
+        # types; recursively, an object the other side's value cannot be)
+        depth = max(f.depth, g.depth)
+        if depth >= _FACTS_DEPTH or f.node is None or g.node is None:
+            return False
+        for name in list(f.required) + [n for n in g.required if n not in f.required]:
+            try:
+                fs = self._key_schemas(f.node, name, "")
+                gs = self._key_schemas(g.node, name, "")
+            except CompileError:
                 continue
-            vals = self._value_set(f.props[name], "")
-            if vals is None:
-                continue
-            if g.closed is not None and name not in g.closed:
-                return True
-            if name in g.props and not any(self._valid_parts(v, g.props[name]) is not False
-                                           for v in vals):
-                return True
-        for name in g.required:
-            if name not in g.props or name not in f.props:
-                continue
-            vals = self._value_set(g.props[name], "")
-            if vals is not None and not any(self._valid_parts(v, f.props[name]) is not False
-                                            for v in vals):
-                return True
+            for a in fs:
+                for b in gs:
+                    if self._disjoint(self._facts(a, "", False, depth + 1),
+                                      self._facts(b, "", False, depth + 1), b, a):
+                        return True
         return False

@@ -63,6 +63,19 @@ class CompilerPart:
         def _merged(self, schema: Any, ptr: str, origin: Tuple[str, str]) -> Any:
             raise NotImplementedError
 
+        def _key_schemas(self, side: dict, name: str, ptr: str) -> list:
+            raise NotImplementedError
+
+        # negation.Negation
+        def _negate(self, x: Any, ptr: str, depth: int = 0, ctx: Any = None) -> Any:
+            raise NotImplementedError
+
+        def _facts(self, schema: Any, ptr: str, closed: bool, depth: int = 0) -> Any:
+            raise NotImplementedError
+
+        def _disjoint(self, f: Any, g: Any, g_schema: Any, f_schema: Any) -> bool:
+            raise NotImplementedError
+
         # enums.Enums
         def _valid_parts(self, value: Any, schema: Any) -> Optional[bool]:
             raise NotImplementedError

@@ -17,6 +17,8 @@ ANNOTATIONS = drafts.ALWAYS_ANNOTATIONS
 # internal keywords of rewritten nodes (never in a user's schema: the compiler makes them)
 ABSENT = "$llamay-absent"        # names that must not occur (from not/required, variants)
 EXCLUDE = "$llamay-exclude"      # values that must not occur (from not/enum, not/const)
+CONTAINS = "$llamay-contains"    # a schema some element of the array satisfies (not/items)
+FRACTION = "$llamay-fraction"    # true: a number that is no integer (not/type integer)
 
 ENFORCED = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "prefixItems",
@@ -24,7 +26,7 @@ ENFORCED = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern",
     "format", "allOf", "oneOf", "not", "if", "then", "else", "patternProperties",
     "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
-    ABSENT, EXCLUDE,
+    ABSENT, EXCLUDE, CONTAINS, FRACTION,
 })
 
 # keywords that only act together with a partner; alone they have no effect (spec)

@@ -1,0 +1,95 @@
+"""`not` over the shapes real schemas use it for (issue 30, item 4): types (integer among
+them: a number with a fraction), items (an array with an element that fails), a oneOf of
+disjoint branches, additionalProperties / patternProperties inside an object closed by
+`additionalProperties: false`, and keywords of types the context excludes. jsonschema is
+the oracle, as in test_schema_oneof_overlap."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from cengine import CompileError
+from test_schema_combinators import _accepts, _compile, _near, _validator
+
+CASES = [
+    ("not-integer", {"not": {"type": "integer"}},
+     ["1.5", "-0.25", "1.50", "1e-07", "1.5e-07", '"a"', "null", "[]", "{}", "true"],
+     ["1", "-3", "0", "1.0", "100.0", "0.0", "10e-1", "1e5", "0e-5"]),
+    ("number-not-integer", {"type": "number", "not": {"type": "integer"}},
+     ["0.5", "2.000001", "5e-324"], ["2", "2.0", '"a"', "null"]),
+    ("not-integer-or-string", {"not": {"type": ["integer", "string"]}},
+     ["0.5", "null", "[1]"], ["1", '"s"']),
+    ("not-items", {"not": {"type": "array", "items": {"type": "string"}}},
+     ["[1]", '["a", 2]', '[2, "a"]', '["a", "b", null]', "5", "{}"],
+     ["[]", '["a"]', '["a", "b"]']),
+    ("not-disjoint-oneof", {"not": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+     ["null", "1.5", "[]", "{}"], ['"s"', "3"]),
+    ("not-closed-members", {"type": "object", "properties": {"a": {}, "b": {}},
+                            "additionalProperties": False,
+                            "not": {"properties": {"a": {}}, "additionalProperties": False}},
+     ['{"b": 1}', '{"a": 1, "b": 2}'], ["{}", '{"a": 1}', '{"c": 1}']),
+    ("not-pattern-properties-closed", {
+        "type": "object", "properties": {"x1": {}, "y": {}}, "additionalProperties": False,
+        "not": {"patternProperties": {"^x": {"type": "integer"}}}},
+     ['{"x1": "s"}', '{"x1": 1.5, "y": 1}'], ["{}", '{"x1": 1}', '{"y": "s"}']),
+    ("not-of-other-type-keywords", {"type": "string",
+                                    "not": {"items": {"type": "string"}, "minimum": 3}},
+     [], ['"a"', "[1]", "5"]),
+    ("if-items", {"if": {"items": {"type": "string"}}, "then": {"type": "object"}},
+     ['{"c": 1}', "{}", "[1]", '[1, "a"]', '["a", null]'], ['["a"]', "[]", "5", '"s"']),
+    ("not-additional-true", {"type": "object",
+                             "not": {"additionalProperties": True, "required": ["a"]}},
+     ["{}", '{"b": 1}'], ['{"a": 1}', "1"]),
+]
+
+REFUSED = [
+    ({"type": "string", "not": {"pattern": "^a"}}, "not", "/not"),
+    ({"type": "number", "minimum": 0, "not": {"type": "integer"}}, "not", ""),
+    # an open object: "a name outside {a}" is no schema
+    ({"type": "object", "not": {"properties": {"a": {}}, "additionalProperties": False}},
+     "not", "/not"),
+    ({"not": {"type": "array", "items": {"type": "string"}}, "maxItems": 2}, "not", ""),
+]
+
+
+@pytest.mark.parametrize("name,schema,good,bad", CASES, ids=[c[0] for c in CASES])
+def test_not_shapes_are_exact(name, schema, good, bad):
+    v = _validator(schema)
+    if not good:
+        with pytest.raises(CompileError):
+            _compile(schema)
+        assert not any(v.is_valid(json.loads(d)) for d in bad)
+        return
+    g = _compile(schema)
+    for d in good:
+        assert v.is_valid(json.loads(d)), d
+        assert _accepts(g, d.encode()), d
+    for d in bad:
+        assert not v.is_valid(json.loads(d)), d
+        assert not _accepts(g, d.encode()), d
+
+
+@pytest.mark.parametrize("name,schema,good,bad", [c for c in CASES if c[2]],
+                         ids=[c[0] for c in CASES if c[2]])
+def test_not_shapes_accept_only_valid(name, schema, good, bad):
+    v = _validator(schema)
+    g = _compile(schema)
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(_near(schema))
+    def run(value):
+        doc = json.dumps(value).encode()
+        if _accepts(g, doc):
+            assert v.is_valid(value), doc
+    run()
+
+
+@pytest.mark.parametrize("schema,keyword,pointer", REFUSED,
+                         ids=[json.dumps(r[0])[:60] for r in REFUSED])
+def test_inexact_not_is_refused(schema, keyword, pointer):
+    with pytest.raises(CompileError) as ei:
+        _compile(schema)
+    assert ei.value.keyword == keyword, str(ei.value)
+    assert ei.value.pointer.startswith(pointer), str(ei.value)
