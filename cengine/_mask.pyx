@@ -20,6 +20,11 @@
 #   * pair tables: a short rule called once per count of a long run (a character of a
 #     maxLength 2000 string) is tabled together with the run's position, and positions
 #     farther than the longest token from the run's end share one table (horizon_key);
+#   * character runs: a bounded string's character keeps its frame (ir.Rule.frame), so each
+#     count is a (count, character) pair; when the count only closes with the quote, plain
+#     tokens of the character's class are decided by their number of characters
+#     (TokenTrie.char_slice), those with a raw control refused, and only the ~3k-node trie
+#     of the tokens with a quote, a backslash or odd UTF-8 is walked (string_rest);
 #   * counter frames: where the run is a level of a length counter (a rule called again
 #     right where its call returns) and a token can reach its end, the table takes the
 #     frames below too, down to one that no token can pop (at most MAX_TABLE_FRAMES):
@@ -1053,13 +1058,17 @@ cdef class TokenTables:
             cp.cls[0] = fbp[0] & PLAIN_ASCII_LO
             cp.cls[1] = fbp[1] & PLAIN_ASCII_HI
             cp.cls[2] = cp.cls[3] = 0
-            if (cp.cls[0] or cp.cls[1]) and \
-                    (cp.cls[0] != PLAIN_ASCII_LO or cp.cls[1] != PLAIN_ASCII_HI):
+            if cp.cls[0] or cp.cls[1]:
                 # mixed first (`[^,]`: other characters in too), else ASCII alone (`\\S`
-                # refuses some non-ASCII spaces)
-                cp.cls[2] = 1
-                cls_depth = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], cp.cls)
-                if cls_depth < CLASS_MIN_DEPTH:
+                # refuses some non-ASCII spaces); every plain ASCII byte with the others in
+                # is the plain slice, which failed: then ASCII alone (a key's first character
+                # of printable ASCII, the rest called)
+                full = cp.cls[0] == PLAIN_ASCII_LO and cp.cls[1] == PLAIN_ASCII_HI
+                if not full:
+                    cp.cls[2] = 1
+                    cls_depth = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1],
+                                                  cp.cls)
+                if full or cls_depth < CLASS_MIN_DEPTH:
                     cp.cls[2] = 0
                     cls_depth = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], cp.cls)
         if run >= 0:

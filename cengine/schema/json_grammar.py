@@ -290,6 +290,22 @@ def string(g: ir.GrammarIR) -> ir.Ref:
     return _STRING_REF
 
 
+@functools.lru_cache(maxsize=1)
+def _any_char() -> ir.Expr:
+    return char_in(_ALL)
+
+
+def _counted(g: ir.GrammarIR, n: int, closes: bool) -> ir.Expr:
+    """The character of a run of at most n: a call of string_char (its frame kept, so each
+    count is a (count, character) pair) where the run ends in the closing quote and has two
+    or more (closes), or is too long for the builder to inline; else inline. A lone call
+    (at most one, or the fixed prefix before an unbounded rest) would be a frame on its own
+    whose table hands nearly every token to a suffix walk."""
+    if n > _INLINED_RUN or (closes and n >= 2):
+        return string_char(g)
+    return _any_char()
+
+
 # Bounds up to this are one position per count (a call of the character rule each, pair
 # tables in the mask); above it the count is a counter on the stack (see counter_string).
 UNROLL_LENGTH_MAX = 4096
@@ -307,12 +323,10 @@ def bounded_string(g: ir.GrammarIR, lo: int, hi: Optional[int]) -> ir.Expr:
         # a rule of its own: called, not copied, wherever the schema repeats it (array items)
         return _ensure(g, f"json-string-length-{lo}-{hi}",
                        lambda: counter_string(g, lo, hi))
-    ch = string_char(g)
-
     def unrolled():
         if hi is None:
-            return ir.seq(ir.lit('"'), ir.repeat(ch, lo, lo), string_body(g))
-        return ir.seq(ir.lit('"'), ir.repeat(ch, lo, hi), ir.lit('"'))
+            return ir.seq(ir.lit('"'), ir.repeat(_counted(g, lo, False), lo, lo), string_body(g))
+        return ir.seq(ir.lit('"'), ir.repeat(_counted(g, hi, True), lo, hi), ir.lit('"'))
     if max(lo, hi or 0) > _INLINED_RUN:
         # one rule per bound pair: every property with maxLength 255 calls the same ~260
         # positions instead of the builder copying them into each caller
@@ -419,11 +433,14 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
     UNROLL_LENGTH_MAX, a counter above; the level rules are named by class and foot)."""
     ranges = ir.normalize_ranges(ranges)
     tag = "-" + hashlib.sha1(repr((ranges, foot)).encode()).hexdigest()[:12]
-    # the character is a rule with its frame kept (as string_char): along a count the mask
-    # tables see (run, character) pairs and decide plain tokens by class and length
     one = char_in(ranges)
     cls = hashlib.sha1(repr(ranges).encode()).hexdigest()[:12]
-    ch = _ensure(g, f"json-class-char-{cls}", lambda: one, frame=True)
+
+    def ch() -> ir.Ref:
+        # the character as a rule with its frame kept (as string_char): along a count that
+        # closes the string the mask tables see (count, character) pairs and decide plain
+        # tokens by class and length (see _counted); the counter's levels call it too
+        return _ensure(g, f"json-class-char-{cls}", lambda: one, frame=True)
     close = ir.seq(foot, ir.lit('"'))
     open_ = ir.seq(ir.lit('"'), head)
     # the unbounded rest loops inline (one DFA, as string_body's)
@@ -431,12 +448,12 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
     if hi is not None and hi < lo:
         return ir.NOTHING
     if max(lo, hi or 0) > UNROLL_LENGTH_MAX:
-        return _counter(g, open_, ch, close, tail, lo, hi, COUNT_FIRST, COUNT_BASE, tag)
+        return _counter(g, open_, ch(), close, tail, lo, hi, COUNT_FIRST, COUNT_BASE, tag)
 
     def unrolled():
         if hi is None:
-            return ir.seq(open_, ir.repeat(ch, lo, lo), tail)
-        return ir.seq(open_, ir.repeat(ch, lo, hi), close)
+            return ir.seq(open_, ir.repeat(one, lo, lo), tail)
+        return ir.seq(open_, ir.repeat(ch() if hi >= 2 else one, lo, hi), close)
     if max(lo, hi or 0) > _INLINED_RUN:
         # a rule of its own, as bounded_string's (named by class, head, foot and bounds)
         key = hashlib.sha1(repr((ranges, head, foot)).encode()).hexdigest()[:12]
