@@ -211,7 +211,9 @@ def test_format_only_constrains_strings():
 
 REFUSED = [
     ({"type": "string", "format": 3}, "format", "/format"),
-    ({"type": "string", "format": "date", "pattern": "^2"}, "pattern", "/pattern"),
+    # pattern beside a format is their product (test_schema_pattern_anchors.py); one that
+    # no date matches leaves nothing
+    ({"type": "string", "format": "date", "pattern": "^x"}, None, ""),
     ({"type": "string", "format": "date", "minLength": 11}, None, ""),
     # the format's automaton times a length counter, up to a documented bound
     ({"type": "string", "format": "email", "maxLength": 1024}, "maxLength", "/maxLength"),
@@ -383,3 +385,12 @@ def test_random_walks_close_to_valid_strings(fmt):
         prefix = walk_allowed(m, [rng.randrange(1 << 30) for _ in range(rng.randrange(1, 40))])
         doc = prefix + m.completion()
         assert v.is_valid(json.loads(doc)), doc
+
+
+def test_pattern_beside_format_is_enforced():
+    """(once refused) the format's and the pattern's DFA product (searches.product_dfa)"""
+    g = cengine.compile_json_schema({"type": "string", "format": "date", "pattern": "^2"})
+    m = g.matcher()
+    assert m.accept_bytes(b'"2020-01-02"') and m.is_accepting()
+    m = g.matcher()
+    assert not (m.accept_bytes(b'"1999-01-02"') and m.is_accepting())

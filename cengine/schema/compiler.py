@@ -495,8 +495,11 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
             return json_grammar.string_not_in(self.g, list(dict.fromkeys(out)))
         if fmt is not None:
             if "pattern" in schema:
-                raise CompileError("'pattern' beside an enforced 'format' is not enforced",
-                                   keyword="pattern", pointer=_ptr(ptr, "pattern"))
+                # the two languages' product (strings.format_pattern_string)
+                return self._shared_string(
+                    ("format-pattern", schema["format"], schema["pattern"], lo, hi), ptr,
+                    lambda: strings.format_pattern_string(schema["format"], schema["pattern"],
+                                                          lo, hi, ptr, self.g))
             return self._shared_string(
                 ("format", schema["format"], lo, hi), ptr,
                 lambda: strings.format_string(schema["format"], lo, hi, ptr, self.g))

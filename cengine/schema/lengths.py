@@ -65,7 +65,11 @@ def language_dfa(language: ir.Expr) -> _Dfa:
             raise TooLarge(f"more than {MAX_LENGTH_STATES} DFA states")
         i += 1
     groups = tuple(row if row is not None else () for row in space.groups)
-    accepting = tuple(space.in_language)
+    return with_dist(groups, tuple(space.in_language))
+
+
+def with_dist(groups: tuple, accepting: tuple) -> _Dfa:
+    """(groups, accepting) of a DFA (state 0 starts) with dist added."""
     # fewest steps to acceptance, backwards from the accepting states
     n = len(groups)
     preds: List[List[int]] = [[] for _ in range(n)]
@@ -99,11 +103,16 @@ def _merged_edges(row, target_class) -> tuple:
                         for k, rs in by.items()))
 
 
-def length_automaton(language: ir.Expr, lo: int, hi: Optional[int]):
+def length_automaton(language: Optional[ir.Expr], lo: int, hi: Optional[int],
+                     dfa: Optional[_Dfa] = None):
     """The minimal automaton of the strings of language with lo..hi code points (hi None:
     unbounded): (start, rows) with rows[k] = (accepting, ((class, ranges), ...)), or None
-    when no string qualifies. TooLarge past MAX_LENGTH_STATES pairs."""
-    groups, accepting, dist = language_dfa(language)
+    when no string qualifies. TooLarge past MAX_LENGTH_STATES pairs. dfa: the language's
+    DFA when the caller has it (a pattern times a format, searches.product_dfa)."""
+    if dfa is None:
+        assert language is not None
+        dfa = language_dfa(language)
+    groups, accepting, dist = dfa
     if dist[0] is None:
         return None
     top = lo if hi is None else hi
@@ -191,18 +200,19 @@ def length_automaton(language: ir.Expr, lo: int, hi: Optional[int]):
     return start, rows
 
 
-def length_string(g: ir.GrammarIR, language: ir.Expr, lo: int, hi: Optional[int],
-                  keyword: str, pointer: str) -> ir.Expr:
+def length_string(g: ir.GrammarIR, language: Optional[ir.Expr], lo: int, hi: Optional[int],
+                  keyword: str, pointer: str, dfa: Optional[_Dfa] = None,
+                  key: Optional[tuple] = None) -> ir.Expr:
     """A JSON string (quotes included) whose decoded value is in language and has lo..hi
     code points: one right-linear rule per state of length_automaton. LimitError naming
     `keyword` (at pointer) where the automaton passes MAX_LENGTH_STATES."""
     memo = g.memo("length_strings")
-    key = (language, lo, hi)
+    key = (language, lo, hi) if key is None else key
     out = memo.get(key)
     if out is not None:
         return out
     try:
-        made = length_automaton(language, lo, hi)
+        made = length_automaton(language, lo, hi, dfa)
     except TooLarge as e:
         bounds = f"{lo}..{'' if hi is None else hi}"
         raise LimitError(f"'{keyword}' beside this language needs {e}: lengths {bounds} are "

@@ -259,9 +259,15 @@ def minimal(d: Dfa) -> Tuple[Optional[int], List[Tuple[bool, Dict[int, tuple]]]]
         if len(ids) == count:
             break
         count = len(ids)
+    # (keys name the blocks of the round before: the same blocks, maybe numbered otherwise)
     rows: List[Tuple[bool, Dict[int, tuple]]] = [(False, {}) for _ in range(count)]
     for q in states:
-        rows[block[q]] = (bool(accepting[q]), dict(keys[q][1]))
+        edges = {}
+        for t, ranges in groups[q]:
+            if t in block:
+                edges.setdefault(block[t], []).extend(ranges)
+        rows[block[q]] = (bool(accepting[q]), {b: ir.normalize_ranges(rs)
+                                               for b, rs in edges.items()})
     return block[0], rows
 
 

@@ -20,6 +20,7 @@ from . import json_grammar
 from . import lengths as length_bounds
 from .drafts import pointer as _ptr
 from ..errors import CompileError, LimitError
+from . import searches
 from .searches import search_expr
 
 
@@ -223,3 +224,32 @@ def constrained_string(language: ir.Expr, lo: int, hi: Optional[int], ptr: str,
                            pointer=_ptr(ptr, "maxLength"))
     return ir.seq(ir.lit('"'), body if body is not None else decoded_to_json(language),
                   ir.lit('"'))
+
+
+@functools.lru_cache(maxsize=64)
+def _format_pattern_dfa(name: str, language: ir.Expr):
+    # the product of an enforced format's DFA and a pattern's (both code-point DFAs, complete)
+    f = length_bounds.language_dfa(formats.format_expr(name))
+    p = length_bounds.language_dfa(language)
+    d = searches.product_dfa(f[:2], p[:2], lambda a, b: a and b)
+    return length_bounds.with_dist(*d)
+
+
+def format_pattern_string(name: str, pattern, lo: int, hi: Optional[int], ptr: str,
+                          g: ir.GrammarIR) -> ir.Expr:
+    """A JSON string (quotes included) whose decoded value is in the enforced format `name`,
+    contains a match of `pattern` and has lo..hi code points: the product of the two DFAs
+    over code points (searches.product_dfa) with the length counter of
+    lengths.length_string. LimitError naming `pattern` past MAX_SEARCH_STATES /
+    MAX_LENGTH_STATES (naming the length keyword when the lengths make it pass)."""
+    language = pattern_expr(pattern, ptr)
+    try:
+        dfa = _format_pattern_dfa(name, language)
+    except (length_bounds.TooLarge, searches.TooLarge) as e:
+        raise LimitError(f"'pattern' beside format '{name}' needs {e} (documented limits "
+                         "cengine.schema.searches.MAX_SEARCH_STATES, "
+                         "cengine.schema.lengths.MAX_LENGTH_STATES)", keyword="pattern",
+                         pointer=_ptr(ptr, "pattern")) from None
+    key = "maxLength" if hi is not None else "minLength" if lo else "pattern"
+    return length_bounds.length_string(g, None, lo, hi, key, _ptr(ptr, key), dfa=dfa,
+                                       key=("format-pattern", name, language, lo, hi))
