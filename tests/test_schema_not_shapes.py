@@ -42,6 +42,35 @@ CASES = [
     ("not-additional-true", {"type": "object",
                              "not": {"additionalProperties": True, "required": ["a"]}},
      ["{}", '{"b": 1}'], ['{"a": 1}', "1"]),
+    # a oneOf whose branches overlap: NOT is none of them, or two at once
+    ("not-overlapping-oneof", {"not": {"oneOf": [{"type": "object", "required": ["a"]},
+                                                 {"type": "object", "required": ["b"]}]}},
+     ["{}", '{"a": 1, "b": 2}', "1", '"s"', "[]"], ['{"a": 1}', '{"b": 1}', '{"b": 1, "c": 2}']),
+    ("not-overlapping-oneof-3", {"type": "object", "not": {"oneOf": [
+        {"required": ["a"]}, {"required": ["b"]}, {"required": ["c"]}]}},
+     ["{}", '{"a": 1, "b": 1}', '{"a": 1, "b": 1, "c": 1}', '{"d": 1}', '{"b": 1, "c": 1}'],
+     ['{"a": 1}', '{"c": 1, "d": 1}', "1"]),
+    # a branch every document satisfies (a typo, "#ref" for "$ref": Github_easy---o2231):
+    # exactly one holds where the other fails
+    ("not-oneof-with-empty", {"not": {"oneOf": [{"required": ["a"]}, {}]}},
+     ['{"a": 1}', "1", '"s"'], ["{}", '{"b": 1}']),
+    ("oneof-with-empty", {"oneOf": [{"properties": {"t": {"type": "array",
+                                                          "items": {"type": "string"}}}}, {}]},
+     ['{"t": [1]}', '{"t": 5}', '{"t": ["a", 2]}', '{"t": 5, "u": 1}'],
+     ["{}", "1", '{"t": []}', '{"t": ["a"]}', '"s"', '{"u": 1}']),
+    # nested below the negation depth of before (o2231: containers of containers)
+    ("oneof-with-empty-nested", {
+        "$defs": {"item": {"properties": {"n": {"type": "string"}}},
+                  "three": {"properties": {"items": {"type": "array",
+                                                     "items": {"$ref": "#/$defs/item"}}}},
+                  "two": {"oneOf": [{"properties": {"threes": {
+                      "type": "array", "items": {"$ref": "#/$defs/three"}}}}, {}]}},
+        "oneOf": [{"properties": {"twos": {"type": "array",
+                                           "items": {"$ref": "#/$defs/two"}}}}, {}]},
+     ['{"twos": [{"threes": [{}]}]}', '{"twos": [{"threes": [{"items": [{"n": "x"}]}]}]}',
+      '{"twos": [{}]}', '{"twos": [{"threes": []}]}', '{"twos": [1]}', '{"twos": 1}'],
+     ["{}", '{"twos": []}', '{"twos": [{"threes": 1}]}',
+      '{"twos": [{"threes": [{"items": [{"n": 1}]}]}]}']),
 ]
 
 REFUSED = [
@@ -51,6 +80,8 @@ REFUSED = [
     ({"type": "object", "not": {"properties": {"a": {}}, "additionalProperties": False}},
      "not", "/not"),
     ({"not": {"type": "array", "items": {"type": "string"}}, "maxItems": 2}, "not", ""),
+    # a oneOf of more overlapping branches than its negation names pairs of
+    ({"not": {"oneOf": [{"required": [c]} for c in "abcde"]}}, "not", "/not"),
 ]
 
 

@@ -94,6 +94,17 @@ CASES = [
          "additionalProperties": False}]},
      ['{"terms": 1}', '{"terms": 1, "x": 2}', '{"include": "f"}', '{"terms": 1, "include": 2}'],
      ['{"include": 1}', '{"include": "f", "x": 1}', "{}"]),
+    # the other branch's schema of a member is the branch's own (GeoJSON's bbox): every
+    # document of the branch satisfies it, its negation there is empty (items beside
+    # minItems would be refused)
+    ("implied-member-schema", {"type": "object", "oneOf": [
+        {"required": ["a"], "properties": {"bb": {"type": "array", "minItems": 2,
+                                                  "items": {"type": "number"}}}},
+        {"required": ["g"], "properties": {"bb": {"type": "array", "minItems": 2,
+                                                  "items": {"type": "number"}}}}]},
+     ['{"a": 1}', '{"g": 1}', '{"bb": [1, 2], "a": 1}', '{"bb": [1, 2, 3], "g": []}'],
+     ['{"a": 1, "g": 1}', '{"bb": [1, 2], "a": 1, "g": 1}', '{"bb": [1], "a": 1}', "{}",
+      '{"bb": [1, 2], "g": 1, "a": 1}']),
 ]
 
 REFUSED = [

@@ -16,7 +16,8 @@ from .drafts import Node
 from .drafts import pointer as _ptr
 from .pattern_names import _name_matches
 from .vocabulary import (ABSENT, CONTAINS, EXCLUDE, FRACTION, NEEDS_PARTNER, TYPES,
-                         _is_annotation, _is_bound, _is_count, _is_type, _json_in, _type_list,
+                         _is_annotation, _is_bound, _is_count, _is_type, _json_in, _same,
+                         _type_list,
                          _types_overlap)
 from ..errors import CompileError
 from .parts import CompilerPart
@@ -44,6 +45,17 @@ for _kws, _t in (
 
 
 _DOMAINS_OF = {t: [k for k, d in _DOMAINS.items() if t in d] for t in TYPES}
+
+# the negation of a oneOf whose branches may overlap names each pair of branches: up to this
+# many branches (6 pairs)
+_MAX_ONEOF_PAIRS = 4
+
+# the sibling keywords whose values a keyword's meaning depends on
+_READS = {"additionalProperties": ("properties", "patternProperties"),
+          "items": ("prefixItems",), "contains": ("minContains", "maxContains"),
+          CONTAINS: ("minContains", "maxContains"), "if": ("then", "else"),
+          "then": ("if", "else"), "else": ("if", "then"),
+          "unevaluatedProperties": None, "unevaluatedItems": None}
 
 
 class _Facts:
@@ -81,7 +93,7 @@ class Negation(CompilerPart):
             return False
         if x is False:
             return True
-        if not isinstance(x, dict) or depth > 8:
+        if not isinstance(x, dict) or depth > 12:
             return None
         n = self._norm(x, ptr)
         keys = set(self._validating_keys(n))
@@ -120,6 +132,8 @@ class Negation(CompilerPart):
             domain = _DOMAINS.get(only)
             if domain is not None and not _types_overlap(set(domain), ctx.types):
                 return False        # every document of ctx has another type: it holds
+        if ctx is not None and ctx.node is not None and self._implied(ctx.node, n, grp):
+            return False            # every document of ctx satisfies these keywords
         if grp == {"$ref"}:
             target, tptr = self._resolve(n["$ref"], ptr)
             return self._negate(target, tptr, depth + 1, ctx)
@@ -211,6 +225,21 @@ class Negation(CompilerPart):
         if kw == "oneOf" and isinstance(v, list) and v and self._pairwise_disjoint(v, ptr):
             # branches no document satisfies two of: oneOf is anyOf (below)
             kw = "anyOf"
+        elif kw == "oneOf" and isinstance(v, list) and 1 < len(v) <= _MAX_ONEOF_PAIRS:
+            # NOT (exactly one of B) == none of them, or two of them at once
+            negs = [self._negate(b, _ptr(ptr, "oneOf", i), depth + 1, ctx)
+                    for i, b in enumerate(v)]
+            if any(s is None for s in negs):
+                return None
+            alts = [_all_of([v[i], v[j]]) for i in range(len(v)) for j in range(i + 1, len(v))]
+            alts = [_all_of(negs)] + alts
+            alts = [a for a in alts if a is not False]
+            for a in alts:
+                if isinstance(a, Node):
+                    a.parts = None
+            if any(a is True for a in alts):
+                return True
+            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
         if kw == "anyOf" and isinstance(v, list):
             negs = [self._negate(b, _ptr(ptr, "anyOf", i), depth + 1, ctx)
                     for i, b in enumerate(v)]
@@ -232,6 +261,21 @@ class Negation(CompilerPart):
         if kw == "not":
             return v
         return None
+
+    def _implied(self, m: Node, n: Node, grp: set) -> bool:
+        """The keywords grp of n stand in m (the merged node of the context) as they are, with
+        the keywords their meaning reads beside them (additionalProperties: which names are
+        declared or matched; items: prefixItems; a bound: its spelling)."""
+        for k in grp:
+            if k not in m or not _same(m[k], n[k]) or m.src.get(k, k) != n.src.get(k, k):
+                return False
+            reads = _READS.get(k, ())
+            if reads is None:
+                return False        # reads every keyword beside it
+            for d in reads:
+                if not _same(m.get(d), n.get(d)):
+                    return False
+        return True
 
     def _pairwise_disjoint(self, branches: list, ptr: str) -> bool:
         """No document satisfies two of branches (as the specification reads them)."""

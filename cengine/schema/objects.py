@@ -29,7 +29,7 @@ MAX_COUNT_STATES = 1024
 # the member count when min/maxProperties count extra keys too): at most MAX_ORDER_STATES of
 # them; a larger object keeps its declared properties in declared order, extra keys anywhere
 # between them
-MAX_ORDER_STATES = 1024
+MAX_ORDER_STATES = 2048
 
 # extra keys of these IR types stand in a shared extra member's key by identity (hashing one
 # walks its whole tree)
