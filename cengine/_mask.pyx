@@ -152,6 +152,13 @@ def use_step_cache(bint on):
 
 
 cdef bint _use_character_runs = True
+cdef bint _use_loop_class = True
+
+
+def use_loop_class(bint on):
+    """Switch the loop-class slice attempt (loop_class; for benchmarks and tests)."""
+    global _use_loop_class
+    _use_loop_class = on
 
 
 def use_character_runs(bint on):
@@ -768,6 +775,50 @@ cdef inline bint _narrow_at(const Prog* p, int32_t q, int32_t below) noexcept no
     return True
 
 
+cdef enum:
+    LOOP_CLASS_MIN = 16     # a loop class of fewer plain ASCII bytes is not tried
+
+
+cdef inline int popcount64(uint64_t x) noexcept nogil:
+    cdef int n = 0
+    while x:
+        x &= x - 1
+        n += 1
+    return n
+
+
+cdef inline int32_t _edge_on(const Prog* p, int32_t q, int32_t b) noexcept nogil:
+    """The target of q's edge on byte b, or -1."""
+    cdef int32_t k
+    for k in range(p.edge_off[q], p.edge_off[q + 1]):
+        if p.edge_lo[k] <= b <= p.edge_hi[k]:
+            return p.edge_to[k]
+    return -1
+
+
+cdef void loop_class(const Prog* p, int32_t q, uint64_t* out) noexcept nogil:
+    """Into out[0..1]: the plain ASCII bytes on which q steps to the position t that most of
+    them reach, among those on which t steps back to t (a class whose runs provably stay in
+    t once there; the slice search still proves it from q)."""
+    cdef int32_t k, b, t, best_n = 0, n
+    cdef uint64_t w[2]
+    out[0] = out[1] = 0
+    for k in range(p.edge_off[q], p.edge_off[q + 1]):
+        t = p.edge_to[k]
+        w[0] = w[1] = 0
+        n = 0
+        for b in range(0x20, 0x7F):
+            if b == 0x22 or b == 0x5C:
+                continue
+            if _edge_on(p, q, b) == t and _edge_on(p, t, b) == t:
+                w[b >> 6] |= (<uint64_t> 1) << (b & 63)
+                n += 1
+        if n > best_n:
+            best_n = n
+            out[0] = w[0]
+            out[1] = w[1]
+
+
 # frames at most in one table: the top one and the counter frames below it (a counter of
 # 2^20 characters has 4 levels)
 MAX_TABLE_FRAMES = 8
@@ -867,8 +918,9 @@ cdef class TokenTables:
         return t if t is not None else self._table(p, (p,))
 
     def pair_table(self, int q, int p):
-        """The table of a frame at p sitting on a frame at q, for p the start of a short rule
-        called once per count of a long counted run (a character of a long bounded string):
+        """The table of a frame at p sitting on a frame at q, for p a position of a short rule
+        called once per count of a long counted run (a character of a long bounded string, at
+        its start or part-way through its bytes):
         alone, nearly every token would leave that rule, and its table would hand almost the
         whole vocabulary to a suffix walk at every mask. Keyed (q, p) in `tables`."""
         key = (q, p)
@@ -1049,7 +1101,8 @@ cdef class TokenTables:
         cdef TokenTrie runs = None
         cdef ClassPrune cp
         cdef const uint64_t* fbp
-        cdef int32_t cls_depth = 0
+        cdef int32_t cls_depth = 0, d2
+        cdef uint64_t lc[4]
         cdef cnp.ndarray sub, sub_depth, sub_plain
         if run < 0 and not narrow and (not fitting or fitting[len(fitting) - 1] < CLASS_BELOW):
             # class slices: a string of a restricted ASCII class (a pattern such as
@@ -1071,6 +1124,26 @@ cdef class TokenTables:
                 if full or cls_depth < CLASS_MIN_DEPTH:
                     cp.cls[2] = 0
                     cls_depth = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], cp.cls)
+            if cls_depth < CLASS_BELOW and _use_loop_class:
+                # the bytes on which p steps into a state that loops on them (the literal
+                # characters of a regex-syntax or pattern DFA, whose first bytes also take
+                # the characters that change state): without a class such a state's first
+                # visit walks the whole trie
+                loop_class(&prog, p, lc)
+                if popcount64(lc[0]) + popcount64(lc[1]) >= LOOP_CLASS_MIN and \
+                        (lc[0] != cp.cls[0] or lc[1] != cp.cls[1]):
+                    lc[2] = 1
+                    lc[3] = 0
+                    d2 = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], lc)
+                    if d2 < CLASS_MIN_DEPTH:
+                        lc[2] = 0
+                        d2 = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], lc)
+                    if d2 > cls_depth:
+                        cls_depth = d2
+                        cp.cls[0] = lc[0]
+                        cp.cls[1] = lc[1]
+                        cp.cls[2] = lc[2]
+                        cp.cls[3] = 0
         if run >= 0:
             bits = self.trie.char_slice(run, *self._run_class).copy()
             bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
@@ -1174,7 +1247,10 @@ cdef class TokenTables:
                 tabs.append(None)
                 continue
             p = m.store.pos[node]
-            if self._pair_start[p] and m.store.parent[node] >= 0:
+            # a frame anywhere in a pair rule (mid-character too: alone its table would hand
+            # every token that completes the character to a suffix walk with the stack)
+            if self._pair_start[self.program.c.rule_start[self._pos_rule[p]]] and \
+                    m.store.parent[node] >= 0:
                 below = m.store.parent[node]
                 q = m.store.pos[below]
                 if self._repeated(q) and \

@@ -101,6 +101,9 @@ EXACT_CASES = {
                   b'"a\xe2\x80\x94b"'),
     "long": ({"type": "string", "maxLength": 150},
              b'"' + b"a long text with \\u00e9scapes and \xc3\xa9 signs " * 3 + b'"'),
+    # above 4,096 a counter on the stack: its character's pairs take the counter frames below
+    "counter": ({"type": "string", "maxLength": 5000},
+                b'"' + b"w\xc3\xb6rds \xe2\x82\xac " * 8 + b'"'),
 }
 
 
@@ -177,3 +180,22 @@ def test_string_rest_and_char_slice_partition(llama_bpe):
     bits = np.unpackbits(t.char_slice(3).view(np.uint8), bitorder="little")[:llama_bpe.size]
     assert np.array_equal(bits.astype(bool), (chars > 0) & (chars <= 3)
                           & ~np.isin(np.arange(llama_bpe.size), llama_bpe.eos_ids))
+
+
+@pytest.mark.parametrize("length", [40, 5000])
+def test_mid_character_frames_get_pair_tables(llama_bpe, length):
+    """Part-way through a character's bytes the frame is still the character rule's: it gets
+    a pair table with the count below (alone, every token that completes the character would
+    exit and be walked with the stack at every mask)."""
+    cengine.CACHE.clear()
+    g = cengine.compile_json_schema({"type": "string", "maxLength": length})
+    m = g.matcher(llama_bpe)
+    assert m.accept_bytes(b'"ab\xe2\x82')            # the first two bytes of a euro sign
+    mask = np.zeros(cengine.mask_words(llama_bpe.size), np.int32)
+    m.fill_mask(mask)
+    tables = g.token_tables(llama_bpe)
+    starts = set(int(x) for x in g.automaton.rule_start)
+    mid = [k for k in tables.tables if isinstance(k, tuple) and k[-1] not in starts]
+    assert mid, list(tables.tables)
+    assert all(not isinstance(k, int) or k in starts or g.automaton.rule_names[
+        g.automaton.pos_rule[k]] != "json-string-char" for k in tables.tables)

@@ -9,6 +9,7 @@ import cengine
 from cengine._slices import u8_next
 from cengine._trie import plain_prefix
 from material import vocab_gguf
+from test_mask_exact import check_random_states
 
 
 # (state, byte) -> next state; -1 refuses. States: 0 between characters, 1-3 continuation
@@ -211,3 +212,28 @@ def test_slices_memo_warm_equals_cold(llama_bpe, case):
     cold = [_depths(g, llama_bpe, [p], TokenTables(g.automaton, llama_bpe))[0]
             for p in prefixes]
     assert warm == cold
+
+
+# A DFA state inside a string whose first bytes include characters that change state (the
+# syntax of `format: regex`: brackets, groups, escapes): neither the plain slice nor the first
+# bytes' class can be proved, so the state's table is built from the class of bytes on which
+# it steps into a state that loops on them (_mask.loop_class), the slice search proving it.
+LOOP_CLASS_DOC = b'{"re": "^(ab|c)[x-z]{2,3}\\\\d+ and more literal text$", "n": 1}'
+
+
+def test_slices_loop_class_exact(llama_bpe):
+    from cengine import _mask
+    schema = {"type": "object", "properties": {"re": {"type": "string", "format": "regex"},
+                                               "n": {"type": "integer"}}}
+    cengine.CACHE.clear()
+    _mask.TABLE_LOG = []
+    try:
+        g = cengine.compile_json_schema(schema, closed_objects=False)
+        pieces = [LOOP_CLASS_DOC[i:i + 4] for i in range(0, len(LOOP_CLASS_DOC), 4)]
+        n = len(pieces) + 1 + 4
+        assert check_random_states(g, llama_bpe, n, seed=7, docs=[pieces]) == n
+        log = list(_mask.TABLE_LOG)
+    finally:
+        _mask.TABLE_LOG = None
+    # some state took a class slice (a negative _last_slice: its depth) with the loop class
+    assert any(isinstance(e[3], int) and e[3] < 0 for e in log), [e[3] for e in log]
