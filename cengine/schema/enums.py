@@ -68,7 +68,8 @@ class Enums(CompilerPart):
             kept = [v for v in values if (types is True or any(_is_type(v, t) for t in types))
                     and (not isinstance(v, str) or (lo <= len(v) and (hi is None or len(v) <= hi)))]
         else:
-            kept = [v for v in values if self._valid(v, schema, ptr, kw)]
+            parts = self._value_parts(schema)
+            kept = [v for v in values if self._valid(v, schema, ptr, kw, parts)]
         t = _type_list(schema.get("type"))
         # typed integer: integral values are written as integers (no `1.0`)
         integer = t not in (None, True) and "integer" in t and "number" not in t
@@ -130,9 +131,25 @@ class Enums(CompilerPart):
             self._validator = cls(root, format_checker=cls.FORMAT_CHECKER)
         return next(self._validator.descend(value, schema), None) is None
 
-    def _valid(self, value: Any, schema: dict, ptr: str, kw: str) -> bool:
-        """value satisfies every keyword of schema (the original schemas it stands for)."""
+    @staticmethod
+    def _value_parts(schema: dict) -> Optional[list]:
+        """The original schemas behind schema for validating its own enum values: a part
+        whose `enum` is the very list the values come from is taken without it (each value
+        is in it; validating it compared every value with every other one, quadratic in a
+        long enum beside other keywords)."""
         parts = schema.parts if isinstance(schema, Node) else [schema]
+        if parts is None or "const" in schema or "enum" not in schema:
+            return parts
+        own = schema["enum"]
+        return [{k: v for k, v in p.items() if k != "enum"}
+                if isinstance(p, dict) and p.get("enum") is own else p for p in parts]
+
+    def _valid(self, value: Any, schema: dict, ptr: str, kw: str,
+               parts: Optional[list] = None) -> bool:
+        """value satisfies every keyword of schema (the original schemas it stands for;
+        `parts`: _value_parts of schema, for its own enum values)."""
+        if parts is None:
+            parts = schema.parts if isinstance(schema, Node) else [schema]
         if parts is None:
             raise CompileError(f"'{kw}' beside keywords that a merge rewrote is not enforced",
                                keyword=kw, pointer=_ptr(ptr, kw))
