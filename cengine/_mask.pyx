@@ -1011,9 +1011,10 @@ cdef class TokenTables:
         kept: RuleSignatures.character_class), called along a run of q's rule that only closes
         with the quote (a bounded string's count): how many characters the pair takes at most
         (capped at the longest plain token), else -1. Sets _run_class."""
-        if not _use_character_runs or len(frames) != 2:
+        cdef Py_ssize_t nf = len(frames)
+        if not _use_character_runs or nf < 2:
             return -1
-        cdef int32_t q = frames[0], p = frames[1]
+        cdef int32_t q = frames[nf - 2], p = frames[nf - 1]
         cdef int32_t r = self._pos_rule[p]
         if p != self.program.c.rule_start[r]:
             return -1
@@ -1023,7 +1024,11 @@ cdef class TokenTables:
         if self._character_cap < 0:
             self._character_cap = self.trie.longest_plain_chars()
         cdef int32_t cap = self._character_cap
-        cdef int32_t n = self.shared_keys.character_run(q, r, cap)
+        cdef int32_t n
+        if nf == 2:
+            n = self.shared_keys.character_run(q, r, cap)
+        else:                        # a counter's levels below the pair
+            n = self.shared_keys.character_run_frames(frames[:nf - 2], q, r, cap)
         if n < 0:
             return -1
         self._run_class = cls

@@ -370,6 +370,49 @@ cdef class RuleSignatures:
         self.by_class[r] = got
         return got
 
+    def character_run_frames(self, tuple below, int32_t q, int32_t rule, int32_t cap):
+        """character_run through the frames below q (bottom first; a length counter's
+        levels): at a position that ends its rule the run goes on where the frame below
+        returns, and a call of another rule (a level) is followed into it. -1 when some
+        position on the way takes a byte but the quote, or the run would pop the bottom
+        frame (beyond the table), or nests past 16 frames; cap when it reaches cap."""
+        cdef int32_t depth = 0, v, k, n
+        cdef set frontier = {below + (q,)}, nxt, visited
+        cdef list todo
+        cdef tuple cfg
+        while True:
+            nxt = set()
+            visited = set()
+            todo = list(frontier)
+            while todo:
+                cfg = todo.pop()
+                if cfg in visited:
+                    continue
+                visited.add(cfg)
+                n = len(cfg)
+                v = cfg[n - 1]
+                if self.pos_flags[v] & 1:           # FLAG_FINAL: on where the frame below returns
+                    if n == 1:
+                        return -1
+                    todo.append(cfg[:n - 1])
+                for k in range(self.edge_off[v], self.edge_off[v + 1]):
+                    if self.edge_lo[k] != 0x22 or self.edge_hi[k] != 0x22:
+                        return -1
+                for k in range(self.call_off[v], self.call_off[v + 1]):
+                    if self.call_rule[k] == rule:
+                        nxt.add(cfg[:n - 1] + (self.call_to[k],))
+                    elif n >= 16:
+                        return -1
+                    else:
+                        todo.append(cfg[:n - 1] + (self.call_to[k],
+                                                   self.rule_start[self.call_rule[k]]))
+            if not nxt:
+                return depth
+            depth += 1
+            if depth >= cap:
+                return cap
+            frontier = nxt
+
     def character_run(self, int32_t q, int32_t rule, int32_t cap):
         """How many more calls of `rule` a frame at q can make before its string closes, when
         every position on the way (q, then the call targets) calls nothing else, takes no

@@ -199,3 +199,23 @@ def test_mid_character_frames_get_pair_tables(llama_bpe, length):
     assert mid, list(tables.tables)
     assert all(not isinstance(k, int) or k in starts or g.automaton.rule_names[
         g.automaton.pos_rule[k]] != "json-string-char" for k in tables.tables)
+
+
+@pytest.mark.parametrize("length,written,want", [
+    (5000, 250, None),          # near a level's end (256 characters): on through the levels
+    (4100, 4095, 5),            # near the string's end: the count left
+    (4100, 4000, 100),
+])
+def test_character_run_through_counter_levels(llama_bpe, length, written, want):
+    """Above 4,096 the length is a counter on the stack: the run of a pair goes on through
+    the level frames below it (RuleSignatures.character_run_frames)."""
+    cengine.CACHE.clear()
+    g = cengine.compile_json_schema({"type": "string", "maxLength": length})
+    m = g.matcher(llama_bpe)
+    assert m.accept_bytes(b'"' + b"a" * written)
+    tables = g.token_tables(llama_bpe)
+    runs = [tables.character_run(tuple(reversed(stack))) for stack, _ in m.stacks()
+            if len(stack) >= 3]
+    if want is None:
+        want = cengine._trie.trie_of(llama_bpe).longest_plain_chars()
+    assert max(runs, default=-1) == want, runs
