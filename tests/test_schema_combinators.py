@@ -175,16 +175,39 @@ def _accepts(g, doc: bytes) -> bool:
     return m.accept_bytes(doc) and m.is_accepting()
 
 
-@pytest.mark.parametrize("name,schema,good,bad", CASES, ids=[c[0] for c in CASES])
-def test_combinator_cases_are_exact(name, schema, good, bad):
-    v = _validator(schema)
-    g = _compile(schema)
+def check_exact(g, v, good, bad):
+    """The oracle and the grammar agree on every listed document: good ones valid and
+    accepted, bad ones invalid and rejected (shared by the combinator case tables)."""
     for d in good:
         assert v.is_valid(json.loads(d)), d
         assert _accepts(g, d.encode()), d
     for d in bad:
         assert not v.is_valid(json.loads(d)), d
         assert not _accepts(g, d.encode()), d
+
+
+def check_accepts_only_valid(g, v, schema, examples=300, ensure_ascii=True):
+    """Every document near the schema (hypothesis, _near) that the grammar accepts is valid."""
+    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(_near(schema))
+    def run(value):
+        doc = json.dumps(value, ensure_ascii=ensure_ascii).encode()
+        if _accepts(g, doc):
+            assert v.is_valid(value), doc
+    run()
+
+
+def check_refused(compile_, schema, keyword, pointer):
+    """compile_(schema) is refused naming `keyword`, at `pointer` or below it."""
+    with pytest.raises(CompileError) as ei:
+        compile_(schema)
+    assert ei.value.keyword == keyword, str(ei.value)
+    assert ei.value.pointer.startswith(pointer), str(ei.value)
+
+
+@pytest.mark.parametrize("name,schema,good,bad", CASES, ids=[c[0] for c in CASES])
+def test_combinator_cases_are_exact(name, schema, good, bad):
+    check_exact(_compile(schema), _validator(schema), good, bad)
 
 
 @pytest.mark.parametrize("schema,keyword,pointer", REFUSED,
@@ -236,16 +259,8 @@ def _near(schema):
 
 @pytest.mark.parametrize("name,schema,good,bad", CASES, ids=[c[0] for c in CASES])
 def test_acceptance_never_exceeds_validity(name, schema, good, bad):
-    v = _validator(schema)
-    g = _compile(schema)
-
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(_near(schema))
-    def run(value):
-        doc = json.dumps(value, ensure_ascii=False).encode()
-        if _accepts(g, doc):
-            assert v.is_valid(value), doc
-    run()
+    check_accepts_only_valid(_compile(schema), _validator(schema), schema, examples=150,
+                             ensure_ascii=False)
 
 
 def _assert_closes(m, prefix: bytes, v) -> None:

@@ -62,6 +62,35 @@ def key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Sequence[str]
     return out
 
 
+def merged_edges(row, target_class) -> tuple:
+    """A state's edges ((class, ranges), ...) with its targets' classes (None: dead, dropped)
+    and the ranges into one class merged; sorted by class."""
+    by: Dict[int, list] = {}
+    for t, ranges in row:
+        k = target_class(t)
+        if k is not None:
+            by.setdefault(k, []).extend(ranges)
+    return tuple(sorted((k, ir.normalize_ranges(rs) if len(rs) > 1 else tuple(rs))
+                        for k, rs in by.items()))
+
+
+def refine_blocks(states, block: dict, groups) -> Tuple[dict, int]:
+    """Moore's refinement of a DFA over code-point ranges: `block` (state -> initial class,
+    e.g. accepting or not) split by the classes its edges reach (groups[q]: (target,
+    ranges) rows; a target outside `block` is dead) until no class splits. Returns the final
+    state -> class map (classes numbered in the order of `states`) and the number of them."""
+    count = len(set(block.values()))
+    while True:
+        keys = {q: (block[q], merged_edges(groups[q], block.get)) for q in states}
+        ids: Dict[tuple, int] = {}
+        for q in states:
+            ids.setdefault(keys[q], len(ids))
+        block = {q: ids[keys[q]] for q in states}
+        if len(ids) == count:
+            return block, count
+        count = len(ids)
+
+
 def _reach_back(preds: List[List[int]], live: set) -> set:
     """live grown (in place) by every state with a path into it, preds[t] being the states
     with an edge to t."""

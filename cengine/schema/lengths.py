@@ -28,7 +28,8 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import ir
 from . import json_grammar
-from .keys import MAX_KEY_NFA_STATES, _KeySpace, _thompson_states
+from .keys import (MAX_KEY_NFA_STATES, _KeySpace, _thompson_states, merged_edges,
+                   refine_blocks)
 from ..errors import LimitError
 
 # (language DFA state, count) pairs of one length-bounded language, kept after pruning and
@@ -91,18 +92,6 @@ def with_dist(groups: tuple, accepting: tuple) -> _Dfa:
     return groups, accepting, tuple(dist)
 
 
-def _merged_edges(row, target_class) -> tuple:
-    """A state's edges ((class, ranges), ...) with its targets' classes (None: dead, dropped)
-    and the ranges into one class merged; sorted by class."""
-    by: Dict[int, list] = {}
-    for t, ranges in row:
-        k = target_class(t)
-        if k is not None:
-            by.setdefault(k, []).extend(ranges)
-    return tuple(sorted((k, ir.normalize_ranges(rs) if len(rs) > 1 else tuple(rs))
-                        for k, rs in by.items()))
-
-
 def length_automaton(language: Optional[ir.Expr], lo: int, hi: Optional[int],
                      dfa: Optional[_Dfa] = None):
     """The minimal automaton of the strings of language with lo..hi code points (hi None:
@@ -158,17 +147,7 @@ def length_automaton(language: Optional[ir.Expr], lo: int, hi: Optional[int],
                     if total + len(sat) > MAX_LENGTH_STATES:
                         raise TooLarge(f"more than {MAX_LENGTH_STATES} (state, length) pairs")
         states = sorted(sat)
-        block = {q: int(accepting[q]) for q in states}
-        n_blocks = len(set(block.values()))
-        while True:
-            keys = {q: (block[q], _merged_edges(groups[q], block.get)) for q in states}
-            ids: Dict[tuple, int] = {}
-            for q in states:
-                ids.setdefault(keys[q], len(ids))
-            block = {q: ids[keys[q]] for q in states}
-            if len(ids) == n_blocks:
-                break
-            n_blocks = len(ids)
+        block, n_blocks = refine_blocks(states, {q: int(accepting[q]) for q in states}, groups)
         # the blocks' classes: numbered first, then their rows (edges name classes)
         first: Dict[int, int] = {}
         for q in states:
@@ -178,7 +157,7 @@ def length_automaton(language: Optional[ir.Expr], lo: int, hi: Optional[int],
         for q in states:
             k = first[block[q]]
             if not rows[k]:
-                sig = (accepting[q], _merged_edges(groups[q], lambda t: first.get(block[t])
+                sig = (accepting[q], merged_edges(groups[q], lambda t: first.get(block[t])
                                                    if t in block else None))
                 rows[k] = sig
                 sigs.setdefault(sig, k)
@@ -191,7 +170,7 @@ def length_automaton(language: Optional[ir.Expr], lo: int, hi: Optional[int],
         here = cls[c]
         for q in layers[c]:
             acc = accepting[q] and c >= lo
-            edges = _merged_edges(groups[q], up.get) if c < last else ()
+            edges = merged_edges(groups[q], up.get) if c < last else ()
             if acc or edges:
                 here[q] = intern((acc, edges))
     start = cls[0].get(0)

@@ -38,7 +38,8 @@ from .. import ir
 from ..errors import CompileError, LimitError
 from ..regex import (END_SYMBOL, START_SYMBOL, SearchAlternative, _check_size,
                      regex_to_expr, search_parts, simple_search_expr)
-from .keys import MAX_KEY_NFA_STATES, _KeySpace, _thompson_states
+from .keys import (MAX_KEY_NFA_STATES, _KeySpace, _reach_back, _thompson_states,
+                   refine_blocks)
 
 # states of one DFA made here: the search language over code points and the anchors, a
 # lookahead's product or complement, a pattern times a format
@@ -231,38 +232,16 @@ def minimal(d: Dfa) -> Tuple[Optional[int], List[Tuple[bool, Dict[int, tuple]]]]
     for q, row in enumerate(groups):
         for t, _ in row:
             preds[t].append(q)
-    live = {q for q in range(n) if accepting[q]}
-    stack = list(live)
-    while stack:
-        for p in preds[stack.pop()]:
-            if p not in live:
-                live.add(p)
-                stack.append(p)
+    live = _reach_back(preds, {q for q in range(n) if accepting[q]})
     if 0 not in live:
         return None, []
     states = sorted(live)
     block = {q: int(accepting[q]) for q in states}
-    count = len(set(block.values()))
-    while True:
-        keys = {}
-        for q in states:
-            edges: Dict[int, list] = {}
-            for t, ranges in groups[q]:
-                if t in block:
-                    edges.setdefault(block[t], []).extend(ranges)
-            keys[q] = (block[q], tuple(sorted((b, ir.normalize_ranges(rs))
-                                              for b, rs in edges.items())))
-        ids: Dict[tuple, int] = {}
-        for q in states:
-            ids.setdefault(keys[q], len(ids))
-        block = {q: ids[keys[q]] for q in states}
-        if len(ids) == count:
-            break
-        count = len(ids)
+    block, count = refine_blocks(states, block, groups)
     # (keys name the blocks of the round before: the same blocks, maybe numbered otherwise)
     rows: List[Tuple[bool, Dict[int, tuple]]] = [(False, {}) for _ in range(count)]
     for q in states:
-        edges = {}
+        edges: Dict[int, list] = {}
         for t, ranges in groups[q]:
             if t in block:
                 edges.setdefault(block[t], []).extend(ranges)
