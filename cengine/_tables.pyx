@@ -139,11 +139,7 @@ cdef enum:
 _SIGNATURE_IDS = itertools.count()
 
 
-# a string character's class, as the token classes see it: (ASCII code points as two 64-bit
-# words, whether every non-ASCII code point but U+2028/U+2029 is in); no plain token holds a
-# C0 control, a quote, a backslash, U+2028 or U+2029 (TokenTrie.plain_lengths), so the class
-# decides plain tokens through these alone
-_ALL_ASCII = ((1 << 128) - 1)
+# the serialisations of char_in rules by class (character_body)
 _CLASS_BODIES = {}
 
 
@@ -341,32 +337,21 @@ cdef class RuleSignatures:
             probes = [self._spells(r, _json_spelling(cp))
                       for cp in (0x80, 0x7FF, 0x800, 0x2027, 0x202A, 0xFFFF, 0x10000, 0x10FFFF)]
             if all(x is not None for x in probes) and (all(probes) or not any(probes)):
-                ranges = []
-                for cp in ascii_in:
-                    if ranges and ranges[len(ranges) - 1][1] == cp - 1:
-                        ranges[len(ranges) - 1] = (ranges[len(ranges) - 1][0], cp)
-                    else:
-                        ranges.append((cp, cp))
-                tries = [ranges]
+                ranges = [(cp, cp) for cp in ascii_in]
                 if probes[0]:
                     # every non-ASCII code point, less U+2028 / U+2029 where the rule refuses
                     # them (a regex `.`)
-                    tail = [(0x80, 0x10FFFF)]
-                    for cp in (0x2028, 0x2029):
-                        if not self._spells(r, _json_spelling(cp)):
-                            tail = [x for lo, hi in tail
-                                    for x in (((lo, cp - 1), (cp + 1, hi)) if lo <= cp <= hi
-                                              else ((lo, hi),))
-                                    if x[0] <= x[1]]
-                    tries = [_merge(ranges + tail)]
-                body = d[len(self.header):]
-                for cand in tries:
-                    if character_body(tuple(cand)) == body:
-                        bits = 0
-                        for cp in ascii_in:
-                            bits |= 1 << cp
-                        got = (bits & 0xFFFFFFFFFFFFFFFF, bits >> 64, bool(probes[0]))
-                        break
+                    for lo, hi in ((0x80, 0x2027), (0x2028, 0x2028), (0x2029, 0x2029),
+                                   (0x202A, 0x10FFFF)):
+                        if lo != hi or self._spells(r, _json_spelling(lo)):
+                            ranges.append((lo, hi))
+                if character_body(tuple(_merge(ranges))) == d[len(self.header):]:
+                    # (no plain token holds a C0 control, a quote, a backslash, U+2028 or
+                    # U+2029: the ASCII bits and the non-ASCII flag decide them all)
+                    bits = 0
+                    for cp in ascii_in:
+                        bits |= 1 << cp
+                    got = (bits & 0xFFFFFFFFFFFFFFFF, bits >> 64, bool(probes[0]))
         self.by_class[r] = got
         return got
 
