@@ -5,6 +5,7 @@ from libc.stdint cimport int32_t, uint64_t
 
 cdef extern from *:
     int popcount32 "__builtin_popcount"(unsigned int) nogil
+    int popcount64 "__builtin_popcountll"(unsigned long long) nogil
     int ctz32 "__builtin_ctz"(unsigned int) nogil
     int ctz64 "__builtin_ctzll"(unsigned long long) nogil
 

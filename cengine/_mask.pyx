@@ -43,7 +43,7 @@ import time
 import numpy as np
 
 from cengine._automaton cimport FLAG_CONTAINER, Prog
-from cengine._bitmask cimport allow_range, next_allowed
+from cengine._bitmask cimport allow_range, next_allowed, popcount64
 from cengine._i32vec cimport I32Vec, i32_push
 from cengine._matcher cimport (Entry, EntryVec, Store, Program, Matcher, vec_reserve,
                                vec_free, store_init, store_free, store_intern, step, expand, dedup,
@@ -779,14 +779,6 @@ cdef enum:
     LOOP_CLASS_MIN = 16     # a loop class of fewer plain ASCII bytes is not tried
 
 
-cdef inline int popcount64(uint64_t x) noexcept nogil:
-    cdef int n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
-
-
 cdef inline int32_t _edge_on(const Prog* p, int32_t q, int32_t b) noexcept nogil:
     """The target of q's edge on byte b, or -1."""
     cdef int32_t k
@@ -864,8 +856,6 @@ cdef class TokenTables:
     cdef FirstBytes fb
     cdef SliceMemo memo          # slice depths of lone frames, for the slice search
     cdef object _last_depth, _last_slice, _last_walked, _last_times
-    cdef object _run_class       # the class of the last _character_run that applied
-    cdef int32_t _character_cap  # the most characters of a plain token (-1: not yet known)
 
     def __init__(self, automaton, vocab, Program program=None):
         # everything here is on the path to the first mask: per-position facts are worked
@@ -876,8 +866,6 @@ cdef class TokenTables:
         self.tables = {}
         self.lock = threading.Lock()
         self._signatures = None
-        self._run_class = None
-        self._character_cap = -1
         self.seen_once = {}
         self._narrow_below = NARROW_FIRST_BYTES
         n_pos = automaton.n_positions
@@ -1007,32 +995,20 @@ cdef class TokenTables:
         return self._character_run(frames)
 
     cdef int32_t _character_run(self, tuple frames):
-        """For a pair (q, p) whose top is a string character of a class (char_in, its frame
-        kept: RuleSignatures.character_class), called along a run of q's rule that only closes
-        with the quote (a bounded string's count): how many characters the pair takes at most
-        (capped at the longest plain token), else -1. Sets _run_class."""
+        """For frames (counter levels..., q, p) whose top p starts a string character of a
+        class (char_in, its frame kept: RuleSignatures.character_class), called along a run of
+        q's rule that only closes with the quote (a bounded string's count): how many
+        characters the frames take at most (capped at the longest plain token), else -1."""
         cdef Py_ssize_t nf = len(frames)
         if not _use_character_runs or nf < 2:
             return -1
         cdef int32_t q = frames[nf - 2], p = frames[nf - 1]
         cdef int32_t r = self._pos_rule[p]
-        if p != self.program.c.rule_start[r]:
+        if p != self.program.c.rule_start[r] or self.shared_keys.character_class(r) is None:
             return -1
-        cls = self.shared_keys.character_class(r)
-        if cls is None:
-            return -1
-        if self._character_cap < 0:
-            self._character_cap = self.trie.longest_plain_chars()
-        cdef int32_t cap = self._character_cap
-        cdef int32_t n
-        if nf == 2:
-            n = self.shared_keys.character_run(q, r, cap)
-        else:                        # a counter's levels below the pair
-            n = self.shared_keys.character_run_frames(frames[:nf - 2], q, r, cap)
-        if n < 0:
-            return -1
-        self._run_class = cls
-        return min(cap, n + 1)      # the character p starts, then n more
+        cdef int32_t cap = self.trie.longest_plain_chars()
+        cdef int32_t n = self.shared_keys.character_run(frames[:nf - 2], q, r, cap)
+        return -1 if n < 0 else min(cap, n + 1)      # the character p starts, then n more
 
     cdef PosTable _compute(self, tuple frames):
         """The table of frames at the positions `frames` (bottom first, the top last)."""
@@ -1150,7 +1126,8 @@ cdef class TokenTables:
                         cp.cls[2] = lc[2]
                         cp.cls[3] = 0
         if run >= 0:
-            bits = self.trie.char_slice(run, *self._run_class).copy()
+            bits = self.trie.char_slice(
+                run, *self.shared_keys.character_class(self._pos_rule[p])).copy()
             bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
             acc_p = NULL
             walked = self.trie.string_rest()

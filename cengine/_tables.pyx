@@ -183,17 +183,6 @@ def _json_spelling(int cp):
     return chr(cp).encode("utf-8")
 
 
-def _merge(ranges):
-    out = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[len(out) - 1][1] + 1:
-            last = out.pop()
-            out.append((last[0], max(last[1], hi)))
-        else:
-            out.append((lo, hi))
-    return out
-
-
 cdef class RuleSignatures:
     """Structural keys of positions whose rule (with everything it calls) is small, so their
     tables can be shared across grammars. A key is the exact serialisation of the rules'
@@ -330,6 +319,7 @@ cdef class RuleSignatures:
         got = self.by_class.get(r, False)
         if got is not False:
             return got
+        from cengine import ir
         got = None
         d = self.rule_digest(r)
         if d is not None:
@@ -345,7 +335,7 @@ cdef class RuleSignatures:
                                    (0x202A, 0x10FFFF)):
                         if lo != hi or self._spells(r, _json_spelling(lo)):
                             ranges.append((lo, hi))
-                if character_body(tuple(_merge(ranges))) == d[len(self.header):]:
+                if character_body(ir.normalize_ranges(ranges)) == d[len(self.header):]:
                     # (no plain token holds a C0 control, a quote, a backslash, U+2028 or
                     # U+2029: the ASCII bits and the non-ASCII flag decide them all)
                     bits = 0
@@ -355,12 +345,15 @@ cdef class RuleSignatures:
         self.by_class[r] = got
         return got
 
-    def character_run_frames(self, tuple below, int32_t q, int32_t rule, int32_t cap):
-        """character_run through the frames below q (bottom first; a length counter's
-        levels): at a position that ends its rule the run goes on where the frame below
-        returns, and a call of another rule (a level) is followed into it. -1 when some
-        position on the way takes a byte but the quote, or the run would pop the bottom
-        frame (beyond the table), or nests past 16 frames; cap when it reaches cap."""
+    def character_run(self, tuple below, int32_t q, int32_t rule, int32_t cap):
+        """How many more calls of `rule` a frame at q (on the frames `below`, bottom first: a
+        length counter's levels, or none) can make before its string closes, when every
+        position on the way calls nothing else but rules it follows into (a counter's
+        levels), takes no byte but the quote, and ends its rule only where the frame below
+        returns; cap when it reaches cap (a loop is unbounded); -1 when some position breaks
+        that, the run would pop the bottom frame (beyond the table), or it nests past 16
+        frames. Then a run of n characters is taken from q exactly when n <= the answer,
+        whatever follows the quote."""
         cdef int32_t depth = 0, v, k, n
         cdef set frontier = {below + (q,)}, nxt, visited
         cdef list todo
@@ -397,38 +390,6 @@ cdef class RuleSignatures:
             if depth >= cap:
                 return cap
             frontier = nxt
-
-    def character_run(self, int32_t q, int32_t rule, int32_t cap):
-        """How many more calls of `rule` a frame at q can make before its string closes, when
-        every position on the way (q, then the call targets) calls nothing else, takes no
-        byte but the quote and does not end its rule; cap when it reaches cap (a loop is
-        unbounded); -1 when some position breaks that. Then a run of n characters is taken
-        from q exactly when n <= the answer, whatever follows the quote."""
-        cdef int32_t depth = 0, v, k
-        cdef list frontier = [q], nxt
-        cdef set seen = set()
-        while frontier:
-            if depth >= cap:
-                return cap
-            nxt = []
-            for v in frontier:
-                if v in seen:
-                    continue
-                seen.add(v)
-                if self.pos_flags[v] & 1:           # FLAG_FINAL: the rule may return here
-                    return -1
-                for k in range(self.edge_off[v], self.edge_off[v + 1]):
-                    if self.edge_lo[k] != 0x22 or self.edge_hi[k] != 0x22:
-                        return -1
-                for k in range(self.call_off[v], self.call_off[v + 1]):
-                    if self.call_rule[k] != rule:
-                        return -1
-                    nxt.append(self.call_to[k])
-            if not nxt:
-                return depth
-            frontier = nxt
-            depth += 1
-        return depth
 
     def get(self, int32_t p):
         cdef int32_t r = self.pos_rule[p]

@@ -48,5 +48,6 @@ cdef class TokenTrie:
     cdef object _ascii
     cdef object _class_slices
     cdef object _plain_chars
+    cdef int32_t _longest_chars
     cdef object _char_slices
     cdef object _string_rest

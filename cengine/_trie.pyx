@@ -118,6 +118,7 @@ cdef class TokenTrie:
         self._ascii = None
         self._class_slices = {}
         self._plain_chars = None
+        self._longest_chars = -1
         self._char_slices = {}
         self._string_rest = None
         if items is None:
@@ -194,15 +195,11 @@ cdef class TokenTrie:
         if bits is None:
             chars = self.plain_chars()
             inside = (chars > 0) & (chars <= n)
-            if int(lo) != ALL_ASCII_WORD or int(hi) != ALL_ASCII_WORD or not mixed:
-                tlo, thi, other = self.ascii_masks()
-                inside &= ((tlo & ~np.uint64(lo)) == 0) & ((thi & ~np.uint64(hi)) == 0)
-                if not mixed:
-                    inside &= ~other
-            if self.eos_ids.shape[0]:
-                inside[self.eos_ids] = False
-            bits = np.packbits(np.concatenate([inside, np.zeros(self.n_words * 32 - inside.shape[0], bool)]),
-                               bitorder="little").view(np.uint32).copy()
+            if int(lo) != ALL_ASCII_WORD or int(hi) != ALL_ASCII_WORD:
+                inside &= self._in_ascii_class(lo, hi)
+            if not mixed:
+                inside &= ~self.ascii_masks()[2]
+            bits = self._bitset(inside)
             if len(self._char_slices) >= 1024:
                 self._char_slices.clear()
             self._char_slices[key] = bits
@@ -210,8 +207,23 @@ cdef class TokenTrie:
 
     def longest_plain_chars(self):
         """The most characters of a plain token (at least 1)."""
-        chars = self.plain_chars()
-        return max(1, int(chars.max())) if chars.shape[0] else 1
+        if self._longest_chars < 0:
+            chars = self.plain_chars()
+            self._longest_chars = max(1, int(chars.max())) if chars.shape[0] else 1
+        return self._longest_chars
+
+    def _in_ascii_class(self, lo, hi):
+        """Per token: whether its ASCII bytes all lie in the class (lo, hi) (64-bit words)."""
+        tlo, thi, _ = self.ascii_masks()
+        return ((tlo & ~np.uint64(lo)) == 0) & ((thi & ~np.uint64(hi)) == 0)
+
+    def _bitset(self, inside):
+        """The vocabulary bitset (uint32 words) of the tokens marked in `inside`; eos is cleared
+        in `inside` itself (slice's rest trie keeps it)."""
+        if self.eos_ids.shape[0]:
+            inside[self.eos_ids] = False
+        return np.packbits(np.concatenate([inside, np.zeros(self.n_words * 32 - inside.shape[0], bool)]),
+                           bitorder="little").view(np.uint32).copy()
 
     def string_rest(self):
         """Trie of the tokens a run of any JSON string characters decides only by a walk: those
@@ -258,10 +270,7 @@ cdef class TokenTrie:
         if s is None:
             plain = self.plain_lengths()
             inside = (plain > 0) & (plain <= k)
-            if self.eos_ids.shape[0]:
-                inside[self.eos_ids] = False
-            bits = np.packbits(np.concatenate([inside, np.zeros(self.n_words * 32 - inside.shape[0], bool)]),
-                               bitorder="little").view(np.uint32).copy()
+            bits = self._bitset(inside)
             rest = TokenTrie(self.tokens, self.eos_ids.tolist(), keep=~inside)
             s = self._slices[k] = (bits, rest)
         return s
@@ -375,15 +384,11 @@ cdef class TokenTrie:
         key = (int(lo), int(hi), k, mixed)
         bits = self._class_slices.get(key)
         if bits is None:
-            tlo, thi, other = self.ascii_masks()
-            inside = ((tlo & ~np.uint64(lo)) == 0) & ((thi & ~np.uint64(hi)) == 0)
-            inside &= (self.plain_lengths() > 0) if mixed else ~other
+            inside = self._in_ascii_class(lo, hi)
+            inside &= (self.plain_lengths() > 0) if mixed else ~self.ascii_masks()[2]
             lens = self.token_lengths()
             inside &= (lens >= 1) & (lens <= k)
-            if self.eos_ids.shape[0]:
-                inside[self.eos_ids] = False
-            bits = np.packbits(np.concatenate([inside, np.zeros(self.n_words * 32 - inside.shape[0], bool)]),
-                               bitorder="little").view(np.uint32).copy()
+            bits = self._bitset(inside)
             if len(self._class_slices) >= 256:
                 self._class_slices.clear()
             self._class_slices[key] = bits
