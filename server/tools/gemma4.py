@@ -231,6 +231,9 @@ class _Bad(Exception):
 
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+# what a number may still grow from at the end of the text so far (`-`, `1.`, `2e`, `2e-`):
+# streamed text is cut between any two tokens
+_NUMBER_START = re.compile(r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?)?")
 
 
 class _Reader:
@@ -268,11 +271,11 @@ class _Reader:
             if c == word[0]:
                 self.expect(word)
                 return v
+        if _NUMBER_START.fullmatch(self.t, self.i):
+            raise _More()       # a number may go on (or begin: a lone `-`)
         m = _NUMBER.match(self.t, self.i)
         if not m:
             raise _Bad()
-        if m.end() == len(self.t):
-            raise _More()       # a number may go on
         self.i = m.end()
         return json.loads(m.group())
 
