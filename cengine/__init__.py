@@ -78,6 +78,21 @@ def mask_words(vocab_size: int) -> int:
     return (vocab_size + 31) // 32
 
 
+# json.dumps(schema, separators=(",", ":")), without a new encoder object per compile
+_SCHEMA_KEY = _json.JSONEncoder(separators=(",", ":")).encode
+_FRONT_END: tuple = ()
+
+
+def _schema_front_end() -> tuple:
+    """(schema_to_ir, check_property_order): the JSON Schema front end, imported on first use
+    (`import cengine` does not load it) and then held here, not looked up again per compile."""
+    global _FRONT_END
+    if not _FRONT_END:
+        from .schema.compiler import check_property_order, schema_to_ir
+        _FRONT_END = (schema_to_ir, check_property_order)
+    return _FRONT_END
+
+
 def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool = True,
                         whitespace_budget: Optional[int] = 64, max_depth: int = 64,
                         surrounding_whitespace: bool = True,
@@ -102,14 +117,13 @@ def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool 
         except ValueError as e:
             raise CompileError(f"schema is not valid JSON: {e}", pointer="") from None
     surrounding_whitespace = bool(surrounding_whitespace)
-    from .schema.compiler import check_property_order
+    schema_to_ir, check_property_order = _schema_front_end()
     check_property_order(property_order)
     # keyed on the schema as written: declared property order is part of the grammar
-    key = ("schema", _json.dumps(schema, separators=(",", ":")),
+    key = ("schema", _SCHEMA_KEY(schema),
            closed_objects, whitespace_budget, max_depth, surrounding_whitespace, property_order)
 
     def build():
-        from .schema import schema_to_ir
         with budget_scope(budget):
             g = schema_to_ir(schema, closed_objects=closed_objects,
                              whitespace_budget=whitespace_budget, max_depth=max_depth,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass, field, fields
-from typing import Dict, Iterator, Optional, Tuple
+from typing import ContextManager, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -88,19 +88,32 @@ _BUDGET: contextvars.ContextVar[Optional[CompileBudget]] = contextvars.ContextVa
     "cengine_compile_budget", default=None)
 
 
-@contextlib.contextmanager
-def budget_scope(budget: Optional[CompileBudget]) -> Iterator[None]:
+class _BudgetScope:
+    __slots__ = ("budget", "token")
+
+    def __init__(self, budget):
+        self.budget = budget
+
+    def __enter__(self) -> None:
+        if not isinstance(self.budget, CompileBudget):
+            raise TypeError(f"budget must be a cengine.CompileBudget, not "
+                            f"{type(self.budget).__name__}")
+        self.token = _BUDGET.set(self.budget)
+
+    def __exit__(self, *exc) -> None:
+        _BUDGET.reset(self.token)
+
+
+# what budget_scope(None) returns: nothing to set, one reusable object (every compile enters
+# a scope, most with no budget; a generator-based context manager cost a few µs each time)
+_NO_SCOPE: ContextManager[None] = contextlib.nullcontext()
+
+
+def budget_scope(budget: Optional[CompileBudget]) -> ContextManager[None]:
     """Builds inside the block use `budget` (None: the surrounding one, else the defaults)."""
     if budget is None:
-        yield
-        return
-    if not isinstance(budget, CompileBudget):
-        raise TypeError(f"budget must be a cengine.CompileBudget, not {type(budget).__name__}")
-    token = _BUDGET.set(budget)
-    try:
-        yield
-    finally:
-        _BUDGET.reset(token)
+        return _NO_SCOPE
+    return _BudgetScope(budget)
 
 
 _DEFAULT_BUDGET = CompileBudget()

@@ -156,3 +156,60 @@ def test_automaton_kept_positions_packed_form(fresh):
     (_, (packed, units)), = _kept_for("uri").items()
     assert packed.dtype == np.int32 and not packed.flags.writeable
     assert packed[2] == 0 and units > 0      # no calls; the work its construction spent
+
+
+# --- the JSON grammar's fixed rules (json_grammar._fixed_rules) ------------------------------
+def _digest(schema, **opts):
+    g = schema_to_ir(schema, closed_objects=False, whitespace_budget=None, **opts)
+    a = automaton.build(g)
+    h = hashlib.sha1()
+    for name, _ in automaton.TABLES:
+        h.update(name.encode())
+        h.update(getattr(a, name).tobytes())
+    h.update(repr(a.rule_names).encode())
+    return h.hexdigest()
+
+
+def _fixed_kept():
+    from cengine.schema import json_grammar
+    ids = {id(e): name for name, e in json_grammar._fixed_rules().items()}
+    return {ids[k[0]] for k in automaton._KEPT_POSITIONS if k[0] in ids}
+
+
+# (schema, options, fixed rules it builds as rules of their own: not inlined into a caller)
+FIXED_CASES = [
+    ({"type": "object"}, {}, {"json-string-body", "json-number"}),
+    ({"type": "string"}, {}, {"json-string-body"}),
+    ({"type": "array", "items": {"type": "number"}}, {}, {"json-number"}),
+    ({"type": "array", "items": {"type": "integer"}}, {"property_order": "any"},
+     {"json-integer"}),
+    ({"type": "object", "properties": {"a": {"type": "string", "maxLength": 40}}},
+     {"property_order": "any"}, {"json-string-body", "json-number", "json-string-char"}),
+    ({"not": {"type": "integer"}, "type": "number"}, {}, {"json-fraction"}),
+    (True, {}, {"json-string-body", "json-number"}),
+]
+
+
+@pytest.mark.parametrize("schema, opts, rules", FIXED_CASES)
+def test_automaton_kept_positions_fixed_json_rules(fresh, schema, opts, rules):
+    # the fixed rules that call nothing are kept: the first build stores their positions,
+    # the next takes them, and both make the tables a build without keeping makes
+    first = _digest(schema, **opts)
+    assert rules <= _fixed_kept(), f"kept: {sorted(_fixed_kept())}"
+    assert _digest(schema, **opts) == first
+    keys = automaton._kept_keys
+    try:
+        automaton._kept_keys = lambda *a: None
+        assert _digest(schema, **opts) == first
+    finally:
+        automaton._kept_keys = keys
+
+
+def test_automaton_kept_positions_fixed_rules_with_calls_not_kept():
+    # json-value, json-object, json-array and json-string call rules: what a call matches
+    # depends on the grammar, so none of them is marked
+    from cengine.schema import json_grammar
+    fixed = json_grammar._fixed_rules()
+    for name in ("json-value", "json-object", "json-array", "json-string"):
+        assert id(fixed[name]) not in automaton._KEPT_EXPRS, name
+    assert id(fixed["json-string-body"]) in automaton._KEPT_EXPRS
