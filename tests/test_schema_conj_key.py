@@ -19,6 +19,10 @@ CASES = [
     Node({"properties": {"a": Node({"const": math.nan}), "b": SHARED}, "required": ("a",)}),
     Node({"é\n": Node({"k": Node({})}), "n": 12345678901234567890, "f": 0.1}),
     Node({"nested": [[], {}, [SHARED, [SHARED]]]}),
+    # containers the merges make: lists and maps holding nodes and the document's schemas
+    Node({"allOf": [Node({"allOf": [SHARED, {"properties": {"p": Node({"k": [SHARED]}),
+                                                             "q": SHARED}}]}),
+                    {1: SHARED, "a": Node()}, (SHARED, Node({"t": (1, "x")})), [math.inf]]}),
 ]
 
 

@@ -19,7 +19,7 @@ from .drafts import Node
 from .drafts import pointer as _ptr
 from .pattern_names import _name_matches
 from .vocabulary import (ABSENT, ANNOTATIONS, EXCLUDE, MAX_VARIANTS, NEEDS_PARTNER, TYPES,
-                         _is_annotation, _is_bound, _is_count, _json_in, _same, _types_overlap,
+                         _is_annotation, _is_bound, _is_count, _json_among, _same, _types_overlap,
                          _values_of)
 from ..errors import CompileError
 from .parts import CompilerPart
@@ -41,6 +41,9 @@ def _parts_of(*schemas) -> Optional[list]:
 
 
 _EVERY_TYPE = frozenset(TYPES) - {"integer"}
+
+# the types json.dumps writes without looking inside (_json_text)
+_SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
 
 
 def _accepts_everything(schema: dict) -> bool:
@@ -76,6 +79,12 @@ def _all_of(schemas: list, origin: Optional[Tuple[str, str]] = None):
     if len(items) == 1:
         return items[0]
     return Node({"allOf": items}, parts=_parts_of(*items), origin=origin)
+
+
+def _has_patterns(side: dict) -> bool:
+    """side's names may also meet patternProperties (_key_lookup reads them)."""
+    pats = side.get("patternProperties", {})
+    return isinstance(pats, dict) and bool(pats)
 
 
 # the keywords _merge2 leaves to _merge_objects and _merge_arrays
@@ -114,7 +123,20 @@ class Conjunction(CompilerPart):
             got = self._json_texts.get(id(x))
             if got is not None and got[0] is x:
                 return got[1]
-            text = json.dumps(x)
+            # a container of scalars (most of a document's leaves) in one json.dumps; one
+            # holding containers member by member, so that each member's text is kept too:
+            # the lists and maps the merges make (an allOf chain, a merged `properties`) hold
+            # the document's schemas again and again, which json.dumps wrote out whole
+            # each time (twenty times the document's size for a large if/then allOf)
+            values = x.values() if t is dict else x
+            if all(type(v) in _SCALAR_TYPES for v in values) or \
+                    (t is dict and not all(type(k) is str for k in x)):
+                text = json.dumps(x)
+            elif t is dict:
+                text = "{" + ", ".join([_json_ascii(k) + ": " + self._json_text(v)
+                                        for k, v in x.items()]) + "}"
+            else:
+                text = "[" + ", ".join([self._json_text(v) for v in x]) + "]"
             self._json_texts[id(x)] = (x, text)
             return text
         if t is Node and all(type(k) is str for k in x):
@@ -209,7 +231,8 @@ class Conjunction(CompilerPart):
 
     def _merge2(self, a: Node, b: Node, ptr: str, kw: Tuple[str, str]):
         """The schema meaning `a AND b` (both without allOf/$ref), False when nothing can
-        satisfy both, CompileError when it cannot be written exactly."""
+        satisfy both, CompileError when it cannot be written exactly. a is what _merged's
+        fold made so far (an empty node, or _merge2's own result), b the next part."""
         if "if" in a and "if" in b and not all(_same(a.get(k), b.get(k))
                                                for k in ("if", "then", "else")):
             # one node holds one if/then/else: the second is written as its alternatives
@@ -283,7 +306,7 @@ class Conjunction(CompilerPart):
             out.pop("const", None)
             out.pop("enum", None)
             known = [vs for vs in values if vs is not None]
-            both = [x for x in known[0] if all(_json_in(x, vs) for vs in known[1:])]
+            both = known[0] if len(known) == 1 else _json_among(known[0], known[1])
             if known[0] is values[0] and "const" in a and values[1] is None:
                 out["const"] = a["const"]
             elif known[0] is values[1] and "const" in b and values[0] is None:
@@ -346,8 +369,7 @@ class Conjunction(CompilerPart):
     def _key_lookup(self, side: dict, props: dict, ptr: str):
         """_key_schemas of side as a function of the name; without patterns (the common
         case) a dictionary lookup, read once per merge instead of per name."""
-        pats = side.get("patternProperties", {})
-        if isinstance(pats, dict) and pats:
+        if _has_patterns(side):
             return lambda name: self._key_schemas(side, name, ptr)
         rest = [side["additionalProperties"]] if "additionalProperties" in side else []
         return lambda name: [props[name]] if name in props else rest
@@ -358,10 +380,8 @@ class Conjunction(CompilerPart):
         pa, pb = a.get("properties", {}), b.get("properties", {})
         if not isinstance(pa, dict) or not isinstance(pb, dict):
             self._refuse_merge("a malformed 'properties'", ptr, kw)
-        names = list(pa) + [n for n in pb if n not in pa]
-        if names:
-            of_a, of_b = self._key_lookup(a, pa, ptr), self._key_lookup(b, pb, ptr)
-            out["properties"] = {n: _all_of(of_a(n) + of_b(n), kw) for n in names}
+        if pa or pb:
+            out["properties"] = self._merge_properties(a, b, pa, pb, ptr, kw)
         ppa, ppb = a.get("patternProperties"), b.get("patternProperties")
         aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
         if ppa and ppb:
@@ -383,6 +403,25 @@ class Conjunction(CompilerPart):
         if "additionalProperties" in a or "additionalProperties" in b:
             out["additionalProperties"] = _all_of([aa, ab], kw)
         return out
+
+    def _merge_properties(self, a: Node, b: Node, pa: dict, pb: dict, ptr: str,
+                          kw: Tuple[str, str]) -> dict:
+        """The merged `properties` of a and b: each name's schemas on both sides (its own,
+        the patterns it matches, else additionalProperties) as one conjunction."""
+        if pa and not _has_patterns(a) and not _has_patterns(b) and \
+                "additionalProperties" not in b:
+            # a is what the fold merged so far (_merge2): each of its members is what _all_of
+            # made, which _all_of of it alone gives back, so a name b does not constrain
+            # keeps it and only b's names are merged (a fold over many parts merged every
+            # name again at each part)
+            rest_a = [a["additionalProperties"]] if "additionalProperties" in a else []
+            props = dict(pa)
+            for n, v in pb.items():
+                props[n] = _all_of(([pa[n]] if n in pa else rest_a) + [v], kw)
+            return props
+        of_a, of_b = self._key_lookup(a, pa, ptr), self._key_lookup(b, pb, ptr)
+        names = list(pa) + [n for n in pb if n not in pa]
+        return {n: _all_of(of_a(n) + of_b(n), kw) for n in names}
 
     def _merge_arrays(self, a: Node, b: Node, out: Node, kw: Tuple[str, str]) -> None:
         for k in _ARRAY_KEYS:
