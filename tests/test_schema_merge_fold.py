@@ -1,7 +1,8 @@
 """The allOf fold (_merged) is linear in what each part adds: a merge keeps the properties of
 what was merged so far that the next part does not name (_merge_properties), two enums of
 many strings are intersected by a set (vocabulary._json_among), and the conjunction keys
-keep the text of every container they spell (_json_text, test_schema_conj_key). Each must
+keep the text of every container they spell (_json_text, test_schema_conj_key), and a part
+of annotations alone is not merged where that gives the same (_inert). Each must
 give the IR (rules, ignored keywords) or the refusal of the plain formula, which is checked
 here by putting the plain one back; the language is checked against jsonschema."""
 from __future__ import annotations
@@ -47,11 +48,28 @@ CASES = [
                                 {"properties": {"y": {"type": "string"}},
                                  "additionalProperties": {"type": ["integer", "string"]}},
                                 {"properties": {"x": {"minimum": 2}}}]}),
+    # additionalProperties that allow everything, then one that allows nothing
+    ("additional-any", {"allOf": [{"properties": {"x": {"type": "integer"}},
+                                   "additionalProperties": True},
+                                  {"properties": {"y": {}}, "additionalProperties": {"title": "t"}},
+                                  {"properties": {"x": {"minimum": 1}, "y": {"type": "null"}},
+                                   "additionalProperties": False},
+                                  {"properties": {"x": {"maximum": 5}}}]}),
     # patterns on either side: every name is read against them
     ("patterns", {"allOf": [{"properties": {"ab": {"type": "string"}},
                              "patternProperties": {"^a": {"maxLength": 3}}},
                             {"properties": {"ac": {"minLength": 1}}},
                             {"properties": {"ab": {"minLength": 2}}}]}),
+    # parts of annotations alone (titled wrappers, an allOf node's own rest) beside patterns,
+    # which meet the properties again at each merge
+    ("inert-patterns", {"title": "t", "allOf": [
+        {"$comment": "c", "allOf": [{"properties": {"ab": {"type": "string"}},
+                                     "patternProperties": {"^a": {"maxLength": 3}}}]},
+        {"description": "d", "$id": "#x"}, {"properties": {"ab": {"minLength": 1}}}]}),
+    ("inert", {"title": "t", "allOf": [{"$comment": "c", "allOf": [{"enum": [1, 2, "a"]}]},
+                                       {"description": "d"}, {"x-note": 1},
+                                       {"allOf": [{"properties": {"p": {}}}]},
+                                       {"title": "u"}, {"prefixItems": [{}], "items": False}]}),
     ("patterns-b", {"allOf": [{"properties": {"ab": {"type": "string"}}},
                               {"patternProperties": {"^a": {"maxLength": 3}}},
                               {"properties": {"ad": {"minLength": 1}}}]}),
@@ -99,6 +117,7 @@ def test_schema_merge_fold_keeps_the_ir(name, schema, order, monkeypatch):
     fast = _compiled(schema, order)
     monkeypatch.setattr(compiler._Compiler, "_merge_properties", _plain_properties)
     monkeypatch.setattr(conjunction, "_json_among", _plain_among)
+    monkeypatch.setattr(conjunction, "_inert", lambda part: False)
     assert _compiled(schema, order) == fast
 
 
@@ -114,9 +133,9 @@ LANGUAGE = [
                          '{"kind": "d", "version": "2", "p0": 0}'],
      ['{"kind": "a", "p1": "x"}', '{"kind": "e"}', '{"kind": "b", "version": "3"}',
       '{"p0": 1}', '{}', '{"kind": "c", "p3": []}']),
-    (CASES[1][1], ['{"x": 3, "y": 1, "z": 4}', '{"w": 0}'], ['{"x": 10}', '{"y": -1}',
-                                                             '{"x": 1.5}']),
-    (CASES[6][1], ['"w9"', '"w36"', "1", "2", "2.0"],
+    (dict(CASES)["additional-a"], ['{"x": 3, "y": 1, "z": 4}', '{"w": 0}'],
+     ['{"x": 10}', '{"y": -1}', '{"x": 1.5}']),
+    (dict(CASES)["enum-strings"], ['"w9"', '"w36"', "1", "2", "2.0"],
      ['"w0"', '"w1"', "true", "null", '"x"', "[1]"]),
 ]
 

@@ -42,6 +42,13 @@ def _parts_of(*schemas) -> Optional[list]:
 
 _EVERY_TYPE = frozenset(TYPES) - {"integer"}
 
+# _flatten: the keywords a conjunct's rest leaves out (folded in), and those that do
+# nothing without a partner (NEEDS_PARTNER, and `if` without then / else)
+_FOLDED = frozenset(("allOf", "$ref"))
+_PARTNERED = frozenset(NEEDS_PARTNER) | {"if"}
+_new_dict = dict.__new__
+_fill = dict.update
+
 # the types json.dumps writes without looking inside (_json_text)
 _SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
 
@@ -87,9 +94,21 @@ def _has_patterns(side: dict) -> bool:
     return isinstance(pats, dict) and bool(pats)
 
 
+def _inert(part: dict) -> bool:
+    """part has no keyword _merge2 reads (annotations and $id only, or none)."""
+    for k in part:
+        if k != "$id" and not _is_annotation(k):
+            return False
+    return True
+
+
 # the keywords _merge2 leaves to _merge_objects and _merge_arrays
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties")
 _ARRAY_KEYS = ("prefixItems", "items")
+_OBJECT_KEYSET, _ARRAY_KEYSET = frozenset(_OBJECT_KEYS), frozenset(_ARRAY_KEYS)
+# the keys _merge2's loop leaves alone: those two groups, annotations (and x-...: see
+# _is_annotation) and $id
+_NOT_MERGED_HERE = _OBJECT_KEYSET | _ARRAY_KEYSET | ANNOTATIONS | {"$id"}
 
 
 class Conjunction(CompilerPart):
@@ -168,6 +187,11 @@ class Conjunction(CompilerPart):
         for p in parts:
             if p is False:
                 return False
+            if _inert(p) and not _has_patterns(out):
+                # a part of annotations alone (an allOf node's own rest, a titled wrapper):
+                # merged, it gives back what the fold has (each kept property is what _all_of
+                # made of it), except where a pattern meets a property again
+                continue
             out = self._merge2(out, p, ptr, origin)
             if out is False:
                 return False
@@ -183,12 +207,21 @@ class Conjunction(CompilerPart):
         if not isinstance(schema, dict):
             raise CompileError("a schema must be an object or a boolean", pointer=ptr)
         n = self._norm(schema, ptr)
-        # keywords without their partner do nothing, but could pair with another part's
-        idle = {k for k, partner in NEEDS_PARTNER.items() if k in n and partner not in n}
-        if "if" in n and "then" not in n and "else" not in n:
-            idle.add("if")
-        rest = Node({k: v for k, v in n.items() if k not in ("allOf", "$ref") and k not in idle},
-                    src=n.src)
+        drop = _FOLDED
+        if not _PARTNERED.isdisjoint(n):
+            # keywords without their partner do nothing, but could pair with another part's
+            idle = {k for k, partner in NEEDS_PARTNER.items() if k in n and partner not in n}
+            if "if" in n and "then" not in n and "else" not in n:
+                idle.add("if")
+            drop = drop | idle
+        # n less those keywords, as a Node (copied whole, then the few keys taken out: this
+        # runs for every conjunct of every merge)
+        rest = _new_dict(Node)
+        _fill(rest, n)
+        for k in drop:
+            if k in rest:
+                del rest[k]
+        rest.src, rest.parts, rest.origin = n.src or {}, None, None
         out = [rest]
         if "allOf" in n:
             branches = n["allOf"]
@@ -241,7 +274,7 @@ class Conjunction(CompilerPart):
                 return False
         out = Node(a, src=dict(a.src))
         for k, v in b.items():
-            if k in _OBJECT_KEYS or k in _ARRAY_KEYS or _is_annotation(k) or k == "$id":
+            if k in _NOT_MERGED_HERE or k.startswith("x-"):
                 continue
             if k in b.src:
                 out.src[k] = b.src[k]
@@ -313,10 +346,10 @@ class Conjunction(CompilerPart):
                 out["const"] = b["const"]
             else:
                 out["enum"] = both
-        if any(k in a or k in b for k in _OBJECT_KEYS):
+        if not (_OBJECT_KEYSET.isdisjoint(a) and _OBJECT_KEYSET.isdisjoint(b)):
             if self._merge_objects(a, b, out, ptr, kw) is False:
                 return False
-        if any(k in a or k in b for k in _ARRAY_KEYS):
+        if not (_ARRAY_KEYSET.isdisjoint(a) and _ARRAY_KEYSET.isdisjoint(b)):
             self._merge_arrays(a, b, out, kw)
         return out
 
@@ -408,12 +441,13 @@ class Conjunction(CompilerPart):
                           kw: Tuple[str, str]) -> dict:
         """The merged `properties` of a and b: each name's schemas on both sides (its own,
         the patterns it matches, else additionalProperties) as one conjunction."""
+        ab = b.get("additionalProperties", True)
         if pa and not _has_patterns(a) and not _has_patterns(b) and \
-                "additionalProperties" not in b:
+                (ab is True or (isinstance(ab, dict) and _accepts_everything(ab))):
             # a is what the fold merged so far (_merge2): each of its members is what _all_of
             # made, which _all_of of it alone gives back, so a name b does not constrain
-            # keeps it and only b's names are merged (a fold over many parts merged every
-            # name again at each part)
+            # (b's additionalProperties, if any, allows everything) keeps it and only b's
+            # names are merged (a fold over many parts merged every name again at each part)
             rest_a = [a["additionalProperties"]] if "additionalProperties" in a else []
             props = dict(pa)
             for n, v in pb.items():
