@@ -1,10 +1,11 @@
 """The allOf fold (_merged) is linear in what each part adds: a merge keeps the properties of
 what was merged so far that the next part does not name (_merge_properties), two enums of
-many strings are intersected by a set (vocabulary._json_among), and the conjunction keys
-keep the text of every container they spell (_json_text, test_schema_conj_key), and a part
-of annotations alone is not merged where that gives the same (_inert). Each must
-give the IR (rules, ignored keywords) or the refusal of the plain formula, which is checked
-here by putting the plain one back; the language is checked against jsonschema."""
+many strings are intersected by a set (vocabulary._json_among), the conjunction keys keep
+the text of every container they spell (_json_text, test_schema_conj_key), a part of
+annotations alone is not merged where that gives the same (_inert), and a node the compiler
+made is flattened once (_flat_nodes). Each must give the IR (rules, ignored keywords) or the
+refusal of the plain formula, which is checked here by putting the plain one back; the
+language is checked against jsonschema."""
 from __future__ import annotations
 
 import json
@@ -119,6 +120,42 @@ def test_schema_merge_fold_keeps_the_ir(name, schema, order, monkeypatch):
     monkeypatch.setattr(conjunction, "_json_among", _plain_among)
     monkeypatch.setattr(conjunction, "_inert", lambda part: False)
     assert _compiled(schema, order) == fast
+
+
+class _Unkept(dict):
+    """A memo that keeps nothing."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
+# chains through $ref (refused on one path, not on another) beside the table's cases
+REF_CASES = CASES + [
+    ("ref-cycle", {"$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}, {"title": "t"}]},
+                             "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
+                   "allOf": [{"properties": {"x": {"type": "integer"}}},
+                             {"if": {"properties": {"x": {"const": 1}}},
+                              "then": {"properties": {"y": {"$ref": "#/$defs/a"}}}},
+                             {"if": {"properties": {"x": {"const": 2}}},
+                              "then": {"properties": {"z": {"maximum": 3}}}}]}),
+    ("if-then-allof-6", _if_then_allof(4) | {"allOf": _if_then_allof(4)["allOf"] + [
+        {"if": {"required": ["p0"]}, "then": {"properties": {"p1": {"minimum": 0}}},
+         "else": {"properties": {"p2": {"maximum": 0}}}}]}),
+]
+
+
+@pytest.mark.parametrize("order", ["any", "declared"])
+@pytest.mark.parametrize("name,schema", REF_CASES, ids=[c[0] for c in REF_CASES])
+def test_schema_flatten_kept_nodes_keep_the_ir(name, schema, order, monkeypatch):
+    # a node the compiler made is flattened once from the top (_flat_nodes)
+    kept = _compiled(schema, order)
+    init = compiler._Compiler.__init__
+
+    def unkept_init(self, *args, **kw):
+        init(self, *args, **kw)
+        self._flat_nodes = _Unkept()
+    monkeypatch.setattr(compiler._Compiler, "__init__", unkept_init)
+    assert _compiled(schema, order) == kept
 
 
 def test_schema_merge_fold_cases_compile_and_refuse_as_meant():

@@ -211,6 +211,8 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         # _flatten_ref: $ref target pointer -> (its conjuncts, depth of the chain below it)
         self._flat_refs: Dict[str, Tuple[list, Optional[int]]] = {}
         self._flat_depth = -1
+        # _flatten: id of a node the compiler made -> (it, its conjuncts) read from the top
+        self._flat_nodes: Dict[int, Tuple[dict, list]] = {}
         self._json_texts: Dict[int, Tuple[Any, str]] = {}     # _json_text
         # enums.py
         self._validator = None

@@ -206,6 +206,14 @@ class Conjunction(CompilerPart):
             return [False]
         if not isinstance(schema, dict):
             raise CompileError("a schema must be an object or a boolean", pointer=ptr)
+        # a node the compiler made (a conjunction chain of _all_of, a merged node's rest) is
+        # read again and again as the chains grow, each time to the same conjuncts when read
+        # from the top (no $ref on the path: what is refused depends on the path): kept
+        keep = not seen and type(schema) is Node
+        if keep:
+            got = self._flat_nodes.get(id(schema))
+            if got is not None and got[0] is schema:
+                return got[1]
         n = self._norm(schema, ptr)
         drop = _FOLDED
         if not _PARTNERED.isdisjoint(n):
@@ -238,6 +246,8 @@ class Conjunction(CompilerPart):
                                    pointer=origin[1])
             self._flat_depth = max(self._flat_depth, len(seen))
             out.extend(self._flatten_ref(target, tptr, seen + (tptr,), origin))
+        if keep:
+            self._flat_nodes[id(schema)] = (schema, out)
         return out
 
     def _flatten_ref(self, target: Any, tptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
