@@ -49,8 +49,27 @@ _PARTNERED = frozenset(NEEDS_PARTNER) | {"if"}
 _new_dict = dict.__new__
 _fill = dict.update
 
-# the types json.dumps writes without looking inside (_json_text)
-_SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
+# what json.dumps writes member by member (_json_key)
+_CONTAINERS = (dict, list, tuple)
+
+
+def _scalar_text(x: Any) -> str:
+    """json.dumps(x) of a value that is no container (the common ones without the
+    encoder)."""
+    t = type(x)
+    if t is str:
+        return _json_ascii(x)
+    if x is True:
+        return "true"
+    if x is False:
+        return "false"
+    if x is None:
+        return "null"
+    if t is int:
+        return int.__repr__(x)
+    if t is float and math.isfinite(x):
+        return float.__repr__(x)
+    return json.dumps(x)
 
 
 def _accepts_everything(schema: dict) -> bool:
@@ -113,13 +132,13 @@ _NOT_MERGED_HERE = _OBJECT_KEYSET | _ARRAY_KEYSET | ANNOTATIONS | {"$id"}
 
 class Conjunction(CompilerPart):
     """The allOf part of the schema compiler (a mixin of compiler._Compiler: reads its g,
-    conj_rules, _flat_refs, _flat_depth, _json_texts and _regex_exprs, and calls its
+    conj_rules, _flat_refs, _flat_depth, _json_keys and _regex_exprs, and calls its
     compile, _norm, _kw, _resolve and _rule_name)."""
 
     def _conj_rule(self, schema: Node, ptr: str, kw: str) -> ir.Expr:
         """One rule per distinct conjunction (so a conjunction that reaches itself through
         its properties is a recursive rule, not an endless inlining)."""
-        key = self._json_text(schema)
+        key = self._json_key(schema)
         name = self.conj_rules.get(key)
         if name is None:
             name = self._rule_name(ptr, "all")
@@ -130,61 +149,66 @@ class Conjunction(CompilerPart):
             self.g.rules[name].expr = ir.NOTHING if merged is False else self.compile(merged, ptr)
         return ir.ref(name)
 
-    def _json_text(self, x: Any) -> str:
-        """json.dumps(x). The conjunctions _conj_rule keys by their text hold the same
-        document objects over and over (a base schema merged into every object extending it,
-        a property's schema beside each pattern that matches its name): the text of a dict or
-        list (exactly those types: a Node is spelled from its members each time) is written
-        once per compile and kept, with the object, by identity. Neither the document nor a
-        container the compiler made is ever changed once it stands in a schema node."""
+    def _json_key(self, x: Any) -> int:
+        """A number standing for json.dumps(x) in this compile: two values get the same
+        number exactly when json.dumps writes them alike. The conjunctions _conj_rule keys
+        hold the same document objects over and over (a base schema merged into every
+        object extending it, a property's schema beside each pattern that matches its name,
+        the chains of if/then rewrites growing by one conjunct at a time): their texts,
+        written out, were tens of times the document's size. A container is numbered from
+        its members' numbers instead, and a dict's or list's number is kept, with the
+        object, by identity (a Node is numbered from its members each time). Neither the
+        document nor a container the compiler made is ever changed once it stands in a
+        schema node."""
         t = type(x)
         if t is dict or t is list:
-            got = self._json_texts.get(id(x))
+            got = self._json_keys.get(id(x))
             if got is not None and got[0] is x:
                 return got[1]
-            # a container of scalars (most of a document's leaves) in one json.dumps; one
-            # holding containers member by member, so that each member's text is kept too:
-            # the lists and maps the merges make (an allOf chain, a merged `properties`) hold
-            # the document's schemas again and again, which json.dumps wrote out whole
-            # each time (twenty times the document's size for a large if/then allOf)
-            values = x.values() if t is dict else x
-            if all(type(v) in _SCALAR_TYPES for v in values) or \
-                    (t is dict and not all(type(k) is str for k in x)):
-                text = json.dumps(x)
-            elif t is dict:
-                text = "{" + ", ".join([_json_ascii(k) + ": " + self._json_text(v)
-                                        for k, v in x.items()]) + "}"
-            else:
-                text = "[" + ", ".join([self._json_text(v) for v in x]) + "]"
-            self._json_texts[id(x)] = (x, text)
-            return text
-        if t is Node and all(type(k) is str for k in x):
-            if not x:
-                return "{}"
-            # json.dumps's own spelling: ", " between members, ": " after an ASCII-escaped key
-            return "{" + ", ".join([_json_ascii(k) + ": " + self._json_text(v)
-                                    for k, v in x.items()]) + "}"
-        if t is str:
-            return _json_ascii(x)
-        # the scalars json.dumps spells itself, without its encoder per value
-        if x is True:
-            return "true"
-        if x is False:
-            return "false"
-        if x is None:
-            return "null"
-        if t is int:
-            return int.__repr__(x)
-        if t is float and math.isfinite(x):
-            return float.__repr__(x)
-        return json.dumps(x)
+            key = self._shape_key(x)
+            self._json_keys[id(x)] = (x, key)
+            return key
+        if isinstance(x, _CONTAINERS):
+            return self._shape_key(x)
+        return self._json_ids.setdefault(_scalar_text(x), len(self._json_ids))
+
+    def _shape_key(self, x: Any) -> int:
+        """_json_key of a container: the number of its text where no member is a container
+        (most of a document's leaves: one json.dumps), else of its members' numbers, with
+        each key's text (a text of members whose texts differ somewhere differs there)."""
+        values = x.values() if isinstance(x, dict) else x
+        shape: Any
+        if not any(isinstance(v, _CONTAINERS) for v in values):
+            shape = json.dumps(x)
+        elif isinstance(x, dict):
+            shape = ["{"]
+            for k, v in x.items():
+                # json.dumps's spelling of the key (a number or a literal is written as a
+                # string)
+                shape.append(_json_ascii(k) if type(k) is str else json.dumps({k: 0})[1:-4])
+                shape.append(self._json_key(v))
+            shape = tuple(shape)
+        else:
+            shape = ("[",) + tuple([self._json_key(v) for v in x])
+        return self._json_ids.setdefault(shape, len(self._json_ids))
 
     def _merged(self, schema: Any, ptr: str, origin: Tuple[str, str]):
         """schema with its allOf and $ref folded in: one Node without either, or False.
         origin: the (keyword, pointer) a refusal names."""
+        if type(schema) is Node:
+            # merged before with the same origin (a merge reads and adds nothing else; the
+            # nodes it makes carry the origin): the same merge
+            got = self._merged_nodes.get((id(schema), origin))
+            if got is not None and got[0] is schema:
+                return got[1]
         parts = self._flatten(schema, ptr, (), origin)
         out: Any = Node(parts=_parts_of(schema) if isinstance(schema, dict) else None)
-        for p in parts:
+        start, head = self._merged_head(schema, origin)
+        if head is not None:
+            if head is False:
+                return False
+            out = head
+        for p in parts[start:] if start else parts:
             if p is False:
                 return False
             if _inert(p) and not _has_patterns(out):
@@ -194,9 +218,33 @@ class Conjunction(CompilerPart):
                 continue
             out = self._merge2(out, p, ptr, origin)
             if out is False:
-                return False
-        out.parts = _parts_of(schema) if isinstance(schema, dict) else None
+                break
+        if out is head:
+            out = Node(out, src=dict(out.src))     # the kept one stays as it is
+        if out is not False:
+            out.parts = _parts_of(schema) if isinstance(schema, dict) else None
+        if type(schema) is Node:
+            self._merged_nodes[(id(schema), origin)] = (schema, out)
         return out
+
+    def _merged_head(self, schema: Any, origin: Tuple[str, str]) -> Tuple[int, Any]:
+        """Where _merged's fold of schema may start: a conjunction node the compiler made
+        (nothing but allOf) whose first conjunct, a node too, was merged before with the
+        same origin. Its conjuncts (_flatten) are the node's own rest, which adds nothing,
+        then that conjunct's, whose fold is the kept merge: so the fold goes on from it,
+        past them. (The chains of if/then rewrites and anyOf products grow by one conjunct
+        at a time, and each was merged whole again.) (0, None) where none is kept."""
+        if type(schema) is not Node or len(schema) != 1 or "allOf" not in schema:
+            return 0, None
+        items = schema["allOf"]
+        if type(items) is not list or not items or type(items[0]) is not Node:
+            return 0, None
+        first = items[0]
+        got = self._merged_nodes.get((id(first), origin))
+        flat = self._flat_nodes.get(id(first))
+        if got is None or got[0] is not first or flat is None or flat[0] is not first:
+            return 0, None
+        return 1 + len(flat[1]), got[1]
 
     def _flatten(self, schema: Any, ptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
         """The conjuncts of schema: nodes without allOf or $ref (False: impossible)."""
