@@ -1,9 +1,10 @@
 """The allOf fold (_merged) is linear in what each part adds: a merge keeps the properties of
 what was merged so far that the next part does not name (_merge_properties), two enums of
-many strings are intersected by a set (vocabulary._json_among), the conjunction keys keep
-the text of every container they spell (_json_text, test_schema_conj_key), a part of
+many strings are intersected by a set (vocabulary._json_among), the conjunction keys are
+numbered from their members' numbers (_json_key, test_schema_conj_key), a part of
 annotations alone is not merged where that gives the same (_inert), and a node the compiler
-made is flattened once (_flat_nodes). Each must give the IR (rules, ignored keywords) or the
+made is flattened once (_flat_nodes) and merged once per origin, a chain going on from its
+first conjunct's merge (_merged_nodes). Each must give the IR (rules, ignored keywords) or the
 refusal of the plain formula, which is checked here by putting the plain one back; the
 language is checked against jsonschema."""
 from __future__ import annotations
@@ -145,17 +146,44 @@ REF_CASES = CASES + [
 
 
 @pytest.mark.parametrize("order", ["any", "declared"])
+@pytest.mark.parametrize("memo", ["_flat_nodes", "_merged_nodes"])
 @pytest.mark.parametrize("name,schema", REF_CASES, ids=[c[0] for c in REF_CASES])
-def test_schema_flatten_kept_nodes_keep_the_ir(name, schema, order, monkeypatch):
-    # a node the compiler made is flattened once from the top (_flat_nodes)
+def test_schema_kept_nodes_keep_the_ir(name, schema, memo, order, monkeypatch):
+    # a node the compiler made is flattened once from the top (_flat_nodes), merged once
+    # per origin, and a chain goes on from its first conjunct's merge (_merged_nodes)
     kept = _compiled(schema, order)
     init = compiler._Compiler.__init__
 
     def unkept_init(self, *args, **kw):
         init(self, *args, **kw)
-        self._flat_nodes = _Unkept()
+        setattr(self, memo, _Unkept())
     monkeypatch.setattr(compiler._Compiler, "__init__", unkept_init)
     assert _compiled(schema, order) == kept
+
+
+def _merges(schema, monkeypatch, memo=None) -> list:
+    """Every merge a compile of schema makes (the facts of oneOf / anyOf products' too), in
+    order: the merged node as JSON text (its key order too), where its keywords came from,
+    and the original schemas it stands for."""
+    out = []
+    merged = conjunction.Conjunction._merged
+
+    def recorded(self, node, ptr, origin):
+        if memo is not None and not isinstance(getattr(self, memo), _Unkept):
+            setattr(self, memo, _Unkept())
+        m = merged(self, node, ptr, origin)
+        out.append(m if m is False else (json.dumps(m), dict(m.src), json.dumps(m.parts)))
+        return m
+    with monkeypatch.context() as mp:
+        mp.setattr(conjunction.Conjunction, "_merged", recorded)
+        _compiled(schema, "any")
+    return out
+
+
+@pytest.mark.parametrize("name,schema", REF_CASES, ids=[c[0] for c in REF_CASES])
+def test_schema_kept_merges_are_the_merges(name, schema, monkeypatch):
+    # each merge, kept or gone on from a kept one, is the merge made afresh
+    assert _merges(schema, monkeypatch) == _merges(schema, monkeypatch, "_merged_nodes")
 
 
 def test_schema_merge_fold_cases_compile_and_refuse_as_meant():
