@@ -156,12 +156,11 @@ class Conjunction(CompilerPart):
         object extending it, a property's schema beside each pattern that matches its name,
         the chains of if/then rewrites growing by one conjunct at a time): their texts,
         written out, were tens of times the document's size. A container is numbered from
-        its members' numbers instead, and a dict's or list's number is kept, with the
-        object, by identity (a Node is numbered from its members each time). Neither the
-        document nor a container the compiler made is ever changed once it stands in a
-        schema node."""
+        its members' numbers instead, and the number of a dict, list or node is kept, with
+        the object, by identity. Neither the document nor a container or node the compiler
+        made is ever changed once it stands in a schema node."""
         t = type(x)
-        if t is dict or t is list:
+        if t is dict or t is list or t is Node:
             got = self._json_keys.get(id(x))
             if got is not None and got[0] is x:
                 return got[1]
