@@ -49,7 +49,7 @@ _PARTNERED = frozenset(NEEDS_PARTNER) | {"if"}
 _new_dict = dict.__new__
 _fill = dict.update
 
-# what json.dumps writes member by member (_json_key)
+# what json.dumps writes member by member (_json_text)
 _CONTAINERS = (dict, list, tuple)
 
 
@@ -132,13 +132,13 @@ _NOT_MERGED_HERE = _OBJECT_KEYSET | _ARRAY_KEYSET | ANNOTATIONS | {"$id"}
 
 class Conjunction(CompilerPart):
     """The allOf part of the schema compiler (a mixin of compiler._Compiler: reads its g,
-    conj_rules, _flat_refs, _flat_depth, _json_keys and _regex_exprs, and calls its
+    conj_rules, _flat_refs, _flat_depth, _json_texts and _regex_exprs, and calls its
     compile, _norm, _kw, _resolve and _rule_name)."""
 
     def _conj_rule(self, schema: Node, ptr: str, kw: str) -> ir.Expr:
         """One rule per distinct conjunction (so a conjunction that reaches itself through
         its properties is a recursive rule, not an endless inlining)."""
-        key = self._json_key(schema)
+        key = self._json_text(schema)
         name = self.conj_rules.get(key)
         if name is None:
             name = self._rule_name(ptr, "all")
@@ -149,47 +149,41 @@ class Conjunction(CompilerPart):
             self.g.rules[name].expr = ir.NOTHING if merged is False else self.compile(merged, ptr)
         return ir.ref(name)
 
-    def _json_key(self, x: Any) -> int:
-        """A number standing for json.dumps(x) in this compile: two values get the same
-        number exactly when json.dumps writes them alike. The conjunctions _conj_rule keys
-        hold the same document objects over and over (a base schema merged into every
-        object extending it, a property's schema beside each pattern that matches its name,
-        the chains of if/then rewrites growing by one conjunct at a time): their texts,
-        written out, were tens of times the document's size. A container is numbered from
-        its members' numbers instead, and the number of a dict, list or node is kept, with
-        the object, by identity. Neither the document nor a container or node the compiler
-        made is ever changed once it stands in a schema node."""
+    def _json_text(self, x: Any) -> str:
+        """json.dumps(x). The conjunctions _conj_rule keys by their text hold the same
+        document objects over and over (a base schema merged into every object extending it,
+        a property's schema beside each pattern that matches its name, the chains of if/then
+        rewrites and anyOf products growing by one conjunct at a time), which one json.dumps
+        per key wrote out whole each time (tens of times the document's size). So what the
+        compiler made is spelled member by member: a node, a list holding containers (an
+        allOf chain's), a dict holding a node (a merged `properties`); anything else, the
+        document's schemas above all, in one json.dumps. The text of a dict, list or node is
+        kept, with the object, by identity: neither the document nor a container or node
+        the compiler made is ever changed once it stands in a schema node."""
         t = type(x)
         if t is dict or t is list or t is Node:
-            got = self._json_keys.get(id(x))
+            got = self._json_texts.get(id(x))
             if got is not None and got[0] is x:
                 return got[1]
-            key = self._shape_key(x)
-            self._json_keys[id(x)] = (x, key)
-            return key
+            if t is list:
+                spelled = any(isinstance(v, _CONTAINERS) for v in x)
+            else:
+                spelled = (t is Node or any(type(v) is Node for v in x.values())) and \
+                    all(type(k) is str for k in x)
+            if not spelled:
+                text = json.dumps(x)
+            elif t is list:
+                text = "[" + ", ".join([self._json_text(v) for v in x]) + "]"
+            else:
+                # json.dumps's own spelling: ", " between members, ": " after an
+                # ASCII-escaped key
+                text = "{" + ", ".join([_json_ascii(k) + ": " + self._json_text(v)
+                                        for k, v in x.items()]) + "}"
+            self._json_texts[id(x)] = (x, text)
+            return text
         if isinstance(x, _CONTAINERS):
-            return self._shape_key(x)
-        return self._json_ids.setdefault(_scalar_text(x), len(self._json_ids))
-
-    def _shape_key(self, x: Any) -> int:
-        """_json_key of a container: the number of its text where no member is a container
-        (most of a document's leaves: one json.dumps), else of its members' numbers, with
-        each key's text (a text of members whose texts differ somewhere differs there)."""
-        values = x.values() if isinstance(x, dict) else x
-        shape: Any
-        if not any(isinstance(v, _CONTAINERS) for v in values):
-            shape = json.dumps(x)
-        elif isinstance(x, dict):
-            shape = ["{"]
-            for k, v in x.items():
-                # json.dumps's spelling of the key (a number or a literal is written as a
-                # string)
-                shape.append(_json_ascii(k) if type(k) is str else json.dumps({k: 0})[1:-4])
-                shape.append(self._json_key(v))
-            shape = tuple(shape)
-        else:
-            shape = ("[",) + tuple([self._json_key(v) for v in x])
-        return self._json_ids.setdefault(shape, len(self._json_ids))
+            return json.dumps(x)
+        return _scalar_text(x)
 
     def _merged(self, schema: Any, ptr: str, origin: Tuple[str, str]):
         """schema with its allOf and $ref folded in: one Node without either, or False.
