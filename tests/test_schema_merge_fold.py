@@ -1,7 +1,7 @@
 """The allOf fold (_merged) is linear in what each part adds: a merge keeps the properties of
 what was merged so far that the next part does not name (_merge_properties), two enums of
-many strings are intersected by a set (vocabulary._json_among), the conjunction keys are
-numbered from their members' numbers (_json_key, test_schema_conj_key), a part of
+many strings are intersected by a set (vocabulary._json_among), the conjunction keys spell
+what the compiler made member by member (_json_text, test_schema_conj_key), a part of
 annotations alone is not merged where that gives the same (_inert), and a node the compiler
 made is flattened once (_flat_nodes) and merged once per origin, a chain going on from its
 first conjunct's merge (_merged_nodes). Each must give the IR (rules, ignored keywords) or the
