@@ -207,10 +207,14 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         self.ref_rules: Dict[str, str] = {}
         self._embedded: Optional[bool] = None
         # conjunction.py
-        self.conj_rules: Dict[str, str] = {}
+        self.conj_rules: Dict[str, str] = {}      # _json_text of the conjunction -> rule
         # _flatten_ref: $ref target pointer -> (its conjuncts, depth of the chain below it)
         self._flat_refs: Dict[str, Tuple[list, Optional[int]]] = {}
         self._flat_depth = -1
+        # _flatten: id of a node the compiler made -> (it, its conjuncts) read from the top
+        self._flat_nodes: Dict[int, Tuple[dict, list]] = {}
+        # _merged: (id of a node the compiler made, origin) -> (it, its merge)
+        self._merged_nodes: Dict[Tuple[int, Tuple[str, str]], Tuple[dict, Any]] = {}
         self._json_texts: Dict[int, Tuple[Any, str]] = {}     # _json_text
         # enums.py
         self._validator = None

@@ -19,7 +19,7 @@ from .drafts import Node
 from .drafts import pointer as _ptr
 from .pattern_names import _name_matches
 from .vocabulary import (ABSENT, ANNOTATIONS, EXCLUDE, MAX_VARIANTS, NEEDS_PARTNER, TYPES,
-                         _is_annotation, _is_bound, _is_count, _json_in, _same, _types_overlap,
+                         _is_annotation, _is_bound, _is_count, _json_among, _same, _types_overlap,
                          _values_of)
 from ..errors import CompileError
 from .parts import CompilerPart
@@ -41,6 +41,35 @@ def _parts_of(*schemas) -> Optional[list]:
 
 
 _EVERY_TYPE = frozenset(TYPES) - {"integer"}
+
+# _flatten: the keywords a conjunct's rest leaves out (folded in), and those that do
+# nothing without a partner (NEEDS_PARTNER, and `if` without then / else)
+_FOLDED = frozenset(("allOf", "$ref"))
+_PARTNERED = frozenset(NEEDS_PARTNER) | {"if"}
+_new_dict = dict.__new__
+_fill = dict.update
+
+# what json.dumps writes member by member (_json_text)
+_CONTAINERS = (dict, list, tuple)
+
+
+def _scalar_text(x: Any) -> str:
+    """json.dumps(x) of a value that is no container (the common ones without the
+    encoder)."""
+    t = type(x)
+    if t is str:
+        return _json_ascii(x)
+    if x is True:
+        return "true"
+    if x is False:
+        return "false"
+    if x is None:
+        return "null"
+    if t is int:
+        return int.__repr__(x)
+    if t is float and math.isfinite(x):
+        return float.__repr__(x)
+    return json.dumps(x)
 
 
 def _accepts_everything(schema: dict) -> bool:
@@ -78,9 +107,27 @@ def _all_of(schemas: list, origin: Optional[Tuple[str, str]] = None):
     return Node({"allOf": items}, parts=_parts_of(*items), origin=origin)
 
 
+def _has_patterns(side: dict) -> bool:
+    """side's names may also meet patternProperties (_key_lookup reads them)."""
+    pats = side.get("patternProperties", {})
+    return isinstance(pats, dict) and bool(pats)
+
+
+def _inert(part: dict) -> bool:
+    """part has no keyword _merge2 reads (annotations and $id only, or none)."""
+    for k in part:
+        if k != "$id" and not _is_annotation(k):
+            return False
+    return True
+
+
 # the keywords _merge2 leaves to _merge_objects and _merge_arrays
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties")
 _ARRAY_KEYS = ("prefixItems", "items")
+_OBJECT_KEYSET, _ARRAY_KEYSET = frozenset(_OBJECT_KEYS), frozenset(_ARRAY_KEYS)
+# the keys _merge2's loop leaves alone: those two groups, annotations (and x-...: see
+# _is_annotation) and $id
+_NOT_MERGED_HERE = _OBJECT_KEYSET | _ARRAY_KEYSET | ANNOTATIONS | {"$id"}
 
 
 class Conjunction(CompilerPart):
@@ -105,52 +152,92 @@ class Conjunction(CompilerPart):
     def _json_text(self, x: Any) -> str:
         """json.dumps(x). The conjunctions _conj_rule keys by their text hold the same
         document objects over and over (a base schema merged into every object extending it,
-        a property's schema beside each pattern that matches its name): the text of a dict or
-        list (exactly those types: a Node is spelled from its members each time) is written
-        once per compile and kept, with the object, by identity. Neither the document nor a
-        container the compiler made is ever changed once it stands in a schema node."""
+        a property's schema beside each pattern that matches its name, the chains of if/then
+        rewrites and anyOf products growing by one conjunct at a time), which one json.dumps
+        per key wrote out whole each time (tens of times the document's size). So what the
+        compiler made is spelled member by member: a node, a list holding containers (an
+        allOf chain's), a dict holding a node (a merged `properties`); anything else, the
+        document's schemas above all, in one json.dumps. The text of a dict, list or node is
+        kept, with the object, by identity: neither the document nor a container or node
+        the compiler made is ever changed once it stands in a schema node."""
         t = type(x)
-        if t is dict or t is list:
+        if t is dict or t is list or t is Node:
             got = self._json_texts.get(id(x))
             if got is not None and got[0] is x:
                 return got[1]
-            text = json.dumps(x)
+            if t is list:
+                spelled = any(isinstance(v, _CONTAINERS) for v in x)
+            else:
+                spelled = (t is Node or any(type(v) is Node for v in x.values())) and \
+                    all(type(k) is str for k in x)
+            if not spelled:
+                text = json.dumps(x)
+            elif t is list:
+                text = "[" + ", ".join([self._json_text(v) for v in x]) + "]"
+            else:
+                # json.dumps's own spelling: ", " between members, ": " after an
+                # ASCII-escaped key
+                text = "{" + ", ".join([_json_ascii(k) + ": " + self._json_text(v)
+                                        for k, v in x.items()]) + "}"
             self._json_texts[id(x)] = (x, text)
             return text
-        if t is Node and all(type(k) is str for k in x):
-            if not x:
-                return "{}"
-            # json.dumps's own spelling: ", " between members, ": " after an ASCII-escaped key
-            return "{" + ", ".join([_json_ascii(k) + ": " + self._json_text(v)
-                                    for k, v in x.items()]) + "}"
-        if t is str:
-            return _json_ascii(x)
-        # the scalars json.dumps spells itself, without its encoder per value
-        if x is True:
-            return "true"
-        if x is False:
-            return "false"
-        if x is None:
-            return "null"
-        if t is int:
-            return int.__repr__(x)
-        if t is float and math.isfinite(x):
-            return float.__repr__(x)
-        return json.dumps(x)
+        if isinstance(x, _CONTAINERS):
+            return json.dumps(x)
+        return _scalar_text(x)
 
     def _merged(self, schema: Any, ptr: str, origin: Tuple[str, str]):
         """schema with its allOf and $ref folded in: one Node without either, or False.
         origin: the (keyword, pointer) a refusal names."""
+        if type(schema) is Node:
+            # merged before with the same origin (a merge reads and adds nothing else; the
+            # nodes it makes carry the origin): the same merge
+            got = self._merged_nodes.get((id(schema), origin))
+            if got is not None and got[0] is schema:
+                return got[1]
         parts = self._flatten(schema, ptr, (), origin)
         out: Any = Node(parts=_parts_of(schema) if isinstance(schema, dict) else None)
-        for p in parts:
+        start, head = self._merged_head(schema, origin)
+        if head is not None:
+            if head is False:
+                return False
+            out = head
+        for p in parts[start:] if start else parts:
             if p is False:
                 return False
+            if _inert(p) and not _has_patterns(out):
+                # a part of annotations alone (an allOf node's own rest, a titled wrapper):
+                # merged, it gives back what the fold has (each kept property is what _all_of
+                # made of it), except where a pattern meets a property again
+                continue
             out = self._merge2(out, p, ptr, origin)
             if out is False:
-                return False
-        out.parts = _parts_of(schema) if isinstance(schema, dict) else None
+                break
+        if out is head:
+            out = Node(out, src=dict(out.src))     # the kept one stays as it is
+        if out is not False:
+            out.parts = _parts_of(schema) if isinstance(schema, dict) else None
+        if type(schema) is Node:
+            self._merged_nodes[(id(schema), origin)] = (schema, out)
         return out
+
+    def _merged_head(self, schema: Any, origin: Tuple[str, str]) -> Tuple[int, Any]:
+        """Where _merged's fold of schema may start: a conjunction node the compiler made
+        (nothing but allOf) whose first conjunct, a node too, was merged before with the
+        same origin. Its conjuncts (_flatten) are the node's own rest, which adds nothing,
+        then that conjunct's, whose fold is the kept merge: so the fold goes on from it,
+        past them. (The chains of if/then rewrites and anyOf products grow by one conjunct
+        at a time, and each was merged whole again.) (0, None) where none is kept."""
+        if type(schema) is not Node or len(schema) != 1 or "allOf" not in schema:
+            return 0, None
+        items = schema["allOf"]
+        if type(items) is not list or not items or type(items[0]) is not Node:
+            return 0, None
+        first = items[0]
+        got = self._merged_nodes.get((id(first), origin))
+        flat = self._flat_nodes.get(id(first))
+        if got is None or got[0] is not first or flat is None or flat[0] is not first:
+            return 0, None
+        return 1 + len(flat[1]), got[1]
 
     def _flatten(self, schema: Any, ptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
         """The conjuncts of schema: nodes without allOf or $ref (False: impossible)."""
@@ -160,13 +247,30 @@ class Conjunction(CompilerPart):
             return [False]
         if not isinstance(schema, dict):
             raise CompileError("a schema must be an object or a boolean", pointer=ptr)
+        # a node the compiler made (a conjunction chain of _all_of, a merged node's rest) is
+        # read again and again as the chains grow, each time to the same conjuncts when read
+        # from the top (no $ref on the path: what is refused depends on the path): kept
+        keep = not seen and type(schema) is Node
+        if keep:
+            got = self._flat_nodes.get(id(schema))
+            if got is not None and got[0] is schema:
+                return got[1]
         n = self._norm(schema, ptr)
-        # keywords without their partner do nothing, but could pair with another part's
-        idle = {k for k, partner in NEEDS_PARTNER.items() if k in n and partner not in n}
-        if "if" in n and "then" not in n and "else" not in n:
-            idle.add("if")
-        rest = Node({k: v for k, v in n.items() if k not in ("allOf", "$ref") and k not in idle},
-                    src=n.src)
+        drop = _FOLDED
+        if not _PARTNERED.isdisjoint(n):
+            # keywords without their partner do nothing, but could pair with another part's
+            idle = {k for k, partner in NEEDS_PARTNER.items() if k in n and partner not in n}
+            if "if" in n and "then" not in n and "else" not in n:
+                idle.add("if")
+            drop = drop | idle
+        # n less those keywords, as a Node (copied whole, then the few keys taken out: this
+        # runs for every conjunct of every merge)
+        rest = _new_dict(Node)
+        _fill(rest, n)
+        for k in drop:
+            if k in rest:
+                del rest[k]
+        rest.src, rest.parts, rest.origin = n.src or {}, None, None
         out = [rest]
         if "allOf" in n:
             branches = n["allOf"]
@@ -183,6 +287,8 @@ class Conjunction(CompilerPart):
                                    pointer=origin[1])
             self._flat_depth = max(self._flat_depth, len(seen))
             out.extend(self._flatten_ref(target, tptr, seen + (tptr,), origin))
+        if keep:
+            self._flat_nodes[id(schema)] = (schema, out)
         return out
 
     def _flatten_ref(self, target: Any, tptr: str, seen: tuple, origin: Tuple[str, str]) -> list:
@@ -209,7 +315,8 @@ class Conjunction(CompilerPart):
 
     def _merge2(self, a: Node, b: Node, ptr: str, kw: Tuple[str, str]):
         """The schema meaning `a AND b` (both without allOf/$ref), False when nothing can
-        satisfy both, CompileError when it cannot be written exactly."""
+        satisfy both, CompileError when it cannot be written exactly. a is what _merged's
+        fold made so far (an empty node, or _merge2's own result), b the next part."""
         if "if" in a and "if" in b and not all(_same(a.get(k), b.get(k))
                                                for k in ("if", "then", "else")):
             # one node holds one if/then/else: the second is written as its alternatives
@@ -218,7 +325,7 @@ class Conjunction(CompilerPart):
                 return False
         out = Node(a, src=dict(a.src))
         for k, v in b.items():
-            if k in _OBJECT_KEYS or k in _ARRAY_KEYS or _is_annotation(k) or k == "$id":
+            if k in _NOT_MERGED_HERE or k.startswith("x-"):
                 continue
             if k in b.src:
                 out.src[k] = b.src[k]
@@ -283,17 +390,17 @@ class Conjunction(CompilerPart):
             out.pop("const", None)
             out.pop("enum", None)
             known = [vs for vs in values if vs is not None]
-            both = [x for x in known[0] if all(_json_in(x, vs) for vs in known[1:])]
+            both = known[0] if len(known) == 1 else _json_among(known[0], known[1])
             if known[0] is values[0] and "const" in a and values[1] is None:
                 out["const"] = a["const"]
             elif known[0] is values[1] and "const" in b and values[0] is None:
                 out["const"] = b["const"]
             else:
                 out["enum"] = both
-        if any(k in a or k in b for k in _OBJECT_KEYS):
+        if not (_OBJECT_KEYSET.isdisjoint(a) and _OBJECT_KEYSET.isdisjoint(b)):
             if self._merge_objects(a, b, out, ptr, kw) is False:
                 return False
-        if any(k in a or k in b for k in _ARRAY_KEYS):
+        if not (_ARRAY_KEYSET.isdisjoint(a) and _ARRAY_KEYSET.isdisjoint(b)):
             self._merge_arrays(a, b, out, kw)
         return out
 
@@ -346,8 +453,7 @@ class Conjunction(CompilerPart):
     def _key_lookup(self, side: dict, props: dict, ptr: str):
         """_key_schemas of side as a function of the name; without patterns (the common
         case) a dictionary lookup, read once per merge instead of per name."""
-        pats = side.get("patternProperties", {})
-        if isinstance(pats, dict) and pats:
+        if _has_patterns(side):
             return lambda name: self._key_schemas(side, name, ptr)
         rest = [side["additionalProperties"]] if "additionalProperties" in side else []
         return lambda name: [props[name]] if name in props else rest
@@ -358,10 +464,8 @@ class Conjunction(CompilerPart):
         pa, pb = a.get("properties", {}), b.get("properties", {})
         if not isinstance(pa, dict) or not isinstance(pb, dict):
             self._refuse_merge("a malformed 'properties'", ptr, kw)
-        names = list(pa) + [n for n in pb if n not in pa]
-        if names:
-            of_a, of_b = self._key_lookup(a, pa, ptr), self._key_lookup(b, pb, ptr)
-            out["properties"] = {n: _all_of(of_a(n) + of_b(n), kw) for n in names}
+        if pa or pb:
+            out["properties"] = self._merge_properties(a, b, pa, pb, ptr, kw)
         ppa, ppb = a.get("patternProperties"), b.get("patternProperties")
         aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
         if ppa and ppb:
@@ -383,6 +487,26 @@ class Conjunction(CompilerPart):
         if "additionalProperties" in a or "additionalProperties" in b:
             out["additionalProperties"] = _all_of([aa, ab], kw)
         return out
+
+    def _merge_properties(self, a: Node, b: Node, pa: dict, pb: dict, ptr: str,
+                          kw: Tuple[str, str]) -> dict:
+        """The merged `properties` of a and b: each name's schemas on both sides (its own,
+        the patterns it matches, else additionalProperties) as one conjunction."""
+        ab = b.get("additionalProperties", True)
+        if pa and not _has_patterns(a) and not _has_patterns(b) and \
+                (ab is True or (isinstance(ab, dict) and _accepts_everything(ab))):
+            # a is what the fold merged so far (_merge2): each of its members is what _all_of
+            # made, which _all_of of it alone gives back, so a name b does not constrain
+            # (b's additionalProperties, if any, allows everything) keeps it and only b's
+            # names are merged (a fold over many parts merged every name again at each part)
+            rest_a = [a["additionalProperties"]] if "additionalProperties" in a else []
+            props = dict(pa)
+            for n, v in pb.items():
+                props[n] = _all_of(([pa[n]] if n in pa else rest_a) + [v], kw)
+            return props
+        of_a, of_b = self._key_lookup(a, pa, ptr), self._key_lookup(b, pb, ptr)
+        names = list(pa) + [n for n in pb if n not in pa]
+        return {n: _all_of(of_a(n) + of_b(n), kw) for n in names}
 
     def _merge_arrays(self, a: Node, b: Node, out: Node, kw: Tuple[str, str]) -> None:
         for k in _ARRAY_KEYS:

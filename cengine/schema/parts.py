@@ -26,6 +26,8 @@ class CompilerPart:
     conj_rules: Dict[str, str]
     _flat_refs: Dict[str, Tuple[list, Optional[int]]]
     _flat_depth: int
+    _flat_nodes: Dict[int, Tuple[dict, list]]
+    _merged_nodes: Dict[Tuple[int, Tuple[str, str]], Tuple[dict, Any]]
     _json_texts: Dict[int, Tuple[Any, str]]
     _property_values: Dict[int, Tuple[dict, ir.Expr]]
     shared_parts: Dict[tuple, str]

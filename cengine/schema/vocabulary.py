@@ -108,6 +108,16 @@ def _json_in(v: Any, values: List[Any]) -> bool:
     return any(_json_equal(v, w) for w in values)
 
 
+def _json_among(xs: List[Any], values: List[Any]) -> List[Any]:
+    """[x for x in xs if _json_in(x, values)]: a string equals only a string (the same one),
+    so those are looked up in a set (merging two enums of many strings compared every pair)."""
+    if len(xs) * len(values) <= 16:
+        return [x for x in xs if _json_in(x, values)]
+    strs = {w for w in values if type(w) is str}
+    others = [w for w in values if type(w) is not str]
+    return [x for x in xs if (x in strs if type(x) is str else _json_in(x, others))]
+
+
 def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
