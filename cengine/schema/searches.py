@@ -58,9 +58,16 @@ class TooLarge(Exception):
     pass
 
 
+@functools.lru_cache(maxsize=512)
 def search_expr(pattern: str) -> ir.Expr:
     """regex_to_expr(pattern, anchored=False), and where that parser refuses an anchor or
-    a lookahead, the same language made exact by the DFAs above."""
+    a lookahead, the same language made exact by the DFAs above.
+
+    Kept per pattern (a refusal is not: each use names its own error): a pattern's language
+    is then one object in every compile, so the process-wide tables keyed by it (the key
+    spaces' NFA fragments, the key and length DFAs) find it by identity, where an equal
+    copy from another compile's parse was compared node by node at every lookup (OCDS
+    schemas repeat one BCP 47 pattern in every object)."""
     try:
         return regex_to_expr(pattern, anchored=False)
     except LimitError:
