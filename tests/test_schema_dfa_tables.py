@@ -1,6 +1,6 @@
 """The code-point DFA steps the length, search and format-pattern languages share, read as
-tables over elementary intervals (keys.distinct_rows, keys.refine_blocks,
-searches.product_dfa): checked against brute force over every code point of small
+tables over elementary intervals (keys.distinct_rows, keys.refine_blocks) and the
+pair walk searches.product_dfa: checked against brute force over every code point of small
 alphabets, on random DFAs with holes (uncovered code points, as the surrogates), dead
 targets and long chains (the email format's bounded parts, whose refinement takes one round
 per chain link)."""
@@ -145,11 +145,8 @@ def product_by_code_points(d1, d2, both):
 
 
 @pytest.mark.parametrize("seed", range(80))
-def test_product_dfa_by_code_points(seed, monkeypatch):
+def test_product_dfa_by_code_points(seed):
     rnd = random.Random(1000 + seed)
-    if seed % 2:
-        # a layer taken a few pairs at a time (the cells bound of one numpy step)
-        monkeypatch.setattr(searches, "_PRODUCT_CHUNK", rnd.randint(1, 3) * (TOP + 1))
     d1 = random_dfa(rnd, rnd.randint(1, 10))
     d2 = random_dfa(rnd, rnd.randint(1, 10))
     both = rnd.choice([lambda a, b: a and b, lambda a, b: a and not b, lambda a, b: a or b])

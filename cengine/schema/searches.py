@@ -34,14 +34,12 @@ from __future__ import annotations
 import functools
 from typing import Callable, Dict, List, Optional, Tuple
 
-import numpy as np
-
 from .. import ir
 from ..errors import CompileError, LimitError
 from ..regex import (END_SYMBOL, START_SYMBOL, SearchAlternative, _check_size,
                      regex_to_expr, search_parts, simple_search_expr)
 from .keys import (MAX_KEY_NFA_STATES, _KeySpace, _reach_back, _thompson_states,
-                   distinct_rows, refine_blocks)
+                   refine_blocks)
 
 # states of one DFA made here: the search language over code points and the anchors, a
 # lookahead's product or complement, a pattern times a format
@@ -189,46 +187,14 @@ def _resolve(expr: ir.Expr) -> Dfa:
     return tuple(groups), tuple(accepting)
 
 
-def _sorted_set(x: np.ndarray) -> np.ndarray:
-    x = np.sort(x)
-    return x[np.concatenate(([True], x[1:] != x[:-1]))] if len(x) else x
-
-
-def _interval_table(groups: tuple) -> Tuple[np.ndarray, np.ndarray]:
-    """A DFA's rows as a table over the elementary intervals of its range bounds: (starts,
-    table), interval j being starts[j]..starts[j + 1] - 1 and table[q, j] its target from q
-    (-1: none, as in the surrogates)."""
-    q_of, t_of, a_of, b_of = [], [], [], []
-    for q, row in enumerate(groups):
-        for t, ranges in row:
-            for a, b in ranges:
-                q_of.append(q)
-                t_of.append(t)
-                a_of.append(a)
-                b_of.append(b + 1)
-    a_arr = np.array(a_of, np.int64)
-    b_arr = np.array(b_of, np.int64)
-    starts = _sorted_set(np.concatenate((a_arr, b_arr)))
-    table = np.full((len(groups), max(len(starts) - 1, 1)), -1, np.int64)
-    # every range's cells at once: its columns ca..cb-1 (the ranges of a row are disjoint)
-    ca = np.searchsorted(starts, a_arr)
-    span = np.searchsorted(starts, b_arr) - ca
-    first = np.repeat(ca - np.cumsum(span) + span, span)
-    cols = first + np.arange(int(span.sum()))
-    table[np.repeat(np.array(q_of, np.int64), span), cols] = np.repeat(np.array(t_of, np.int64),
-                                                                       span)
-    return starts, table
-
-
-def _on_intervals(starts: np.ndarray, table: np.ndarray, joint: np.ndarray) -> np.ndarray:
-    """table (over starts' intervals) read over the finer intervals starting at joint[:-1]."""
-    j = np.searchsorted(starts, joint[:-1], side="right") - 1
-    j[(j < 0) | (j >= len(starts) - 1)] = table.shape[1]        # outside: the -1 column
-    return np.hstack((table, np.full((len(table), 1), -1, np.int64)))[:, j]
-
-
-# cells (pairs x intervals) of one step of product_dfa's breadth-first walk
-_PRODUCT_CHUNK = 1 << 20
+def _pieces(groups: tuple) -> List[Tuple[list, list, list]]:
+    """Each state's edges as three lists (range starts, range ends, targets) in ascending
+    code points."""
+    out = []
+    for row in groups:
+        ps = sorted((a, b, t) for t, ranges in row for a, b in ranges)
+        out.append(([p[0] for p in ps], [p[1] for p in ps], [p[2] for p in ps]))
+    return out
 
 
 def product_dfa(d1: Dfa, d2: Dfa, both: Callable[[bool, bool], bool]) -> Dfa:
@@ -236,69 +202,48 @@ def product_dfa(d1: Dfa, d2: Dfa, both: Callable[[bool, bool], bool]) -> Dfa:
     both(first accepts, second accepts). TooLarge past MAX_SEARCH_STATES pairs.
 
     Pairs are numbered in the order a queue walk finds them (a pair's edges in ascending
-    code points), and a pair's edges are maximal runs of code points. Both DFAs are read as
-    tables over the intervals of all their bounds, so the walk takes a whole layer of pairs
-    at a time in numpy (a long format times a pattern took tens of ms pair by pair)."""
+    code points), and a pair's edges are maximal runs of code points. Each state's edges
+    are sorted once (a format's states meet many states of the pattern), not per pair."""
     g1, a1 = d1
     g2, a2 = d2
-    s1, t1 = _interval_table(g1)
-    s2, t2 = _interval_table(g2)
-    joint = _sorted_set(np.concatenate((s1, s2)))
-    t1 = _on_intervals(s1, t1, joint)
-    t2 = _on_intervals(s2, t2, joint)
-    lo_of = joint[:-1]
-    hi_of = joint[1:] - 1
-    width = len(lo_of)
+    x_all, y_all = _pieces(g1), _pieces(g2)
     n2 = len(g2)
     index = {0: 0}                   # pair code p * n2 + q -> number
     order = [0]
     groups: List[tuple] = []
-    layer = [0]
-    while layer:
-        nxt: List[int] = []
-        step = max(1, _PRODUCT_CHUNK // max(width, 1))
-        for c in range(0, len(layer), step):
-            codes_in = np.array(layer[c:c + step], np.int64)
-            x = t1[codes_in // n2]
-            y = t2[codes_in % n2]
-            codes = np.where((x >= 0) & (y >= 0), x * n2 + y, -1)
-            # new pairs in the order the queue walk meets them (row by row, left to right)
-            flat = codes.ravel()
-            ids, firsts = distinct_rows(flat)
-            numbers = []
-            for code in flat[firsts].tolist():
-                k = index.get(code)
-                if k is None and code >= 0:
-                    k = index[code] = len(order)
+    i = 0
+    while i < len(order):
+        p, q = divmod(order[i], n2)
+        i += 1
+        xa, xb, xt = x_all[p]
+        ya, yb, yt = y_all[q]
+        nx, ny = len(xa), len(ya)
+        by: Dict[int, list] = {}
+        j = k = 0
+        while j < nx and k < ny:
+            lo = xa[j] if xa[j] > ya[k] else ya[k]
+            b1, b2 = xb[j], yb[k]
+            hi = b1 if b1 < b2 else b2
+            if lo <= hi:
+                code = xt[j] * n2 + yt[k]
+                n = index.get(code)
+                if n is None:
+                    n = index[code] = len(order)
                     order.append(code)
-                    nxt.append(code)
                     if len(order) > MAX_SEARCH_STATES:
                         raise TooLarge(f"more than {MAX_SEARCH_STATES} DFA states")
-                numbers.append(-1 if k is None else k)
-            number = np.array(numbers, np.int64)[ids].reshape(codes.shape)
-            # maximal runs of one target, row by row
-            live = codes >= 0
-            begin = live.copy()
-            begin[:, 1:] &= codes[:, 1:] != codes[:, :-1]
-            stop = live.copy()
-            stop[:, :-1] &= codes[:, :-1] != codes[:, 1:]
-            rows, b_cols = np.nonzero(begin)
-            _, e_cols = np.nonzero(stop)
-            tgt = number[rows, b_cols]
-            by_row = np.lexsort((b_cols, tgt, rows))
-            rows_l = rows[by_row].tolist()
-            tgt_l = tgt[by_row].tolist()
-            lo_l = lo_of[b_cols[by_row]].tolist()
-            hi_l = hi_of[e_cols[by_row]].tolist()
-            made: List[list] = [[] for _ in range(len(codes_in))]
-            for r, t, lo, hi in zip(rows_l, tgt_l, lo_l, hi_l):
-                out = made[r]
-                if out and out[-1][0] == t:
-                    out[-1][1].append((lo, hi))
+                rs = by.get(n)
+                if rs is None:
+                    by[n] = [(lo, hi)]
+                elif rs[-1][1] + 1 == lo:
+                    rs[-1] = (rs[-1][0], hi)
                 else:
-                    out.append((t, [(lo, hi)]))
-            groups.extend(tuple((t, tuple(rs)) for t, rs in out) for out in made)
-        layer = nxt
+                    rs.append((lo, hi))
+            if b1 < b2:
+                j += 1
+            else:
+                k += 1
+        groups.append(tuple(sorted((t, tuple(rs)) for t, rs in by.items())))
     return tuple(groups), tuple(both(a1[c // n2], a2[c % n2]) for c in order)
 
 
