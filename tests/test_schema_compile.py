@@ -253,6 +253,12 @@ ENUM_CASES = [
     # draft 4 types 1.0 apart from the integers
     ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer",
       "enum": [1.0, 2, "abc"], "maxLength": 2}, ["2"], ["1", '"abc"']),
+    # ... beside an identifier and a keyword the draft does not define (no effect)
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"c": {
+        "id": "http://x.example/c", "name": "c", "type": "string", "maxLength": 2,
+        "enum": ["ab", "abc", 3]}}}, ['{"c":"ab"}'], ['{"c":"abc"}', '{"c":3}']),
+    ({"enum": ["ab", "abc"], "maxLength": 2, "$id": "http://x.example/d", "x-y": 1,
+      "minimum": 5}, ['"ab"'], ['"abc"']),
     ({"enum": [3, 7], "minimum": 5}, ["7"], ["3"]),                    # any sibling, via filtering
     ({"const": "x", "enum": ["x", "y"]}, ['"x"'], ['"y"']),
 ]
@@ -261,6 +267,39 @@ ENUM_CASES = [
 @pytest.mark.parametrize("schema,good,bad", ENUM_CASES)
 def test_enum_and_const(schema, good, bad):
     check(schema, good, bad)
+
+
+ENUM_BY_LENGTHS = [
+    # (schema, read by the lengths alone: no value sent to the validator)
+    ({"enum": ["ab", "abc"], "type": "string", "maxLength": 2}, True),
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "id": "http://x.example/",
+      "name": "n", "enum": ["ab", "abc"], "maxLength": 2}, True),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "id": "http://x.example/",
+      "enum": ["ab", "abc"], "maxLength": 2}, True),            # `id`: unknown in draft 7
+    ({"enum": ["ab", "abc"], "maxLength": 2, "pattern": "b$"}, False),
+    ({"enum": ["2020-01-01", "2020-01-011", "x"], "maxLength": 10, "format": "date"}, False),
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "enum": ["ab", "abc"],
+      "maxLength": 2, "const": "ab"}, True),                     # `const`: not in draft 4
+    ({"$schema": "http://json-schema.org/draft-06/schema#", "enum": ["ab", "abc"],
+      "maxLength": 2, "const": "ab"}, False),
+]
+
+
+@pytest.mark.parametrize("schema,by_lengths", ENUM_BY_LENGTHS)
+def test_enum_beside_lengths_needs_no_validator(schema, by_lengths, monkeypatch):
+    from cengine.schema.enums import Enums
+    calls = []
+    real = Enums._spec_valid
+
+    def spy(self, value, part):
+        calls.append(value)
+        return real(self, value, part)
+    monkeypatch.setattr(Enums, "_spec_valid", spy)
+    cls = jsonschema.validators.validator_for(schema)
+    oracle = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    want = [json.dumps(v) for v in schema["enum"] if oracle.is_valid(v)]
+    check(schema, want, [json.dumps(v) for v in schema["enum"] if json.dumps(v) not in want])
+    assert (not calls) == by_lengths
 
 
 def test_empty_enum_accepts_nothing():

@@ -1,7 +1,8 @@
 """A patternProperties pattern is parsed once per compile, for both of its uses: matching the
-declared names (pattern_names._pattern_grammar) and the extra keys' language
-(objects.Objects._pattern_language, strings.pattern_expr). A refused pattern keeps each
-use's own error, and the process's pattern grammars stay bounded."""
+declared names (pattern_names._pattern_matches: its NFA walked in the key space, its byte
+grammar past the key NFA bound) and the extra keys' language (objects.Objects._pattern_language,
+strings.pattern_expr). A refused pattern keeps each use's own error, and the process's
+pattern grammars stay bounded. The walk answers as the pattern's grammar does."""
 import itertools
 
 import pytest
@@ -90,9 +91,51 @@ def test_refused_pattern_keeps_its_error(declared, keyword, pointer):
 
 def test_pattern_grammars_bounded(monkeypatch):
     monkeypatch.setattr(pattern_names, "_PATTERN_GRAMMARS_MAX", 4)
+    # every name matched by the pattern's grammar, as past the key NFA bound
+    monkeypatch.setattr(pattern_names, "_walk", lambda pattern, expr, s: None)
     for _ in range(10):
         p = _pattern()
         schema = {"type": "object", "properties": {"ab": {"type": "string"}},
                   "patternProperties": {p: {"type": "integer"}}}
         schema_to_ir(schema, **OPTS)
     assert len(pattern_names._PATTERN_GRAMMARS) <= 4
+
+
+WALK_CASES = [
+    # (pattern, names: some match, some not)
+    ("^x[0-9]{2,3}$", ["x12", "x123", "x1", "x1234", "ax12", ""]),
+    ("ab", ["ab", "xaby", "a", "ba", ""]),
+    ("^(title|description)_[a-z]{2}(-[A-Z]{2})?$",
+     ["title_en", "description_fr-CA", "title_en-ca", "title_", "title_enx"]),
+    ("é+ü", ["éü", "xééüy", "eu", "é"]),
+    ("^(?!x)[a-z]+$", ["abc", "xabc", "Abc", ""]),
+    ("\\d$", ["a1", "1a", "١"]),                      # \d: ASCII digits (dialect alphabet)
+    ("^[^a]*$", ["", "bcd", "bad", "😀"]),
+    (".*", ["", "anything"]),
+    ("^a|b$", ["a", "xb", "xa", "bx"]),
+]
+
+
+@pytest.mark.parametrize("pattern, names", WALK_CASES)
+def test_walk_answers_as_the_grammar(pattern, names):
+    from cengine.schema.pattern_names import _pattern_grammar, _pattern_matches
+    g = _pattern_grammar(pattern)
+    for name in names:
+        m = g.matcher()
+        want = m.accept_bytes(name.encode("utf-8")) and m.is_accepting()
+        assert pattern_names._walk(pattern, searches.search_expr(pattern), name) is want, name
+        assert _pattern_matches(pattern, name, "") is want, name
+
+
+def test_declared_names_build_no_automaton(monkeypatch):
+    from cengine import automaton
+    builds = []
+    real = automaton.build
+    monkeypatch.setattr(automaton, "build", lambda g, **kw: builds.append(g) or real(g, **kw))
+    p = _pattern()
+    name = p[1:p.index("[")] + "ab"
+    schema = {"type": "object",
+              "properties": {"aa": {"type": "string"}, name: {"type": "integer"}},
+              "patternProperties": {p: {"type": "integer"}}}
+    schema_to_ir(schema, **OPTS)
+    assert builds == []

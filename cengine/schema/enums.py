@@ -23,6 +23,8 @@ from .parts import CompilerPart
 
 # the keywords of an original schema that Enums._lengths_only reads without a validator
 _LENGTH_ENUM_KEYS = ("enum", "type", "minLength", "maxLength")
+# keywords that name a schema resource: nothing a value is checked against
+_IDENTIFIERS = ("$id", "id")
 
 
 def _matches(expr: ir.Expr, s: str) -> bool:
@@ -58,7 +60,7 @@ class Enums(CompilerPart):
             # only `type` beside the values (the common case): no validator needed
             types = _type_list(schema.get("type"))
             kept = [v for v in values if types is True or any(_is_type(v, t) for t in types)]
-        elif self._lengths_only(schema, rest, values):
+        elif self._lengths_only(schema, rest, values, self.draft):
             # string lengths beside them too (an enum of codes with maxLength): jsonschema's
             # reading of those (len of a str, others pass) without validating every value
             # against the whole part, whose enum keyword compares it with every value
@@ -88,12 +90,13 @@ class Enums(CompilerPart):
         return expr
 
     @staticmethod
-    def _lengths_only(schema: dict, rest: List[str], values: list) -> bool:
+    def _lengths_only(schema: dict, rest: List[str], values: list, draft: str) -> bool:
         """_valid of each of `values` (from schema's enum) is type, minLength and maxLength
         alone, read as jsonschema reads them: schema stands for one original schema that
-        holds nothing else that validates (the same enum object and the same bounds), the
-        bounds are counts, and no value is a float (draft 4 types 1.0 apart from the
-        integers, the later drafts not)."""
+        holds nothing else that validates (the same enum object and the same bounds; beside
+        them annotations, the identifier `$id` / draft 4's `id` and keywords `draft` does not
+        define, which no validator of the draft reads), the bounds are counts, and no value
+        is a float (draft 4 types 1.0 apart from the integers, the later drafts not)."""
         if not rest or "const" in schema or EXCLUDE in schema or \
                 not all(k == "minLength" or k == "maxLength" for k in rest):
             return False
@@ -106,8 +109,10 @@ class Enums(CompilerPart):
         if schema.parts is None or len(schema.parts) != 1:
             return False
         part = schema.parts[0]
+        defined = drafts.KEYWORDS[draft]
         return isinstance(part, dict) and part.get("enum") is schema["enum"] and \
-            all(k in _LENGTH_ENUM_KEYS or _is_annotation(k) for k in part) and \
+            all(k in _LENGTH_ENUM_KEYS or _is_annotation(k) or k in _IDENTIFIERS or
+                k not in defined for k in part) and \
             all(part.get(k) == schema.get(k) for k in _LENGTH_ENUM_KEYS)
 
     def _validator_class(self):

@@ -30,6 +30,8 @@ import functools
 import threading
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from .. import ir
 from . import json_grammar
 from ..errors import LimitError
@@ -74,21 +76,84 @@ def merged_edges(row, target_class) -> tuple:
                         for k, rs in by.items()))
 
 
+def distinct_rows(rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(ids, firsts): ids[i] the class of rows[i] (a 1-D array's items, a 2-D array's
+    rows), equal ones alike, the classes numbered in the order of their first occurrence,
+    firsts[c] the index of class c's first occurrence.
+
+    A row is compared as one opaque value and sorted stably (np.unique's axis= path builds a
+    structured dtype per call, and its first call imports numpy.ma: tens of ms)."""
+    n = len(rows)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if rows.ndim == 2:
+        rows = np.ascontiguousarray(rows)
+        rows = rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel()
+    order = np.argsort(rows, kind="stable")
+    srt = rows[order]
+    new = np.empty(n, bool)
+    new[0] = True
+    new[1:] = srt[1:] != srt[:-1]
+    group = np.empty(n, np.int64)
+    group[order] = np.cumsum(new) - 1
+    firsts = order[new]                 # stable: a group's first row in the input
+    by_first = np.argsort(firsts)
+    rank = np.empty(len(firsts), np.int64)
+    rank[by_first] = np.arange(len(firsts))
+    return rank[group], firsts[by_first]
+
+
 def refine_blocks(states, block: dict, groups) -> Tuple[dict, int]:
     """Moore's refinement of a DFA over code-point ranges: `block` (state -> initial class,
     e.g. accepting or not) split by the classes its edges reach (groups[q]: (target,
     ranges) rows; a target outside `block` is dead) until no class splits. Returns the final
-    state -> class map (classes numbered in the order of `states`) and the number of them."""
-    count = len(set(block.values()))
+    state -> class map (classes numbered in the order of `states`) and the number of them.
+
+    The ranges are cut into the elementary intervals of all their bounds, so the DFA is a
+    table (state x interval -> target, dead apart) and a round is one gather and one sort of
+    its rows in numpy: a language with long chains (an email address, whose parts have
+    bounded lengths) takes as many rounds as its longest chain, which cost a Python
+    signature per state per round before."""
+    states = list(states)
+    n = len(states)
+    if n == 0:
+        return {}, 0
+    at = {q: i for i, q in enumerate(states)}
+    cuts = set()
+    for q in states:
+        for t, ranges in groups[q]:
+            if t in at:
+                for a, b in ranges:
+                    cuts.add(a)
+                    cuts.add(b + 1)
+    bounds = sorted(cuts)
+    col = {c: j for j, c in enumerate(bounds)}
+    table = np.full((n, max(len(bounds) - 1, 1)), n, np.int32)    # n: dead
+    for i, q in enumerate(states):
+        row = table[i]
+        for t, ranges in groups[q]:
+            ti = at.get(t)
+            if ti is not None:
+                for a, b in ranges:
+                    row[col[a]:col[b + 1]] = ti
+    # intervals every state treats alike are one symbol
+    table = np.ascontiguousarray(table[:, distinct_rows(table.T)[1]])
+    initial: Dict[object, int] = {}
+    cls = np.fromiter((initial.setdefault(block[q], len(initial)) for q in states), np.int32, n)
+    count = len(initial)
+    ext = np.empty(n + 1, np.int32)
+    ext[n] = -1
+    sig = np.empty((n, table.shape[1] + 1), np.int32)
     while True:
-        keys = {q: (block[q], merged_edges(groups[q], block.get)) for q in states}
-        ids: Dict[tuple, int] = {}
-        for q in states:
-            ids.setdefault(keys[q], len(ids))
-        block = {q: ids[keys[q]] for q in states}
-        if len(ids) == count:
-            return block, count
-        count = len(ids)
+        ext[:n] = cls
+        sig[:, 0] = cls
+        np.take(ext, table, out=sig[:, 1:])
+        ids, firsts = distinct_rows(sig)
+        cls = ids.astype(np.int32)
+        m = len(firsts)
+        if m == count:
+            return dict(zip(states, ids.tolist())), count
+        count = m
 
 
 def _reach_back(preds: List[List[int]], live: set) -> set:

@@ -67,17 +67,58 @@ def _pattern_matches(pattern: str, s: str, ptr: str,
                      exprs: Optional[Dict[str, ir.Expr]] = None) -> bool:
     """The decoded string s contains a match of pattern (ECMA-262, as the grammar reads it)."""
     try:
-        g = _pattern_grammar(pattern, exprs)
+        expr = _pattern_expr(pattern, exprs)
+        walked = _walk(pattern, expr, s)
+        if walked is None:
+            g = _pattern_grammar(pattern, exprs)
     except CompileError as e:
         raise CompileError(f"pattern {pattern!r}: {e.reason}", keyword="patternProperties",
                            pointer=ptr) from None
-    m = g.matcher()
     try:
         data = s.encode("utf-8")
     except UnicodeEncodeError:
         raise CompileError("a name with a lone surrogate beside patternProperties",
                            keyword="patternProperties", pointer=ptr) from None
+    if walked is not None:
+        return walked
+    m = g.matcher()
     return m.accept_bytes(data) and m.is_accepting()
+
+
+def _walk(pattern: str, expr: ir.Expr, s: str) -> Optional[bool]:
+    """s is in expr's language (pattern's, over code points), read by its Thompson NFA in
+    the key space of its keys' alphabet (keys._KeySpace, where its key languages are made
+    too) when s lies in that alphabet, else in the whole one's: a name's few code points
+    cost a few state sets, where the pattern's byte automaton (built, determinized, a
+    matcher per name) cost ~1 ms per pattern. None past the key NFA bound (the caller
+    builds the automaton) or for a lone surrogate (refused)."""
+    from . import keys
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in s):
+        return None
+    lo, hi = _key_alphabet([pattern])
+    alphabet = (lo, hi) if all(lo <= ord(c) <= hi for c in s) else (0, ir.MAX_UNICODE)
+    space = keys._key_space(alphabet)
+    with space.lock:
+        start = space.made.get((expr, space.FINAL))
+        if start is None:
+            if keys._thompson_states(expr, {}) > keys.MAX_KEY_NFA_STATES:
+                return None
+            start = space.frag(expr, space.FINAL)
+        edges = space.edges
+        closures = space.closures
+        first = frozenset((start,))
+        cur = closures.get(first)
+        if cur is None:
+            cur = closures[first] = space.closure(first)
+        for ch in s:
+            c = ord(ch)
+            nxt = frozenset(t for q in cur for a, b, t in edges[q] if a <= c <= b)
+            cur = closures.get(nxt)
+            if cur is None:
+                cur = closures[nxt] = space.closure(nxt)
+            if not cur:
+                return False
+        return space.FINAL in cur
 
 
 def _name_matches(pattern: str, name: str, ptr: str,

@@ -56,9 +56,16 @@ class TooLarge(Exception):
     pass
 
 
+@functools.lru_cache(maxsize=512)
 def search_expr(pattern: str) -> ir.Expr:
     """regex_to_expr(pattern, anchored=False), and where that parser refuses an anchor or
-    a lookahead, the same language made exact by the DFAs above."""
+    a lookahead, the same language made exact by the DFAs above.
+
+    Kept per pattern (a refusal is not: each use names its own error): a pattern's language
+    is then one object in every compile, so the process-wide tables keyed by it (the key
+    spaces' NFA fragments, the key and length DFAs) find it by identity, where an equal
+    copy from another compile's parse was compared node by node at every lookup (OCDS
+    schemas repeat one BCP 47 pattern in every object)."""
     try:
         return regex_to_expr(pattern, anchored=False)
     except LimitError:
@@ -180,47 +187,64 @@ def _resolve(expr: ir.Expr) -> Dfa:
     return tuple(groups), tuple(accepting)
 
 
-def _pieces(row: tuple) -> List[Tuple[int, int, int]]:
-    return sorted((a, b, t) for t, ranges in row for a, b in ranges)
+def _pieces(groups: tuple) -> List[Tuple[list, list, list]]:
+    """Each state's edges as three lists (range starts, range ends, targets) in ascending
+    code points."""
+    out = []
+    for row in groups:
+        ps = sorted((a, b, t) for t, ranges in row for a, b in ranges)
+        out.append(([p[0] for p in ps], [p[1] for p in ps], [p[2] for p in ps]))
+    return out
 
 
 def product_dfa(d1: Dfa, d2: Dfa, both: Callable[[bool, bool], bool]) -> Dfa:
     """The DFA of pairs (complete DFAs over the same code points): a pair accepts when
-    both(first accepts, second accepts). TooLarge past MAX_SEARCH_STATES pairs."""
+    both(first accepts, second accepts). TooLarge past MAX_SEARCH_STATES pairs.
+
+    Pairs are numbered in the order a queue walk finds them (a pair's edges in ascending
+    code points), and a pair's edges are maximal runs of code points. Each state's edges
+    are sorted once (a format's states meet many states of the pattern), not per pair."""
     g1, a1 = d1
     g2, a2 = d2
-    index = {(0, 0): 0}
-    order = [(0, 0)]
+    x_all, y_all = _pieces(g1), _pieces(g2)
+    n2 = len(g2)
+    index = {0: 0}                   # pair code p * n2 + q -> number
+    order = [0]
     groups: List[tuple] = []
     i = 0
     while i < len(order):
-        p, q = order[i]
+        p, q = divmod(order[i], n2)
         i += 1
-        x, y = _pieces(g1[p]), _pieces(g2[q])
+        xa, xb, xt = x_all[p]
+        ya, yb, yt = y_all[q]
+        nx, ny = len(xa), len(ya)
         by: Dict[int, list] = {}
         j = k = 0
-        while j < len(x) and k < len(y):
-            lo = max(x[j][0], y[k][0])
-            hi = min(x[j][1], y[k][1])
+        while j < nx and k < ny:
+            lo = xa[j] if xa[j] > ya[k] else ya[k]
+            b1, b2 = xb[j], yb[k]
+            hi = b1 if b1 < b2 else b2
             if lo <= hi:
-                pair = (x[j][2], y[k][2])
-                n = index.get(pair)
+                code = xt[j] * n2 + yt[k]
+                n = index.get(code)
                 if n is None:
-                    n = index[pair] = len(order)
-                    order.append(pair)
+                    n = index[code] = len(order)
+                    order.append(code)
                     if len(order) > MAX_SEARCH_STATES:
                         raise TooLarge(f"more than {MAX_SEARCH_STATES} DFA states")
-                rs = by.setdefault(n, [])
-                if rs and rs[-1][1] + 1 == lo:
+                rs = by.get(n)
+                if rs is None:
+                    by[n] = [(lo, hi)]
+                elif rs[-1][1] + 1 == lo:
                     rs[-1] = (rs[-1][0], hi)
                 else:
                     rs.append((lo, hi))
-            if x[j][1] < y[k][1]:
+            if b1 < b2:
                 j += 1
             else:
                 k += 1
         groups.append(tuple(sorted((t, tuple(rs)) for t, rs in by.items())))
-    return tuple(groups), tuple(both(a1[p], a2[q]) for p, q in order)
+    return tuple(groups), tuple(both(a1[c // n2], a2[c % n2]) for c in order)
 
 
 def minimal(d: Dfa) -> Tuple[Optional[int], List[Tuple[bool, Dict[int, tuple]]]]:
