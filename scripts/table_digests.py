@@ -16,6 +16,10 @@ import json
 import sys
 from pathlib import Path
 
+# this checkout's engine, not whichever one the environment installed (the point is to
+# compare two checkouts)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 
 def digest_of(grammar) -> str:
     from cengine.automaton import TABLES
