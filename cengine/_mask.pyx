@@ -160,6 +160,7 @@ cdef struct EntryClasses:
     Succ* succ              # node_succ's successors
     int32_t succ_cap
     int32_t* queue          # ENTRY_MAX_STATES (position, UTF-8 state) nodes: position * 16 + u
+    int32_t failures        # searches that found no class (ENTRY_MAX_FAILURES)
     uint8_t* mark           # per node, zero between searches
 
 
@@ -180,8 +181,11 @@ cdef enum:
     ENTRY_MIN_SUBTREE = 8       # a frame with a smaller subtree does not look up its class,
     ENTRY_SEARCH_MIN = 256      # one smaller than this looks it up only if known already
     ENTRY_CLASS_MIN = 16        # an entry class of fewer plain ASCII bytes is not kept
-    ENTRY_MAX_ROUNDS = 16       # searches for one class at most, ...
-    ENTRY_MAX_STATES = 256      # ... each over this many positions at most
+    ENTRY_MAX_ROUNDS = 6        # searches for one class at most, ...
+    ENTRY_MAX_STATES = 256      # ... each over this many positions at most; after this many
+    ENTRY_MAX_FAILURES = 64     # fruitless searches a grammar's tables search no more (the
+                                # states of a length-counting DFA, a bounded email or date,
+                                # never close and would each explore as much again)
 
 
 cdef int32_t lone_step(const Prog* p, EntryClasses* ec, int32_t r, int32_t b) noexcept nogil:
@@ -317,6 +321,8 @@ cdef int32_t entry_class(const Prog* p, EntryClasses* ec, int32_t q) noexcept no
     without the letters that lead to a declared or pattern name)."""
     if ec.done[q]:
         return ec.has[q]
+    if ec.failures >= ENTRY_MAX_FAILURES:
+        return False
     cdef int32_t dq, n_s, i, j, n, s, u, node, rounds, pass_
     cdef uint64_t w[4]
     cdef uint64_t rm[4]
@@ -436,11 +442,6 @@ cdef int32_t entry_class(const Prog* p, EntryClasses* ec, int32_t q) noexcept no
                     _set_class(ec, s, w)
         for i in range(n_s):
             mark[queue[i]] = 0
-            if overflow and not (queue[i] & 15) and not ec.done[queue[i] >> 4]:
-                # their searches would explore as much again (a length-counting DFA: the
-                # states of a bounded email or date); they are walked as before
-                ec.has[queue[i] >> 4] = 0
-                ec.done[queue[i] >> 4] = 1
         if failed or overflow or found or (rm[0] | rm[1] | rm[2] | rm[3]) == 0:
             break
         for i in range(4):
@@ -455,6 +456,7 @@ cdef int32_t entry_class(const Prog* p, EntryClasses* ec, int32_t q) noexcept no
     else:
         ec.has[q] = 0
         ec.done[q] = 1
+        ec.failures += 1
     return found
 
 
@@ -1309,6 +1311,7 @@ cdef class TokenTables:
                     store_init(&self.ec.st, 256) != 0:
                 raise MemoryError()
             memset(self.ec.row, 0xFF, n_pos * sizeof(int32_t))
+            self.ec.failures = 0
             self.ec.done = <uint8_t*> calloc(n_pos, 1)
             if self.ec.done == NULL:
                 raise MemoryError()
