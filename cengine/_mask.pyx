@@ -65,7 +65,7 @@ cdef struct Frame:
     const int32_t* tab      # the node's child table when the filter uses it, else NULL
     bint in_cls             # the path to here is in the walk's class (ClassPrune)
     uint64_t allow[4]       # bytes some entry of the frame has an edge for (a superset filter)
-    int32_t u               # UTF-8 state after the path to here (_u8_next; -1: not plain)
+    bint ascii_end          # the path to here ends with an ASCII byte (or is empty)
     bint dhas               # EntryPrune: children whose subtree is in the class below hold
     uint64_t dcls[4]        # only accepted tokens (a byte set, see EntryClasses)
 
@@ -941,7 +941,7 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
     frames[0].st_n = n_init
     frames[0].in_cls = True
     frame_filter(p, s, t, fb, &frames[0], wb.buf.data, start)
-    frames[0].u = 0 if start == 0 else -1
+    frames[0].ascii_end = start == 0
     frame_entry_class(p, s, t, ep, &frames[0], wb.buf.data, start)
     while top >= 0:
         if frames[top].tab != NULL:
@@ -979,7 +979,7 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
                     and (sub[2] & ~frames[top].dcls[2]) == 0 \
                     and (sub[3] & ~frames[top].dcls[3]) == 0 \
                     and ((sub[2] == 0 and sub[3] == 0) or
-                         (frames[top].u == 0 and ep.sub_plain[x] != 0)):
+                         (frames[top].ascii_end and ep.sub_plain[x] != 0)):
                 # every path below is a run of the frame's entry class, which that entry
                 # takes at no cost: every token there is accepted (those with an exit too,
                 # so their exits need no suffix walk)
@@ -1017,9 +1017,7 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
             frames[top].st_n = got
             frames[top].in_cls = in_cls
             frame_filter(p, s, t, fb, &frames[top], wb.buf.data + mark, x)
-            if ep != NULL:
-                frames[top].u = u8_state(frames[top - 1].u, t.byte[x]) \
-                    if frames[top - 1].u >= 0 else -1
+            frames[top].ascii_end = t.byte[x] < 0x80
             frame_entry_class(p, s, t, ep, &frames[top], wb.buf.data + mark, x)
     return -1 if s.failed else 0
 
