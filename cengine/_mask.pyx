@@ -48,7 +48,7 @@ from cengine._i32vec cimport I32Vec, i32_push
 from cengine._matcher cimport (Entry, EntryVec, Store, Program, Matcher, vec_reserve,
                                vec_free, store_init, store_free, store_intern, step, expand, dedup,
                                NODE_ACCEPT, NODE_EXIT)
-from cengine._slices cimport SliceMemo, memo_init, memo_free, slice_bfs
+from cengine._slices cimport SliceMemo, memo_init, memo_free, slice_bfs, u8_state
 from cengine._tables cimport PosTable, make_table
 from cengine._trie cimport TokenTrie, TrieC, set_tokens
 from cengine._tables import SHARED_TABLES, RuleSignatures
@@ -65,6 +65,9 @@ cdef struct Frame:
     const int32_t* tab      # the node's child table when the filter uses it, else NULL
     bint in_cls             # the path to here is in the walk's class (ClassPrune)
     uint64_t allow[4]       # bytes some entry of the frame has an edge for (a superset filter)
+    bint ascii_end          # the path to here ends with an ASCII byte (or is empty)
+    bint dhas               # EntryPrune: children whose subtree is in the class below hold
+    uint64_t dcls[4]        # only accepted tokens (a byte set, see EntryClasses)
 
 cdef enum:
     FILTER_MIN_SUBTREE = 48     # a frame whose subtree is smaller is not worth a byte filter
@@ -128,6 +131,374 @@ cdef inline void frame_filter(const Prog* p, const Store* s, const TrieC* t, Fir
         f.child = 0
 
 
+# printable ASCII without quote and backslash: the ASCII part of the plain class
+cdef uint64_t PLAIN_ASCII_LO = 0xFFFFFFFB00000000u        # 0x20-0x3F without 0x22
+cdef uint64_t PLAIN_ASCII_HI = 0x7FFFFFFFEFFFFFFFu        # 0x40-0x7E without 0x5C
+
+
+cdef struct Succ:
+    int32_t r               # the position a run of the bytes steps to (lone_step), or -1
+    int32_t nu              # the UTF-8 state after them
+    uint64_t bits[4]        # the bytes
+
+
+cdef struct EntryClasses:
+    # per automaton position, filled on first use (entry_class): the class of plain runs a
+    # lone frame there provably takes for ever (bytes: ASCII, and the lead bytes of the
+    # other characters with every continuation byte), or none
+    uint64_t* cls           # 4 words per position (a 256-bit byte set)
+    uint8_t* has            # whether it has one
+    uint8_t* done
+    # lone_step's cache: per position a row of 256 (bytes), made on first use
+    int32_t* row            # per position: its row, or -1
+    int32_t* rows
+    int32_t n_rows
+    int32_t rows_cap
+    Store st                # lone_step's stacks (reset when large)
+    EntryVec out
+    # entry_class's search
+    Succ* succ              # node_succ's successors
+    int32_t succ_cap
+    int32_t* queue          # ENTRY_MAX_STATES (position, UTF-8 state) nodes: position * 16 + u
+    int32_t failures        # searches that found no class (ENTRY_MAX_FAILURES)
+    uint8_t* mark           # per node, zero between searches
+
+
+cdef struct EntryPrune:
+    # a table walk's prune by the class of the entry it carries (see frame_entry_class):
+    # where a frame's entry provably takes every run of its class, a child whose subtree is
+    # all in the class (TokenTrie.class_prune) holds only accepted tokens and is not walked.
+    # Not only the root's class (ClassPrune): the key state a first letter leads to, the
+    # loop of a pattern's DFA state, wherever the walk meets them
+    const TrieC* trie       # the trie the arrays describe (the vocabulary's whole trie)
+    const uint64_t* sub
+    const uint8_t* sub_plain
+    EntryClasses* ec
+    int32_t base_pm
+
+
+cdef enum:
+    ENTRY_MIN_SUBTREE = 8       # a frame with a smaller subtree does not look up its class,
+    ENTRY_SEARCH_MIN = 256      # one smaller than this looks it up only if known already
+    ENTRY_CLASS_MIN = 16        # an entry class of fewer plain ASCII bytes is not kept
+    ENTRY_MAX_ROUNDS = 6        # searches for one class at most, ...
+    ENTRY_MAX_STATES = 256      # ... each over this many positions at most; after this many
+    ENTRY_MAX_FAILURES = 64     # fruitless searches a grammar's tables search no more (the
+                                # states of a length-counting DFA, a bounded email or date,
+                                # never close and would each explore as much again)
+
+
+cdef int32_t lone_step(const Prog* p, EntryClasses* ec, int32_t r, int32_t b) noexcept nogil:
+    """The position a lone frame at r steps to on byte b while it stays one frame of the same
+    level at no whitespace cost (a byte edge, or a tail call), else -1 (refused, or several
+    stacks, a push or a pop); -2 on failure. Cached per (position, byte)."""
+    cdef int32_t row, i, res = -1
+    cdef int32_t* nr
+    cdef Store* st = &ec.st
+    cdef Entry e
+    row = ec.row[r]
+    if row < 0:
+        if ec.n_rows == ec.rows_cap:
+            ec.rows_cap = 2 * ec.rows_cap if ec.rows_cap else 64
+            nr = <int32_t*> realloc(ec.rows, ec.rows_cap * 256 * sizeof(int32_t))
+            if nr == NULL:
+                return -2
+            ec.rows = nr
+        row = ec.row[r] = ec.n_rows
+        ec.n_rows += 1
+        for i in range(256):
+            ec.rows[256 * row + i] = -3
+    if ec.rows[256 * row + b] != -3:
+        return ec.rows[256 * row + b]
+    if st.n > 4096:
+        store_free(st)
+        if store_init(st, 256) != 0:
+            return -2
+    ec.out.n = 0
+    e.node = store_intern(st, r, NODE_EXIT, 1 if p.pos_flags[r] & FLAG_CONTAINER else 0)
+    e.ws = e.pmax = 0
+    if e.node >= 0 and step(p, st, &e, 1, <uint8_t> b, 1 << 30, &ec.out) == 1 and \
+            ec.out.data[0].node >= 0 and ec.out.data[0].ws == 0 and \
+            st.parent[ec.out.data[0].node] == NODE_EXIT and ec.out.data[0].pmax <= \
+            st.depth[ec.out.data[0].node]:
+        res = st.pos[ec.out.data[0].node]
+    if st.failed:
+        st.failed = 0
+        res = -2
+    if res != -2:
+        ec.rows[256 * row + b] = res
+    return res
+
+
+# the bytes where _u8_next's answer may change, for any state (_slices._U8_CUTS): between two
+# of them every byte steps a UTF-8 state alike
+cdef uint64_t U8_CUTS[4]
+for _b in (0x20, 0x22, 0x23, 0x5C, 0x5D, 0x80, 0x81, 0x90, 0xA0, 0xA8, 0xAA, 0xC0, 0xC2, 0xE0,
+           0xE1, 0xE2, 0xE3, 0xED, 0xEE, 0xF0, 0xF1, 0xF4, 0xF5):
+    U8_CUTS[_b >> 6] |= (<uint64_t> 1) << (_b & 63)
+del _b
+
+
+cdef int32_t node_succ(const Prog* p, EntryClasses* ec, int32_t s, int32_t u,
+                       const uint64_t* tried, bint* refused) noexcept nogil:
+    """The successors of node (s, u) on the bytes `tried` (those valid in UTF-8 state u), into
+    ec.succ grouped by (target, UTF-8 state): one lone_step per edge range and UTF-8 interval,
+    since the bytes of one edge step alike. refused: whether some byte of `tried` has no edge.
+    Returns how many, -1 on failure."""
+    cdef int32_t k, lo, hi, b, e, r, nu, n = 0, i
+    cdef uint64_t rng[4]
+    cdef uint64_t covered[4]
+    cdef Succ* ns
+    covered[0] = covered[1] = covered[2] = covered[3] = 0
+    for k in range(p.edge_off[s], p.edge_off[s + 1]):
+        lo = p.edge_lo[k]
+        hi = p.edge_hi[k]
+        rng[0] = rng[1] = rng[2] = rng[3] = 0
+        allow_range(rng, lo, hi)
+        for i in range(4):
+            covered[i] |= rng[i]
+            rng[i] &= tried[i]
+        b = next_allowed(rng, 0)
+        if b == 256:
+            continue
+        r = lone_step(p, ec, s, b)
+        if r == -2:
+            return -1
+        while b < 256:
+            # the bytes of this edge up to the next UTF-8 cut: one UTF-8 state after them
+            e = next_allowed(U8_CUTS, b + 1)
+            nu = u8_state(u, b)
+            if n == ec.succ_cap:
+                ec.succ_cap = 2 * ec.succ_cap if ec.succ_cap else 64
+                ns = <Succ*> realloc(ec.succ, ec.succ_cap * sizeof(Succ))
+                if ns == NULL:
+                    return -1
+                ec.succ = ns
+            ec.succ[n].r = r
+            ec.succ[n].nu = nu
+            ec.succ[n].bits[0] = ec.succ[n].bits[1] = ec.succ[n].bits[2] = 0
+            ec.succ[n].bits[3] = 0
+            allow_range(ec.succ[n].bits, b, (e if e < 256 else 256) - 1)
+            for i in range(4):
+                ec.succ[n].bits[i] &= rng[i]
+            n += 1
+            b = next_allowed(rng, e) if e < 256 else 256
+    refused[0] = ((tried[0] & ~covered[0]) | (tried[1] & ~covered[1]) |
+                  (tried[2] & ~covered[2]) | (tried[3] & ~covered[3])) != 0
+    return n
+
+
+cdef inline void _tried(const uint64_t* w, int32_t u, uint64_t* out) noexcept nogil:
+    """The bytes a node in UTF-8 state u tries under the class w: the class's ASCII bytes and
+    lead bytes between characters, the continuation bytes valid in u inside one."""
+    cdef int32_t b
+    out[0] = out[1] = out[2] = out[3] = 0
+    if u == 0:
+        out[0] = w[0]
+        out[1] = w[1]
+        out[3] = w[3]
+        return
+    for b in range(0x80, 0xC0):
+        if u8_state(u, b) >= 0:
+            out[2] |= (<uint64_t> 1) << (b & 63)
+
+
+cdef inline bint _bad_target(const Prog* p, int32_t r, int32_t dq) noexcept nogil:
+    """A successor that is not one frame of the root's level at no cost."""
+    return r < 0 or (p.pos_flags[r] & FLAG_CONTAINER and not dq)
+
+
+cdef int32_t entry_class(const Prog* p, EntryClasses* ec, int32_t q) noexcept nogil:
+    """Whether a lone frame at q provably takes every run of a class of plain characters for
+    ever (its bytes into ec at q); once per position. The search: from q, the nodes (position,
+    UTF-8 state) that runs of the class reach as one frame of q's level (lone_step) are found,
+    the class starting as every plain character. Where a node refuses a byte of the class,
+    the bytes that lead into it from the nodes that take the whole class leave the class (a
+    character's lead byte, when the node is part-way through it), the root's own refused
+    bytes when it is the one, and the search goes again. What is left is closed: every run
+    of it keeps one frame alive at no cost, for ever (a pattern DFA's characters without those
+    that start an escape, a range or a quantifier, or without C1 controls; a key's characters
+    without the letters that lead to a declared or pattern name)."""
+    if ec.done[q]:
+        return ec.has[q]
+    if ec.failures >= ENTRY_MAX_FAILURES:
+        return False
+    cdef int32_t dq, n_s, i, j, n, s, u, node, rounds, pass_
+    cdef uint64_t w[4]
+    cdef uint64_t rm[4]
+    cdef uint64_t gone[4]
+    cdef uint64_t tr[4]
+    cdef int32_t* queue = ec.queue
+    cdef uint8_t* mark = ec.mark
+    cdef bint bad_any, overflow, changed, refused, root_bad, found = False, failed = False
+    # every plain character: printable ASCII but quote and backslash, the lead bytes of
+    # valid UTF-8 and every continuation byte (_u8_next tells which sequences are plain)
+    w[0] = PLAIN_ASCII_LO
+    w[1] = PLAIN_ASCII_HI
+    w[2] = ~(<uint64_t> 0)                  # 0x80-0xBF
+    w[3] = 0x1FFFFFFFFFFFFCu                # 0xC2-0xF4
+    gone[0] = gone[1] = gone[2] = gone[3] = 0
+    dq = 1 if p.pos_flags[q] & FLAG_CONTAINER else 0
+    for rounds in range(ENTRY_MAX_ROUNDS):
+        # the nodes reached from (q, 0) by runs of the class; mark: 1 seen, 2 refuses some
+        # byte, 3 part-way through a character that cannot end well (tainted)
+        queue[0] = q * 16
+        mark[q * 16] = 1
+        n_s = 1
+        i = 0
+        bad_any = overflow = False
+        while i < n_s and not (failed or overflow):
+            s = queue[i] >> 4
+            u = queue[i] & 15
+            i += 1
+            _tried(w, u, tr)
+            n = node_succ(p, ec, s, u, tr, &refused)
+            if n < 0:
+                failed = True
+                break
+            if refused:
+                mark[s * 16 + u] = 2
+                bad_any = True
+            for j in range(n):
+                if _bad_target(p, ec.succ[j].r, dq):
+                    mark[s * 16 + u] = 2
+                    bad_any = True
+                    continue
+                node = ec.succ[j].r * 16 + ec.succ[j].nu
+                if not mark[node]:
+                    if n_s == ENTRY_MAX_STATES:
+                        overflow = True
+                        break
+                    mark[node] = 1
+                    queue[n_s] = node
+                    n_s += 1
+        rm[0] = rm[1] = rm[2] = rm[3] = 0
+        if bad_any and not failed and not overflow:
+            # a node part-way through a character is tainted when it, or a node the rest of
+            # the character leads to, refuses
+            pass_ = 0
+            changed = True
+            while changed and pass_ < 4 and not failed:
+                changed = False
+                pass_ += 1
+                for i in range(n_s):
+                    u = queue[i] & 15
+                    if u == 0 or mark[queue[i]] != 1:
+                        continue
+                    _tried(w, u, tr)
+                    n = node_succ(p, ec, queue[i] >> 4, u, tr, &refused)
+                    if n < 0:
+                        failed = True
+                        break
+                    for j in range(n):
+                        if ec.succ[j].r >= 0 and mark[ec.succ[j].r * 16 + ec.succ[j].nu] >= 2:
+                            mark[queue[i]] = 3
+                            changed = True
+                            break
+            root_bad = mark[q * 16] == 2
+            for i in range(n_s):
+                # the root's own refused bytes when it refuses some; else, between
+                # characters at a node that takes the whole class, the bytes (an ASCII
+                # character, a lead byte) into a node that does not
+                if failed or (queue[i] & 15) or (mark[queue[i]] != 1 and i > 0):
+                    continue
+                if i > 0 and root_bad:
+                    break
+                _tried(w, 0, tr)
+                n = node_succ(p, ec, queue[i] >> 4, 0, tr, &refused)
+                if n < 0:
+                    failed = True
+                    break
+                if root_bad and refused:
+                    # the bytes no edge takes
+                    for j in range(n):
+                        for u in range(4):
+                            tr[u] &= ~ec.succ[j].bits[u]
+                    for u in range(4):
+                        rm[u] |= tr[u]
+                for j in range(n):
+                    if (_bad_target(p, ec.succ[j].r, dq) if root_bad else
+                            mark[ec.succ[j].r * 16 + ec.succ[j].nu] >= 2):
+                        for u in range(4):
+                            rm[u] |= ec.succ[j].bits[u]
+        if not bad_any and not failed and not overflow:
+            found = True
+            # the class holds for every position the search reached (they are closed under
+            # it); those that cannot take the bytes left out either (refused, or leading out
+            # of the nodes reached) would find the same class: they take it
+            for i in range(1, n_s):
+                if queue[i] & 15:
+                    continue
+                s = queue[i] >> 4
+                if ec.done[s] or (p.pos_flags[s] & FLAG_CONTAINER != 0) != (dq != 0):
+                    continue
+                _tried(gone, 0, tr)
+                n = node_succ(p, ec, s, 0, tr, &refused)
+                for j in range(n):
+                    if ec.succ[j].r >= 0 and mark[ec.succ[j].r * 16 + ec.succ[j].nu] == 1:
+                        n = -1
+                        break
+                if n >= 0:
+                    _set_class(ec, s, w)
+        for i in range(n_s):
+            mark[queue[i]] = 0
+        if failed or overflow or found or (rm[0] | rm[1] | rm[2] | rm[3]) == 0:
+            break
+        for i in range(4):
+            w[i] &= ~rm[i]
+            gone[i] |= rm[i]
+        if w[3] == 0:
+            w[2] = 0                # no lead byte left: no continuation byte either
+        if popcount64(w[0]) + popcount64(w[1]) < ENTRY_CLASS_MIN:
+            break
+    if found:
+        _set_class(ec, q, w)
+    else:
+        ec.has[q] = 0
+        ec.done[q] = 1
+        ec.failures += 1
+    return found
+
+
+cdef inline void _set_class(EntryClasses* ec, int32_t q, const uint64_t* w) noexcept nogil:
+    cdef int32_t i
+    for i in range(4):
+        ec.cls[4 * q + i] = w[i]
+    ec.has[q] = 1
+    ec.done[q] = 1
+
+
+cdef inline void frame_entry_class(const Prog* p, const Store* s, const TrieC* t,
+                                   const EntryPrune* ep, Frame* f, const Entry* st,
+                                   int32_t x) noexcept nogil:
+    """The class of the frame's first entry that takes runs of one at no cost (f.dcls, and
+    f.dhas). Such an entry's top frame is never popped on those runs, so what lies below it
+    does not matter; it costs nothing when it carries no whitespace and no push beyond the
+    walk's base (the slice search's terms). A class is searched for only where the subtree is
+    large enough to pay for it."""
+    cdef int32_t i, q
+    cdef const uint64_t* c
+    f.dhas = False
+    if ep == NULL or t.end[x] - x < ENTRY_MIN_SUBTREE:
+        return
+    for i in range(f.st_n):
+        if st[i].node < 0 or st[i].ws != 0 or st[i].pmax > ep.base_pm or \
+                s.depth[st[i].node] > ep.base_pm:
+            continue
+        q = s.pos[st[i].node]
+        if not ep.ec.done[q] and t.end[x] - x < ENTRY_SEARCH_MIN:
+            continue
+        if not entry_class(p, ep.ec, q):
+            continue
+        c = ep.ec.cls + 4 * <int64_t> q
+        f.dcls[0] = c[0]
+        f.dcls[1] = c[1]
+        f.dcls[2] = c[2]
+        f.dcls[3] = c[3]
+        f.dhas = True
+        return
+
+
 cdef struct StepCache:
     # what one entry becomes on one byte, per (stack node, byte): the entries after it as
     # (node, whitespace spent, deepest push), relative to an entry with nothing spent
@@ -153,6 +524,14 @@ def use_step_cache(bint on):
 
 cdef bint _use_character_runs = True
 cdef bint _use_loop_class = True
+cdef bint _use_entry_classes = True
+
+
+def use_entry_classes(bint on):
+    """Switch the entry-class prune of table walks (EntryPrune; for benchmarks and the tests
+    that compare both)."""
+    global _use_entry_classes
+    _use_entry_classes = on
 
 
 def use_loop_class(bint on):
@@ -184,6 +563,7 @@ cdef struct ClassPrune:
 
 cdef struct WalkBufs:
     const ClassPrune* cp
+    const EntryPrune* ep
     Frame* frames
     int32_t n_frames
     EntryVec buf
@@ -202,6 +582,7 @@ cdef int bufs_init(WalkBufs* wb, int32_t max_len, const Prog* p) noexcept nogil:
     wb.n_frames = max_len + 2
     wb.frames = <Frame*> malloc(wb.n_frames * sizeof(Frame))
     wb.cp = NULL
+    wb.ep = NULL
     wb.sc.cap = 1024
     wb.sc.n = 0
     wb.sc.keys = <int64_t*> malloc(wb.sc.cap * sizeof(int64_t))
@@ -501,22 +882,23 @@ cdef int walk_ws(WalkBufs* wb, const Prog* p, Store* s, const TrieC* nows, const
 cdef int walk(const Prog* p, Store* s, const TrieC* t, FirstBytes* fb, int32_t start, const Entry* init,
               int32_t n_init, int32_t max_depth, uint32_t* bits,
               bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits,
-              I32Vec* acc) noexcept nogil:
+              I32Vec* acc, const EntryPrune* ep=NULL) noexcept nogil:
     return walk_class(p, s, t, fb, start, init, n_init, max_depth, bits, local, base_pm, cond,
-                      exits, acc, NULL)
+                      exits, acc, NULL, ep)
 
 
 cdef int walk_class(const Prog* p, Store* s, const TrieC* t, FirstBytes* fb, int32_t start,
                     const Entry* init, int32_t n_init, int32_t max_depth, uint32_t* bits,
                     bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits,
-                    I32Vec* acc, const ClassPrune* cp) noexcept nogil:
+                    I32Vec* acc, const ClassPrune* cp, const EntryPrune* ep=NULL) noexcept nogil:
     """walk, skipping the subtrees of a class slice (cp, from the root of the trie it was
-    made for) when cp is not NULL."""
+    made for) when cp is not NULL, and those of the entries' classes (ep) when not NULL."""
     cdef WalkBufs wb
     cdef int rc
     if bufs_init(&wb, t.max_len, p) != 0:
         return -1
     wb.cp = cp
+    wb.ep = ep
     rc = walk_in(&wb, p, s, t, fb, start, init, n_init, max_depth, bits, local, base_pm, cond,
                  exits, acc)
     bufs_free(&wb)
@@ -542,6 +924,9 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
     cdef const ClassPrune* cp = wb.cp
     cdef const uint64_t* sub
     cdef bint in_cls
+    cdef int32_t k, tok
+    # entry classes: a table walk of the trie their arrays describe
+    cdef const EntryPrune* ep = wb.ep if wb.ep != NULL and local and t == wb.ep.trie else NULL
     if t.max_len + 2 > wb.n_frames:
         return -1
     wb.buf.n = 0
@@ -556,6 +941,8 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
     frames[0].st_n = n_init
     frames[0].in_cls = True
     frame_filter(p, s, t, fb, &frames[0], wb.buf.data, start)
+    frames[0].ascii_end = start == 0
+    frame_entry_class(p, s, t, ep, &frames[0], wb.buf.data, start)
     while top >= 0:
         if frames[top].tab != NULL:
             b = next_allowed(frames[top].allow, frames[top].child)
@@ -586,6 +973,23 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
                     (sub[1] & ~cp.cls[1]) == 0 and \
                     ((cp.sub_plain[x] != 0) if cp.cls[2] else (sub[2] == 0 and sub[3] == 0)):
                 continue         # every token below is in the class slice
+        if frames[top].dhas:
+            sub = ep.sub + 4 * <int64_t> x
+            if (sub[0] & ~frames[top].dcls[0]) == 0 and (sub[1] & ~frames[top].dcls[1]) == 0 \
+                    and (sub[2] & ~frames[top].dcls[2]) == 0 \
+                    and (sub[3] & ~frames[top].dcls[3]) == 0 \
+                    and ((sub[2] == 0 and sub[3] == 0) or
+                         (frames[top].ascii_end and ep.sub_plain[x] != 0)):
+                # every path below is a run of the frame's entry class, which that entry
+                # takes at no cost: every token there is accepted (those with an exit too,
+                # so their exits need no suffix walk)
+                for k in range(t.tok_off[x], t.tok_off[t.end[x]]):
+                    tok = t.tok_ids[k]
+                    if acc != NULL:
+                        i32_push(acc, tok)
+                    else:
+                        bits[tok >> 5] |= (<uint32_t> 1) << (tok & 31)
+                continue
         wb.tmp.n = 0
         if _use_step_cache:
             got = cached_step(wb, p, s, wb.buf.data + frames[top].st_start, frames[top].st_n,
@@ -613,13 +1017,15 @@ cdef int walk_in(WalkBufs* wb, const Prog* p, Store* s, const TrieC* t, FirstByt
             frames[top].st_n = got
             frames[top].in_cls = in_cls
             frame_filter(p, s, t, fb, &frames[top], wb.buf.data + mark, x)
+            frames[top].ascii_end = t.byte[x] < 0x80
+            frame_entry_class(p, s, t, ep, &frames[top], wb.buf.data + mark, x)
     return -1 if s.failed else 0
 
 
 cdef int _walk_vocab(TokenTrie trie, const Prog* p, Store* s, FirstBytes* fb,
                      const Entry* init, int32_t n_init, int32_t max_depth, uint32_t* bits,
                      bint local, int32_t base_pm, I32Vec* cond, I32Vec* exits, I32Vec* acc,
-                     bint whole=True):
+                     bint whole=True, const EntryPrune* ep=NULL):
     """Walk the whole vocabulary from init: through its whitespace split (walk_ws) where
     whitespace loops in this state, else the whole trie. Returns 0 after the split, 1 after
     the whole trie (exits then are node ids of `trie`), -1 on failure; with whole=False,
@@ -642,7 +1048,7 @@ cdef int _walk_vocab(TokenTrie trie, const Prog* p, Store* s, FirstBytes* fb,
     if rc == 1:
         with nogil:
             rc = walk(p, s, &trie.c, fb, 0, init, n_init, max_depth, bits, local, base_pm,
-                      cond, exits, acc)
+                      cond, exits, acc, ep)
         if rc == 0:
             rc = 1
     return rc
@@ -658,9 +1064,6 @@ cdef enum:
     CLASS_BELOW = 8         # positions whose plain slice is shorter try a class slice ...
     CLASS_MIN_DEPTH = 2     # ... and take it when it proves more, and at least this much
 
-# printable ASCII without quote and backslash: the ASCII part of the plain class
-cdef uint64_t PLAIN_ASCII_LO = 0xFFFFFFFB00000000u        # 0x20-0x3F without 0x22
-cdef uint64_t PLAIN_ASCII_HI = 0x7FFFFFFFEFFFFFFFu        # 0x40-0x7E without 0x5C
 
 NARROW_FIRST_BYTES = 16    # positions with fewer legal first bytes are walked directly ...
 DIRECT_VISITS = 1          # ... this many times before their table is built
@@ -855,6 +1258,7 @@ cdef class TokenTables:
     cdef const int32_t* _pos_rule
     cdef FirstBytes fb
     cdef SliceMemo memo          # slice depths of lone frames, for the slice search
+    cdef EntryClasses ec         # classes of lone frames, for the walks (EntryPrune)
     cdef object _last_depth, _last_slice, _last_walked, _last_times
 
     def __init__(self, automaton, vocab, Program program=None):
@@ -889,9 +1293,41 @@ cdef class TokenTables:
             self._signatures = RuleSignatures(self.automaton)
         return self._signatures
 
+    cdef EntryClasses* _entry_classes(self) except NULL:
+        """The per-position entry classes, allocated when a table build first needs them
+        (not on the path to a narrow first mask)."""
+        cdef int32_t n_pos
+        if self.ec.done == NULL:
+            n_pos = max(1, self.automaton.n_positions)
+            self.ec.cls = <uint64_t*> malloc(n_pos * 4 * sizeof(uint64_t))
+            self.ec.has = <uint8_t*> malloc(n_pos)
+            self.ec.row = <int32_t*> malloc(n_pos * sizeof(int32_t))
+            self.ec.queue = <int32_t*> malloc(ENTRY_MAX_STATES * sizeof(int32_t))
+            self.ec.mark = <uint8_t*> calloc(n_pos * 16, 1)
+            if self.ec.cls == NULL or self.ec.has == NULL or self.ec.row == NULL or \
+                    self.ec.queue == NULL or self.ec.mark == NULL or \
+                    store_init(&self.ec.st, 256) != 0:
+                raise MemoryError()
+            memset(self.ec.row, 0xFF, n_pos * sizeof(int32_t))
+            self.ec.failures = 0
+            self.ec.done = <uint8_t*> calloc(n_pos, 1)
+            if self.ec.done == NULL:
+                raise MemoryError()
+        return &self.ec
+
     def __dealloc__(self):
         free(self.fb.bits)
         free(self.fb.done)
+        free(self.ec.cls)
+        free(self.ec.has)
+        free(self.ec.done)
+        free(self.ec.row)
+        free(self.ec.rows)
+        free(self.ec.queue)
+        free(self.ec.mark)
+        store_free(&self.ec.st)
+        vec_free(&self.ec.out)
+        free(self.ec.succ)
         memo_free(&self.memo)
         call_facts_free(&self.calls)
 
@@ -989,6 +1425,20 @@ cdef class TokenTables:
         base_pm = 1 if self.program.c.pos_flags[p] & FLAG_CONTAINER else 0
         return self._slice_depth((p,), base_pm, sizes[len(sizes) - 1])
 
+    def entry_class(self, int q):
+        """The byte set (four 64-bit words) of the class of plain runs a lone frame at q
+        provably takes for ever (entry_class; the walks' EntryPrune), or None (tests)."""
+        cdef Prog prog = self.program.c
+        cdef bint found
+        if not 0 <= q < self.automaton.n_positions:
+            raise IndexError(q)
+        prog.ws_budget = -1
+        prog.max_depth = 1 << 30
+        with self.lock:
+            found = entry_class(&prog, self._entry_classes(), q)
+            c = tuple(int(self.ec.cls[4 * q + i]) for i in range(4))
+        return c if found else None
+
     def character_run(self, tuple frames):
         """_character_run (tests): the characters a (count, character) pair takes at most,
         or -1 where its table is walked the general way."""
@@ -1085,6 +1535,17 @@ cdef class TokenTables:
         cdef int32_t cls_depth = 0, d2
         cdef uint64_t lc[4]
         cdef cnp.ndarray sub, sub_depth, sub_plain
+        cdef EntryPrune ep
+        cdef EntryPrune* ep_p = NULL
+        cdef bint plain_class = False
+        if _use_entry_classes and run < 0 and not narrow:
+            sub, sub_depth, sub_plain = self.trie.class_prune()
+            ep.trie = &self.trie.c
+            ep.sub = <const uint64_t*> cnp.PyArray_DATA(sub)
+            ep.sub_plain = <const uint8_t*> cnp.PyArray_DATA(sub_plain)
+            ep.ec = self._entry_classes()
+            ep.base_pm = base_pm
+            ep_p = &ep
         if run < 0 and not narrow and (not fitting or fitting[len(fitting) - 1] < CLASS_BELOW):
             # class slices: a string of a restricted ASCII class (a pattern such as
             # `^[a-z0-9.-]+$` or `^[^,]+$`) takes no plain slice; try its first bytes' class
@@ -1125,6 +1586,17 @@ cdef class TokenTables:
                         cp.cls[1] = lc[1]
                         cp.cls[2] = lc[2]
                         cp.cls[3] = 0
+        if ep_p != NULL and fitting and fitting[len(fitting) - 1] < CLASS_BELOW and \
+                not (cls_depth > depth and cls_depth >= CLASS_MIN_DEPTH):
+            # a short plain slice leaves nearly the whole trie to walk: walk the whole trie
+            # with the slice as a class slice (the same tokens but DEL's), where the entry
+            # classes apply (their arrays describe the whole trie)
+            plain_class = True
+            cp.cls[0] = PLAIN_ASCII_LO
+            cp.cls[1] = PLAIN_ASCII_HI
+            cp.cls[2] = 1
+            cp.cls[3] = 0
+            cls_depth = fitting[len(fitting) - 1]
         if run >= 0:
             bits = self.trie.char_slice(
                 run, *self.shared_keys.character_class(self._pos_rule[p])).copy()
@@ -1136,7 +1608,7 @@ cdef class TokenTables:
             with nogil:
                 rc = walk(&prog, &store, &walked.c, &self.fb, 0, init.data, 1, 1 << 30, bits_p,
                           True, base_pm, &cond, exits_p, acc_p)
-        elif cls_depth > depth and cls_depth >= CLASS_MIN_DEPTH:
+        elif plain_class or (cls_depth > depth and cls_depth >= CLASS_MIN_DEPTH):
             bits = self.trie.class_slice(cp.cls[0], cp.cls[1], cls_depth, cp.cls[2] != 0).copy()
             bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
             acc_p = NULL
@@ -1148,7 +1620,7 @@ cdef class TokenTables:
             self._last_slice = -cls_depth
             with nogil:
                 rc = walk_class(&prog, &store, &self.trie.c, &self.fb, 0, init.data, 1, 1 << 30,
-                                bits_p, True, base_pm, &cond, exits_p, acc_p, &cp)
+                                bits_p, True, base_pm, &cond, exits_p, acc_p, &cp, ep_p)
         elif fitting:
             slice_bits, walked = self.trie.slice(fitting[len(fitting) - 1])
             bits = slice_bits.copy()
@@ -1159,7 +1631,7 @@ cdef class TokenTables:
                           True, base_pm, &cond, exits_p, acc_p)
         else:
             rc = _walk_vocab(self.trie, &prog, &store, &self.fb, init.data, 1, 1 << 30, bits_p,
-                             True, base_pm, &cond, exits_p, acc_p)
+                             True, base_pm, &cond, exits_p, acc_p, True, ep_p)
             if rc == 0:                  # through the whitespace split: exits in both tries
                 walked, runs = self.trie.ws_split()
             elif rc == 1:                # the whole trie

@@ -65,6 +65,10 @@ cdef int _u8_next(int u, int b) noexcept nogil:
     return 0 if 0x80 <= b <= 0xBF and b != 0xA8 and b != 0xA9 else -1
 
 
+cdef int u8_state(int u, int b) noexcept nogil:
+    return _u8_next(u, b)
+
+
 def u8_next(int u, int b):
     """_u8_next, for tests."""
     return _u8_next(u, b)
