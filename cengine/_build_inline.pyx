@@ -555,9 +555,14 @@ def _recursive_rules(refs):
 
 
 # the whole inlining pass (see automaton._inline_small_rules for the why)
-def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size, any_order=None):
+def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size, any_order=None,
+                       bint root_uses=False):
     """automaton._inline_small_rules: (rule -> expression with small rules inlined,
     rule -> rules that expression calls).
+
+    root_uses: return instead (rule -> expression, for the rules in use only; the rules in
+    use: those the root reaches through the substituted expressions, the root included, in
+    the grammar's order), what the build needs, without a set of names per rule.
 
     any_order: the type of the rules whose positions are made elsewhere (ir.AnyOrder), a
     tuple of such types (with ir.FreeKey), or None. Such a rule is
@@ -664,14 +669,6 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size, any_
                 y = p.rebuild(i, changed, made, bodies) if changed[i] \
                     else <object>p.nodes[i].obj
                 bodies[r] = ws_type(y) if p.whitespace[r] else y
-    exprs = {}
-    r = 0
-    for n in rules:
-        i = p.root[r]
-        exprs[n] = p.rebuild(i, changed, made, bodies) if changed[i] and not p.stand_in[r] \
-            else p.exprs[r]
-        r += 1
-
     # rules each substituted expression calls: its own calls, with inlined rules replaced by
     # what their bodies call (and kept where a long counted run still calls them)
     cdef vector[int32_t] mark, long_mark
@@ -695,6 +692,47 @@ def inline_small_rules(grammar, ws_type, inline_max_match, inline_max_size, any_
                 mark[m] = r
                 per_rule[r].push_back(m)
     cdef list names = list(rules)
+    cdef vector[uint8_t] used
+    cdef vector[int32_t] todo
+    if root_uses:
+        # the rules in use: reached from the root through the calls of the substituted
+        # expressions (an any-order rule's: its members, each still a rule)
+        used.resize(nr, 0)
+        if root_rule >= 0:
+            used[root_rule] = 1
+            todo.push_back(root_rule)
+        while todo.size():
+            r = todo.back()
+            todo.pop_back()
+            if p.stand_in[r]:
+                for e in range(p.refs_first[r], p.refs_first[r + 1]):
+                    m = p.refs[e]
+                    if not used[m]:
+                        used[m] = 1
+                        todo.push_back(m)
+            else:
+                for m in per_rule[r]:
+                    if not used[m]:
+                        used[m] = 1
+                        todo.push_back(m)
+        exprs = {}
+        in_use = []
+        for r in range(nr):
+            if used[r]:
+                n = names[r]
+                in_use.append(n)
+                i = p.root[r]
+                exprs[n] = p.rebuild(i, changed, made, bodies) \
+                    if changed[i] and not p.stand_in[r] else p.exprs[r]
+        return exprs, in_use
+    exprs = {}
+    r = 0
+    for n in rules:
+        i = p.root[r]
+        exprs[n] = p.rebuild(i, changed, made, bodies) if changed[i] and not p.stand_in[r] \
+            else p.exprs[r]
+        r += 1
+
     cdef dict out_calls = {}
     cdef set called
     r = 0

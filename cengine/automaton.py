@@ -197,7 +197,7 @@ class _Whitespace:
 INLINE_MAX_MATCH = 16
 
 
-def _inline_small_rules(grammar: ir.GrammarIR):
+def _inline_small_rules(grammar: ir.GrammarIR, root_uses: bool = False):
     """Rule expressions with small, non-recursive, flag-free rules substituted into callers.
 
     Why: a rule that matches one character and is called in a loop (`char*`) pops after
@@ -211,9 +211,11 @@ def _inline_small_rules(grammar: ir.GrammarIR):
     the pass sees it as an alternative of calls of its members, so they count as called
     (recursion through the object, rules in use), and they stay rules whatever their size,
     since the node's positions call them.
+    root_uses=True: (rule -> expression for the rules in use, the rules in use in the
+    grammar's order: those the root reaches, the rules all inlined dropped), what build takes.
     """
     return inline_small_rules(grammar, _Whitespace, INLINE_MAX_MATCH, INLINE_MAX_SIZE,
-                              _MADE_ELSEWHERE)
+                              _MADE_ELSEWHERE, root_uses)
 
 
 # the rules whose positions are made directly (so never inlined, never determinized): their
@@ -267,18 +269,22 @@ def keep_positions(expr: ir.Expr) -> ir.Expr:
     return expr
 
 
-def _kept_keys(grammar: ir.GrammarIR, names, share: bool):
-    # add_rules' kept_keys: None where the rule's expression is not fixed
+def _kept_keys(rules, share: bool):
+    # add_rules' kept_keys (rules: the build's, by number): None where the rule's expression
+    # is not fixed, None for all when none is
     if not _KEPT_EXPRS:
+        return None
+    kept = _KEPT_EXPRS
+    hits = [i for i, r in enumerate(rules) if id(r.expr) in kept]
+    if not hits:
         return None
     growth = (_BUDGET.get() or _DEFAULT_BUDGET).max_dfa_growth
     if growth is None:
         growth = MAX_DFA_GROWTH
-    keys = []
-    for n in names:
-        r = grammar.rules[n]
-        keys.append((id(r.expr), r.whitespace, share, MAX_NFA_STATES, growth)
-                    if id(r.expr) in _KEPT_EXPRS else None)
+    keys: list = [None] * len(rules)
+    for i in hits:
+        r = rules[i]
+        keys[i] = (id(r.expr), r.whitespace, share, MAX_NFA_STATES, growth)
     return keys
 
 
@@ -298,16 +304,11 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     an ir.AnyOrder rule's as cengine._anyorder numbers them)."""
     if grammar.root not in grammar.rules:
         raise CompileError(f"root rule '{grammar.root}' is not defined", rule=grammar.root)
-    exprs, calls = _inline_small_rules(grammar)
     # rules nobody calls any more (all inlined) are dropped; the root always stays
-    used = {grammar.root}
-    stack = [grammar.root]
-    while stack:
-        for m in calls[stack.pop()] - used:
-            used.add(m)
-            stack.append(m)
-    names = [n for n in grammar.rules if n in used]
+    exprs, names = _inline_small_rules(grammar, True)
     rule_index = {n: i for i, n in enumerate(names)}
+    rules = [grammar.rules[n] for n in names]
+    whitespace = [r.whitespace for r in rules]
 
     def origin(name: str):
         # (line, column) of rule `name` in its GBNF source, or (None, None)
@@ -326,9 +327,9 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
     # merged anyway, equal suffixes are shared already in the NFA (fewer subset states to
     # make and merge)
     builder = _builder()
-    kept_keys = _kept_keys(grammar, names, minimize)
+    kept_keys = _kept_keys(rules, minimize)
     try:
-        builder.add_rules(names, exprs, [grammar.rules[n].whitespace for n in names],
+        builder.add_rules(names, exprs, whitespace,
                           rule_index, _Whitespace, minimize, MAX_NFA_STATES, _MADE_ELSEWHERE,
                           _positions_made_elsewhere, kept_keys, _KEPT_POSITIONS)
     except CompileError as e:
@@ -365,8 +366,7 @@ def build(grammar: ir.GrammarIR, *, minimize: bool = True) -> Automaton:
 
     # prune edges that lead nowhere (the closer then always finds a way out of any state),
     # flags, closure chains, packed tables
-    rules = [grammar.rules[n] for n in names]
-    t = builder.finish([r.whitespace for r in rules], [r.container for r in rules], names)
+    t = builder.finish(whitespace, [r.container for r in rules], names)
     # the document itself: a virtual frame calling root; start from a return-less root start
     return Automaton(
         rule_names=tuple(names),

@@ -90,8 +90,36 @@ def assert_same_inlining(g: ir.GrammarIR, limits=LIMITS) -> None:
     try:
         ref, ref_err = _outcome(g, inline_reference.inline_small_rules, limits)
         _compare(g, fast, fast_err, ref, ref_err)
+        _assert_root_uses(g, limits)
     finally:
         sys.setrecursionlimit(depth)
+
+
+def _assert_root_uses(g: ir.GrammarIR, limits) -> None:
+    """root_uses=True (what the build takes): the rules the root reaches through the calls
+    the pass returns, in the grammar's order, and exactly their expressions (the same
+    objects shared alike), with and without the builder's any-order node types."""
+    for any_order in (None, automaton._MADE_ELSEWHERE):
+        try:
+            exprs, calls = inline_small_rules(g, WS, *limits, any_order)
+        except (CompileError, RecursionError, ValueError) as e:
+            with pytest.raises(type(e)):
+                inline_small_rules(g, WS, *limits, any_order, True)
+            continue
+        if g.root not in g.rules:
+            continue            # (the build refuses it first)
+        used = {g.root}
+        stack = [g.root]
+        while stack:
+            for m in calls[stack.pop()] - used:
+                used.add(m)
+                stack.append(m)
+        got, in_use = inline_small_rules(g, WS, *limits, any_order, True)
+        assert in_use == [n for n in g.rules if n in used]
+        assert list(got) == in_use
+        want = {n: exprs[n] for n in in_use}
+        assert got == want
+        assert _shape(g, got) == _shape(g, want)
 
 
 def _compare(g, fast, fast_err, ref, ref_err):
