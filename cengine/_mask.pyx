@@ -179,7 +179,7 @@ cdef struct EntryPrune:
 
 cdef enum:
     ENTRY_MIN_SUBTREE = 8       # a frame with a smaller subtree does not look up its class,
-    ENTRY_SEARCH_MIN = 256      # one smaller than this looks it up only if known already
+    ENTRY_SEARCH_MIN = 4096     # one smaller than this looks it up only if known already
     ENTRY_CLASS_MIN = 16        # an entry class of fewer plain ASCII bytes is not kept
     ENTRY_MAX_ROUNDS = 6        # searches for one class at most, ...
     ENTRY_MAX_STATES = 256      # ... each over this many positions at most; after this many
