@@ -22,16 +22,7 @@ def _schema(fmt):
 
 
 def _tables(fmt, budget=None):
-    g = schema_to_ir(_schema(fmt), closed_objects=False, whitespace_budget=None,
-                     property_order="any")
-    with automaton.budget_scope(budget):
-        a = automaton.build(g)
-    h = hashlib.sha1()
-    for name, _ in automaton.TABLES:
-        h.update(name.encode())
-        h.update(getattr(a, name).tobytes())
-    h.update(repr(a.rule_names).encode())
-    return h.hexdigest()
+    return _digest(_schema(fmt), budget=budget, property_order="any")
 
 
 def _kept_for(fmt):
@@ -159,9 +150,11 @@ def test_automaton_kept_positions_packed_form(fresh):
 
 
 # --- the JSON grammar's fixed rules (json_grammar._fixed_rules) ------------------------------
-def _digest(schema, **opts):
+def _digest(schema, budget=None, **opts):
+    """A digest of every table the schema's automaton has (built under budget)."""
     g = schema_to_ir(schema, closed_objects=False, whitespace_budget=None, **opts)
-    a = automaton.build(g)
+    with automaton.budget_scope(budget):
+        a = automaton.build(g)
     h = hashlib.sha1()
     for name, _ in automaton.TABLES:
         h.update(name.encode())

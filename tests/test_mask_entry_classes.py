@@ -53,14 +53,20 @@ CLASS_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CLASS_CASES))
-def test_entry_class_cases(llama_bpe, name):
-    schema, closed, prefix, inside, outside = CLASS_CASES[name]
+def _after_prefix(vocab, name):
+    """(grammar, matcher past the case's prefix, fresh tables) of a CLASS_CASES row."""
+    schema, closed, prefix, _, _ = CLASS_CASES[name]
     cengine.CACHE.clear()
     g = cengine.compile_json_schema(schema, closed_objects=closed)
-    m = g.matcher(llama_bpe)
+    m = g.matcher(vocab)
     assert m.accept_bytes(prefix)
-    tables = _mask.TokenTables(g.automaton, llama_bpe)
+    return g, m, _mask.TokenTables(g.automaton, vocab)
+
+
+@pytest.mark.parametrize("name", sorted(CLASS_CASES))
+def test_entry_class_cases(llama_bpe, name):
+    _, _, _, inside, outside = CLASS_CASES[name]
+    _, m, tables = _after_prefix(llama_bpe, name)
     classes = [tables.entry_class(stack[0]) for stack, _ in m.stacks() if stack]
     found = [_class_bytes(c) for c in classes if c is not None]
     if inside is None:
@@ -76,12 +82,8 @@ def test_entry_class_is_sound(llama_bpe):
     rng = np.random.default_rng(3)
     samples = {0xC3: "é", 0xE4: "中", 0xE2: "—", 0xF0: "😀", 0xD0: "д"}
     for name in ("regex_char_class", "key_beside_pattern", "key_other_name", "string_body"):
-        schema, closed, prefix, _, _ = CLASS_CASES[name]
-        cengine.CACHE.clear()
-        g = cengine.compile_json_schema(schema, closed_objects=closed)
-        m = g.matcher(llama_bpe)
-        assert m.accept_bytes(prefix)
-        tables = _mask.TokenTables(g.automaton, llama_bpe)
+        prefix = CLASS_CASES[name][2]
+        g, m, tables = _after_prefix(llama_bpe, name)
         for stack, _ in m.stacks():
             c = tables.entry_class(stack[0]) if stack else None
             if c is None:

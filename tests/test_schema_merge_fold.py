@@ -15,8 +15,9 @@ import jsonschema
 import pytest
 
 import cengine
-from cengine.schema import compiler, conjunction, schema_to_ir
+from cengine.schema import compiler, conjunction
 from cengine.schema.vocabulary import _json_among, _json_in
+from test_schema_merge_reuse import _compiled   # the IR as text, or the refusal
 
 KINDS = ["a", "b", "c", "d"]
 
@@ -90,17 +91,6 @@ CASES = [
                                  {"properties": {"v": {"oneOf": [{"type": "integer"},
                                                                  {"type": "null"}]}}}]}),
 ]
-
-
-def _compiled(schema, order: str):
-    """The IR as text (rules, root, ignored keywords), or the refusal."""
-    try:
-        g = schema_to_ir(schema, closed_objects=False, whitespace_budget=None,
-                         property_order=order)
-    except cengine.CompileError as e:
-        return ("refused", type(e).__name__, e.keyword, e.pointer)
-    rules = [(n, repr(r.expr), r.container, r.whitespace) for n, r in g.rules.items()]
-    return (rules, g.root, g.ignored_keywords, dict(g.sources))
 
 
 def _plain_properties(self, a, b, pa, pb, ptr, kw):

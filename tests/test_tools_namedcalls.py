@@ -20,7 +20,7 @@ import material
 from families import FAMILIES
 from server.tools import ToolSpec, get_dialect
 from server.tools.registry import detect_dialect
-from tool_text import parse_output
+from tool_text import parse_output, read_chunks
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
                                             "days": {"type": "integer", "minimum": 1}},
@@ -147,13 +147,7 @@ READS = [
 
 
 def _read(d, chunks):
-    reader = d.call_reader(SPECS)
-    events = []
-    for c in chunks:
-        events += reader.feed(c)
-    events += reader.finish()
-    text = "".join(v for k, v in events if k == "text")
-    return text, [v for k, v in events if k == "call"]
+    return read_chunks(d, chunks, SPECS)
 
 
 @pytest.mark.parametrize("name,output,text,calls", READS)

@@ -9,6 +9,7 @@ import pytest
 
 from server.tools import ToolSpec
 from server.tools.registry import all_dialects
+from tool_text import read_chunks
 
 SCHEMA = {"type": "object",
           "properties": {"x": {"type": "number"}, "n": {"type": "integer"},
@@ -32,15 +33,6 @@ ARGUMENTS = [
 DIALECTS = all_dialects()
 
 
-def _read(dialect, chunks):
-    reader = dialect.call_reader(SPECS)
-    events = []
-    for c in chunks:
-        events += reader.feed(c)
-    events += reader.finish()
-    return "".join(v for k, v in events if k == "text"), [v for k, v in events if k == "call"]
-
-
 @pytest.mark.parametrize("name", sorted(DIALECTS))
 @pytest.mark.parametrize("arguments", ARGUMENTS, ids=lambda a: "-".join(map(str, a.values())))
 def test_call_read_back_from_any_cut(name, arguments):
@@ -48,6 +40,6 @@ def test_call_read_back_from_any_cut(name, arguments):
     text = d.call_text("f", arguments)
     # a character at a time, and in two pieces at every place
     for chunks in [list(text)] + [[text[:i], text[i:]] for i in range(1, len(text))]:
-        rest, calls = _read(d, chunks)
+        rest, calls = read_chunks(d, chunks, SPECS)
         assert [(c.name, c.arguments) for c in calls] == [("f", arguments)], (name, chunks)
         assert not rest.strip(), (name, chunks, rest)
