@@ -1214,6 +1214,35 @@ cdef void loop_class(const Prog* p, int32_t q, uint64_t* out) noexcept nogil:
             out[1] = w[1]
 
 
+
+cdef bint _takes(const Prog* p, int32_t t, int32_t b) noexcept nogil:
+    """Whether t has an edge on b, itself or at the top of one of its closure chains (the
+    rule a length counter's level calls)."""
+    cdef int32_t k
+    if _edge_on(p, t, b) >= 0:
+        return True
+    for k in range(p.clo_off[t], p.clo_off[t + 1]):
+        if _edge_on(p, p.chain_pos[p.chain_off[p.clo_chain[k]]], b) >= 0:
+            return True
+    return False
+
+
+cdef void chain_class(const Prog* p, int32_t q, uint64_t* out) noexcept nogil:
+    """Into out[0..1]: the plain ASCII bytes on which q steps to a position that takes the
+    same byte again (the characters of a counted run, `[a-z]{1,64}`, whose every count is a
+    new position, so that loop_class finds nothing), without the bytes that end the run (a
+    separator such as an email's '.' or '@', on which the slice search would stop at once).
+    The slice search still proves the class from q."""
+    cdef int32_t b, t
+    out[0] = out[1] = 0
+    for b in range(0x20, 0x7F):
+        if b == 0x22 or b == 0x5C:
+            continue
+        t = _edge_on(p, q, b)
+        if t >= 0 and _takes(p, t, b):
+            out[b >> 6] |= (<uint64_t> 1) << (b & 63)
+
+
 # frames at most in one table: the top one and the counter frames below it (a counter of
 # 2^20 characters has 4 levels)
 MAX_TABLE_FRAMES = 8
@@ -1572,6 +1601,24 @@ cdef class TokenTables:
                 # the characters that change state): without a class such a state's first
                 # visit walks the whole trie
                 loop_class(&prog, p, lc)
+                if popcount64(lc[0]) + popcount64(lc[1]) >= LOOP_CLASS_MIN and \
+                        (lc[0] != cp.cls[0] or lc[1] != cp.cls[1]):
+                    lc[2] = 1
+                    lc[3] = 0
+                    d2 = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], lc)
+                    if d2 < CLASS_MIN_DEPTH:
+                        lc[2] = 0
+                        d2 = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], lc)
+                    if d2 > cls_depth:
+                        cls_depth = d2
+                        cp.cls[0] = lc[0]
+                        cp.cls[1] = lc[1]
+                        cp.cls[2] = lc[2]
+                        cp.cls[3] = 0
+            if cls_depth < CLASS_BELOW and _use_loop_class:
+                # the bytes on which p steps to a position that takes them again (a counted
+                # run's characters, each count a new position: an email's local part)
+                chain_class(&prog, p, lc)
                 if popcount64(lc[0]) + popcount64(lc[1]) >= LOOP_CLASS_MIN and \
                         (lc[0] != cp.cls[0] or lc[1] != cp.cls[1]):
                     lc[2] = 1
