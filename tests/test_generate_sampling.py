@@ -112,3 +112,56 @@ def test_logprobs_are_a_normalised_distribution():
     assert lp_masked == NEG
     _, top1 = logprobs_of(logits, 0, 10)        # k beyond the finite ones: all of them
     assert len(top1) == 3
+
+
+# The fast paths (greedy by one argmax, no gather of an unmasked row, top-p and min-p by the
+# candidates above a threshold instead of a sort of every probability) must draw what the
+# first sampler drew: the same tokens for the same parameters and seed.
+_PARAMS = st.fixed_dictionaries({
+    "temperature": st.sampled_from([0.0, 0.3, 1.0, 2.5]),
+    "top_p": st.sampled_from([1.0, 0.99, 0.9, 0.5, 0.05]),
+    "top_k": st.sampled_from([0, 1, 5, 40]),
+    "min_p": st.sampled_from([0.0, 0.01, 0.05, 0.5]),
+})
+
+
+def _logits(rng, n: int, kind: str) -> np.ndarray:
+    if kind == "ties":
+        x = rng.integers(-3, 3, n).astype(np.float32)      # many equal probabilities
+    elif kind == "flat":
+        x = (rng.standard_normal(n) * 0.01).astype(np.float32)
+    else:
+        x = (rng.standard_normal(n) * 4).astype(np.float32)
+    if kind == "masked":
+        x[rng.random(n) < 0.9] = NEG
+        x[rng.integers(0, n)] = 1.0                         # at least one allowed
+    return x
+
+
+@settings(max_examples=120, deadline=None)
+@given(_PARAMS, st.integers(0, 2**32 - 1), st.integers(1, 3000),
+       st.sampled_from(["sharp", "flat", "ties", "masked"]))
+def test_fast_sampler_draws_what_the_reference_draws(params, seed, n, kind):
+    from oracles.sampling_reference import ReferenceSampler
+    logits = _logits(np.random.default_rng(seed), n, kind)
+    fast, ref = Sampler(seed=seed, **params), ReferenceSampler(seed=seed, **params)
+    assert [fast.sample(logits) for _ in range(12)] == [ref.sample(logits) for _ in range(12)]
+
+
+@pytest.mark.parametrize("params", [
+    dict(temperature=0.8, top_p=0.95), dict(temperature=1.0, min_p=0.05),
+    dict(temperature=0.7, top_p=0.9, min_p=0.02), dict(temperature=0.0),
+    dict(temperature=0.8, top_k=40, top_p=0.9)])
+def test_fast_sampler_on_a_whole_vocabulary(params):
+    from oracles.sampling_reference import ReferenceSampler
+    rng = np.random.default_rng(5)
+    for kind in ("sharp", "flat", "masked"):
+        logits = _logits(rng, 49152, kind)
+        fast, ref = Sampler(seed=9, **params), ReferenceSampler(seed=9, **params)
+        assert [fast.sample(logits) for _ in range(20)] == [ref.sample(logits) for _ in range(20)]
+
+
+def test_greedy_falls_back_on_rows_it_cannot_take_at_once():
+    # NaN and +inf are never chosen (not finite), as before the argmax fast path
+    row = np.array([1.0, np.nan, 3.0, np.inf, 2.0], np.float32)
+    assert Sampler(temperature=0.0).sample(row) == 2

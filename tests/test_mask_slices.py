@@ -252,7 +252,8 @@ CHAIN_CLASS_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,prop,value", CHAIN_CLASS_CASES, ids=[c[0] for c in CHAIN_CLASS_CASES])
+@pytest.mark.parametrize("name,prop,value", CHAIN_CLASS_CASES,
+                         ids=[c[0] for c in CHAIN_CLASS_CASES])
 def test_slices_chain_class_exact(llama_bpe, name, prop, value):
     from cengine import _mask
     schema = {"type": "object", "properties": {"e": prop}}

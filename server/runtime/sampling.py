@@ -76,29 +76,70 @@ class Sampler:
         self.rng = np.random.default_rng(seed)
 
     def sample(self, logits: np.ndarray) -> int:
-        idx = np.flatnonzero(np.isfinite(logits))
-        if idx.size == 0:
-            raise NoTokenAllowed("no token is allowed at this point")
-        x = logits[idx].astype(np.float64)
-        if self.temperature == 0.0 or idx.size == 1:
-            return int(idx[int(np.argmax(x))])      # ties: the lowest id
-        x = x / self.temperature
+        if self.temperature == 0.0:
+            # greedy: argmax over the whole row (the first of ties, the lowest id); only a
+            # row whose largest entry is not finite (all masked, NaN, +inf) takes the long way
+            j = int(np.argmax(logits))
+            if np.isfinite(logits[j]):
+                return j
+        finite = np.isfinite(logits)
+        if finite.all():
+            # no mask: the row itself, with no gather (most text steps)
+            idx = None
+            x = logits.astype(np.float64)
+        else:
+            idx = np.flatnonzero(finite)
+            if idx.size == 0:
+                raise NoTokenAllowed("no token is allowed at this point")
+            x = logits[idx].astype(np.float64)
+        if self.temperature == 0.0 or x.size == 1:
+            j = int(np.argmax(x))                   # ties: the lowest id
+            return j if idx is None else int(idx[j])
+        if idx is None:
+            idx = np.arange(x.size)
+        x /= self.temperature
         if 0 < self.top_k < x.size:
             keep = np.argpartition(-x, self.top_k - 1)[:self.top_k]
             idx, x = idx[keep], x[keep]
-        p = np.exp(x - x.max())
+        x -= x.max()
+        p = np.exp(x, out=x)
         p /= p.sum()
         if self.top_p < 1.0 or self.min_p > 0.0:
-            order = np.argsort(-p, kind="stable")
-            idx, p = idx[order], p[order]
-            n = p.size
-            if self.top_p < 1.0:
-                # the smallest head whose mass reaches top_p (at least one token)
-                n = min(n, int(np.searchsorted(np.cumsum(p), self.top_p)) + 1)
-            if self.min_p > 0.0:
-                n = min(n, max(1, int(np.count_nonzero(p >= self.min_p * p[0]))))
-            idx, p = idx[:n], p[:n]
+            idx, p = self._head(idx, p)
             p = p / p.sum()
         r = self.rng.random()
         j = int(np.searchsorted(np.cumsum(p), r, side="right"))
         return int(idx[min(j, idx.size - 1)])
+
+    def _head(self, idx: np.ndarray, p: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """The ids and probabilities top-p and min-p keep, most likely first (ties in the
+        order given). The same head as a stable sort of every probability, without sorting
+        them all (a stable sort of 49k float64s is ~4 ms, ten times the rest of a draw):
+        only the candidates at or above a threshold are sorted, the threshold lowered until
+        their mass reaches top_p. All the probabilities at or above it are in, so they are
+        the sorted order's first entries, and the head's cumulative sums are the same."""
+        top = float(p.max())
+        floor = self.min_p * top if self.min_p > 0.0 else None
+        cut = top * 1e-3
+        while True:
+            if floor is not None and floor < cut and self.top_p >= 1.0:
+                cut = floor
+            cand = np.flatnonzero(p >= cut)
+            order = cand[np.argsort(-p[cand], kind="stable")]
+            head = p[order]
+            n = head.size
+            done = cut == 0.0 or n == p.size
+            if self.top_p < 1.0:
+                cs = np.cumsum(head)
+                if cs[-1] >= self.top_p:
+                    n = min(n, int(np.searchsorted(cs, self.top_p)) + 1)
+                    done = True
+            else:
+                done = True
+            if done:
+                break
+            cut = cut * 1e-3 if cut > 1e-300 else 0.0
+        if floor is not None:
+            # min-p counts every probability at or above min_p times the largest
+            n = min(n, max(1, int(np.count_nonzero(p >= floor))))
+        return idx[order[:n]], head[:n]
