@@ -21,13 +21,14 @@ from .keys import FULL_ALPHABET as _FULL_ALPHABET
 # The constructs ECMA-262 (the patterns' dialect, as cengine.regex reads it) and Python's re
 # (which jsonschema uses) read differently, each by the code points the two disagree on: a
 # key holding none of those gets the same schema under both readings. `\b`/`\B` stand on
-# `\w`; `$` (no multiline flag) also matches before a final newline in Python, nowhere else.
-# The classes are compared on the running interpreter's re (its Unicode database is
-# jsonschema's), computed on first need, once per process (~15-30 ms a class).
+# `\w`. Python's `.` (no DOTALL) matches all but "\n" and its `$` (no MULTILINE) also before
+# a final "\n": rules of re, not of its Unicode database. `\d`, `\w`, `\s` are read from
+# the running interpreter's re (its Unicode database is jsonschema's), on first need, once
+# per process (~20-30 ms a class).
 _CONSTRUCT = re.compile(r"\\(.)|([.$])", re.S)
 _ESCAPE_CONSTRUCT = {"d": "d", "D": "d", "w": "w", "W": "w", "b": "w", "B": "w",
                      "s": "s", "S": "s"}
-_PY_CLASS = {".": r".+", "d": r"\d+", "w": r"\w+", "s": r"\s+"}
+_PY_CLASS = {"d": r"\d+", "w": r"\w+", "s": r"\s+"}
 _ECMA_CLASS = {".": ir.negate_ranges(_LINE_TERMINATORS), "d": _DIGIT, "w": _WORD, "s": _SPACE}
 
 
@@ -48,8 +49,8 @@ def _constructs(pattern: str) -> FrozenSet[str]:
 
 @functools.lru_cache(maxsize=None)
 def _python_class(construct: str) -> ir.Ranges:
-    """The code points (surrogates apart) Python's re matches by the construct ("." or a
-    class escape) in a str pattern: the runs of one match over a string of them all."""
+    """The code points (surrogates apart) Python's re matches by a class escape in a str
+    pattern: the runs of its matches over a string of them all."""
     cps = np.concatenate((np.arange(0xD800, dtype="<u4"),
                           np.arange(0xE000, ir.MAX_UNICODE + 1, dtype="<u4")))
     text = cps.tobytes().decode("utf-32-le")
@@ -66,7 +67,7 @@ def _disagreement(construct: str) -> ir.Ranges:
     if construct == "$":
         return ((0x0A, 0x0A),)
     ecma = _ECMA_CLASS[construct]
-    py = _python_class(construct)
+    py = ir.negate_ranges(((0x0A, 0x0A),)) if construct == "." else _python_class(construct)
     return _minus(ir.normalize_ranges(_minus(ecma, py) + _minus(py, ecma)),
                   ((0xD800, 0xDFFF),))
 
