@@ -13,10 +13,12 @@ import itertools
 import json
 import re
 
+import jsonschema
 import pytest
 
 import cengine
-from cengine.schema import schema_to_ir
+from cengine.errors import CompileError
+from cengine.schema import pattern_names, schema_to_ir
 
 OPTIONS = dict(closed_objects=False, whitespace_budget=None)
 
@@ -107,3 +109,168 @@ def test_schema_key_sharing_names_trie():
     together = _key_rules(_schema([_object(n, p) for n, p in objects]))
     alone = [_key_rules(_schema([_object(n, p)])) for n, p in objects]
     assert together - alone[0] < sum(alone[1:]) / 2, (together, alone)
+
+
+# --- the extra keys' alphabet beside patterns ECMA-262 and Python's re read differently ------
+# (pattern_names._key_alphabet): every code point but those a construct the pattern uses is
+# read differently on. Oracle: jsonschema (Python's re) for every key both readings agree
+# on; the engine's own ECMA-262 reading (pattern_names._pattern_matches) shows a refused
+# key is one they disagree on.
+
+def _pp(pattern, addl=REST, **more):
+    return {"type": "object", "patternProperties": {pattern: MATCHED},
+            "additionalProperties": addl, **more}
+
+
+def _compile(schema):
+    return cengine.compile_json_schema(schema, closed_objects=False, property_order="any")
+
+
+def _accepts_text(g, text: str) -> bool:
+    m = g.matcher()
+    return m.accept_bytes(text.encode()) and m.is_accepting()
+
+
+def _spellings(doc, declared=()):
+    """The document raw (UTF-8) and with every non-ASCII or control character escaped (not
+    when it names a declared property: a declared name is read in its raw spelling only)."""
+    raw = json.dumps(doc, ensure_ascii=False)
+    return [raw] if any(n in doc for n in declared) else [raw, json.dumps(doc)]
+
+
+# (schema, document): accepted, and valid by jsonschema
+ALPHABET_ACCEPTED = [
+    # the narrowing refused these: a non-ASCII key beside `$` and `.`
+    ({"type": "object", "patternProperties": {"^[a-z]+$": {"type": "integer"}}},
+     {"aключ": "s"}),
+    ({"type": "object", "patternProperties": {"^x-.*$": {"type": "integer"}},
+      "additionalProperties": False}, {"x-ключ": 1}),
+    ({"type": "object", "patternProperties": {"^.+$": {"type": "integer"}}}, {"ключ": 1}),
+    # code points both readings treat alike, per construct
+    (_pp("^a.$"), {"aé": 7}), (_pp("^a.$"), {"a\u0085": 7}), (_pp("^a.$"), {"a😀": 7}),
+    (_pp("^a."), {"a\n": "s"}), (_pp("^a.$"), {"a\u2027": 7}),
+    (_pp("^abc$"), {"abc\r": "s"}), (_pp("^abc$"), {"é": "s"}),
+    (_pp(r"^\d+$"), {"ключ": "s"}), (_pp(r"^\d+$"), {"1٫2": "s"}), (_pp(r"^\D+$"), {"ключ": 7}),
+    (_pp(r"^\w+$"), {"a€": "s"}), (_pp(r"^\w+$"), {"a\u2028b": "s"}),
+    (_pp(r"^\W$"), {"€": 7}),
+    (_pp(r"^a\s$"), {"a\u00a0": 7}), (_pp(r"^a\s$"), {"a\u1680": 7}),
+    (_pp(r"^a\s$"), {"a\u3000": 7}), (_pp(r"^a\s$"), {"a\u2028": 7}),
+    (_pp(r"^\S+$"), {"ключ": 7}), (_pp(r"^\S+$"), {"a b": "s"}),
+    # escaped `.` and `$` are literals in both dialects: nothing excluded beside them
+    (_pp(r"^a\.\$"), {"a.$\n": 7}), (_pp(r"^a\.\$"), {"\u2028\r": "s"}),
+    # a declared non-ASCII name beside such a pattern (declared names take booleans)
+    ({**_pp("^[a-z]+$"), "properties": {"ключ": DECLARED}}, {"ключ": True, "ab": 7}),
+    ({**_pp("^a.+$"), "properties": {"ключ": DECLARED}}, {"ключ": True, "b": "s"}),
+]
+
+
+@pytest.mark.parametrize("schema, doc", ALPHABET_ACCEPTED)
+def test_key_alphabet_accepts_what_both_readings_agree_on(schema, doc):
+    jsonschema.validate(doc, schema)
+    g = _compile(schema)
+    for text in _spellings(doc, schema.get("properties", ())):
+        assert _accepts_text(g, text), text
+
+
+# (pattern, keys holding a code point the two readings disagree on): refused whatever the
+# value, since the key's schema depends on the reading
+ALPHABET_REFUSED = [
+    ("^a.$", ["a\r", "a\u2028", "a\u2029"]),
+    ("^abc$", ["abc\n"]),
+    (r"^\d+$", ["١٢", "1٣"]),
+    (r"^\D+$", ["a١"]),
+    (r"^\w+$", ["é", "aключ", "a١"]),
+    (r"^\W$", ["é"]),
+    (r"^a\s$", ["a\u0085", "a\ufeff", "a\x1c"]),
+    (r"^\S+$", ["\u0085", "a\x1f"]),
+]
+
+
+@pytest.mark.parametrize("pattern, keys", ALPHABET_REFUSED)
+def test_key_alphabet_refuses_disagreement(pattern, keys):
+    g = _compile(_pp(pattern))
+    for key in keys:
+        ecma = pattern_names._pattern_matches(pattern, key, "")
+        assert ecma != (re.search(pattern, key) is not None), key    # they disagree
+        for value in SAMPLES.values():
+            for text in _spellings({key: value}):
+                assert not _accepts_text(g, text), text
+
+
+# patterns with every sensitive construct, against jsonschema on every key of up to two
+# characters over ASCII, code points the readings agree on and code points they do not
+EXACT_PATTERNS = ["^a.$", "^[ab]+$", r"^\d$", r"^a\w", r"\s", r"^\S+$", r"^\W|\D$", "a"]
+EXACT_CHARS = "a1 \n\r\"\\é١\u0085\u00a0\u2028\ufeff€\x1c"
+
+
+@pytest.mark.parametrize("pattern", EXACT_PATTERNS)
+def test_key_alphabet_exact(pattern):
+    schema = _pp(pattern)
+    g = _compile(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    allowed = pattern_names._key_alphabet([pattern])
+    refused = 0
+    for n in range(3):
+        for key in map("".join, itertools.product(EXACT_CHARS, repeat=n)):
+            inside = pattern_names._in_alphabet(allowed, key)
+            refused += not inside
+            for value in SAMPLES.values():
+                doc = {key: value}
+                want = inside and validator.is_valid(doc)
+                for text in _spellings(doc):
+                    assert _accepts_text(g, text) == want, (pattern, text)
+    # every pattern but the plain one excludes something
+    assert (refused == 0) == (pattern == "a"), refused
+
+
+def test_key_alphabet_declared_names():
+    # a declared name holding a disagreement code point is refused; one outside the old
+    # printable-ASCII alphabet but agreed on compiles, its key excluded from the extra keys
+    with pytest.raises(CompileError, match="read it differently"):
+        _compile({**_pp(r"^\w+$"), "properties": {"é": DECLARED}})
+    with pytest.raises(CompileError, match="read it differently"):
+        _compile({**_pp("^a.$"), "properties": {"a\r": DECLARED}})
+    g = _compile({**_pp(r"^\w+$"), "properties": {"€x": DECLARED}})
+    assert _accepts_text(g, json.dumps({"€x": True}, ensure_ascii=False))
+    assert not _accepts_text(g, json.dumps({"€x": "s"}, ensure_ascii=False))
+    assert _accepts_text(g, json.dumps({"€y": "s"}, ensure_ascii=False))
+
+
+def test_key_alphabet_all_of_merge():
+    # allOf: a name declared in one branch meets the other branch's pattern (read by
+    # _name_matches); a non-ASCII name the readings agree on merges, one they disagree on
+    # is refused
+    other = {"type": "object", "properties": {"ключ": {"type": "integer"}}}
+    schema = {"allOf": [_pp("^[a-z]+$", addl=True), other]}
+    g = _compile(schema)
+    for doc, ok in (({"ключ": 3, "ab": 7}, True), ({"ключ": "s"}, False),
+                    ({"ab": "s"}, False)):
+        assert jsonschema.Draft202012Validator(schema).is_valid(doc) == ok
+        assert _accepts_text(g, json.dumps(doc, ensure_ascii=False)) == ok, doc
+    with pytest.raises(CompileError, match="read it differently"):
+        _compile({"allOf": [_pp(r"^\d+$", addl=True),
+                            {"type": "object", "properties": {"١": {"type": "integer"}}}]})
+
+
+# construct -> (pattern, the key holding code point c it is tested on)
+CONSTRUCT_PROBES = {".": ("^.$", "{}"), "$": ("^a$", "a{}"), "d": (r"^\d$", "{}"),
+                    "w": (r"^\w$", "{}"), "s": (r"^\s$", "{}")}
+
+
+@pytest.mark.parametrize("construct", sorted(CONSTRUCT_PROBES))
+def test_key_alphabet_disagreement_sets(construct):
+    """A construct's excluded code points are those ECMA-262 (the engine's reading) and
+    Python's re read differently: every excluded range's ends and a spread of the rest."""
+    pattern, key = CONSTRUCT_PROBES[construct]
+    cut = pattern_names._disagreement(construct)
+
+    def differ(c):
+        k = key.format(chr(c))
+        return pattern_names._pattern_matches(pattern, k, "") != \
+            (re.search(pattern, k) is not None)
+    for a, b in cut:
+        assert differ(a) and differ(b), (construct, hex(a), hex(b))
+    excluded = {c for a, b in cut for c in range(a, b + 1)}
+    for c in itertools.chain(range(0, 0x3000), range(0x3000, 0x110000, 61)):
+        if not 0xD800 <= c <= 0xDFFF and c not in excluded:
+            assert not differ(c), (construct, hex(c))

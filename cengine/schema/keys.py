@@ -19,10 +19,13 @@ NFA states and the names' suffixes below its trie node (the space numbers equal 
 alike), so objects whose names end alike ("title", "description" in every object of a
 standard) share those states' rules too.
 
-The compiler passes printable ASCII (U+0020..U+007E) as the alphabet: on those characters
+The alphabet is a set of code-point ranges. Beside a pattern using a construct that
 ECMA-262 (the specification's regex dialect) and Python's `re` (which `jsonschema` uses)
-read every construct the regex front end accepts alike (`\\d`, `\\w`, `\\s`, `.`, and `$`
-with no newline to stand before), so a key gets the same schema under both readings.
+read differently, the compiler passes every code point but those the two disagree on
+(pattern_names._key_alphabet: `.` on "\\r", U+2028, U+2029; `$` on "\\n"; `\\d`, `\\w`
+(and `\\b`), `\\s` and their negations on the code points where Python's Unicode class and
+ECMA-262's differ), so a key gets the same schema under both readings; every JSON spelling
+of an allowed code point is allowed.
 """
 from __future__ import annotations
 
@@ -41,14 +44,15 @@ MAX_KEY_NFA_STATES = 20000
 MAX_KEY_DFA_STATES = 1024
 
 _SURROGATES = (0xD800, 0xDFFF)
+FULL_ALPHABET: ir.Ranges = ((0, ir.MAX_UNICODE),)
 
 
 def key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Sequence[str], *,
              negate: bool, keyword: str, pointer: str,
-             alphabet: Tuple[int, int] = (0, ir.MAX_UNICODE)) -> ir.Expr:
+             alphabet: ir.Ranges = FULL_ALPHABET) -> ir.Expr:
     """A JSON string (quotes included) whose decoded value is in `language` (negate: not in
-    it), is none of `names` and has only characters in `alphabet` (an inclusive code-point
-    range). `language` is IR over code points (cengine.regex).
+    it), is none of `names` and has only characters in `alphabet` (normalized inclusive
+    code-point ranges). `language` is IR over code points (cengine.regex).
 
     One rule per live DFA state. The states off the names' trie are the language's own
     (_KeyLanguage): their rules are made once per grammar and language and shared by every
@@ -169,7 +173,7 @@ def _reach_back(preds: List[List[int]], live: set) -> set:
 
 
 def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, ...],
-              negate: bool, alphabet: Tuple[int, int], keyword: str, pointer: str) -> ir.Expr:
+              negate: bool, alphabet: ir.Ranges, keyword: str, pointer: str) -> ir.Expr:
     lang, on_groups, on_accept, off_reach, on_keys = _key_dfa(language, names, alphabet,
                                                               keyword, pointer)
     off_live = lang.live(negate)
@@ -283,8 +287,10 @@ class _KeySpace:
 
     FINAL = 0
 
-    def __init__(self, alphabet: Tuple[int, int]):
+    def __init__(self, alphabet: ir.Ranges):
         self.alphabet = alphabet
+        # the ranges swept: the alphabet but the surrogates (no JSON string holds one)
+        self._sweep = _without_surrogates(alphabet)
         self.eps: List[List[int]] = [[]]
         self.edges: List[List[Tuple[int, int, int]]] = [[]]
         self.made: Dict[Tuple[ir.Expr, int], int] = {}
@@ -365,15 +371,17 @@ class _KeySpace:
     def segments_of(self, nset: FrozenSet[int]) -> list:
         """The NFA side of a state's transitions: (lo, hi, closure) code-point ranges in
         ascending order, adjacent ones with different closures, covering the alphabet but
-        the surrogates (a sweep over the bounds of the edges of nset)."""
+        the surrogates (a sweep over the bounds of the edges of nset and of the alphabet's
+        ranges: a segment lies in one range or between two)."""
         segs = self.segments.get(nset)
         if segs is not None:
             return segs
-        lo, hi = self.alphabet
-        events: Dict[int, list] = {lo: [], hi + 1: []}
-        for c in _SURROGATES[0], _SURROGATES[1] + 1:
-            if lo < c <= hi:
-                events.setdefault(c, [])
+        sweep = self._sweep
+        lo, hi = sweep[0][0], sweep[-1][1]
+        events: Dict[int, list] = {}
+        for a, b in sweep:
+            events[a] = []
+            events[b + 1] = []
         for q in nset:
             for a, b, t in self.edges[q]:
                 a, b = max(a, lo), min(b, hi)
@@ -385,6 +393,7 @@ class _KeySpace:
         segs = []
         points = sorted(events)
         cur: FrozenSet[int] = frozenset()
+        r = 0                   # the first range of sweep not below the segment
         for k, at in enumerate(points[:-1]):
             for t, d in events[at]:
                 c = active.get(t, 0) + d
@@ -393,8 +402,10 @@ class _KeySpace:
                 else:
                     del active[t]
             end = points[k + 1] - 1
-            if at >= _SURROGATES[0] and end <= _SURROGATES[1]:
-                continue
+            while sweep[r][1] < at:
+                r += 1
+            if sweep[r][0] > at:
+                continue        # between two ranges
             targets = frozenset(active)
             cur = closures.get(targets)
             if cur is None:
@@ -446,11 +457,23 @@ class _KeySpace:
 # long-running process does not grow it without bound; a grammar's rules keep the space they
 # were made in, the cached DFAs are dropped with it (else up to 64 old spaces stayed alive)
 MAX_KEY_SPACE = 50_000
-_SPACES: Dict[Tuple[int, int], _KeySpace] = {}
+_SPACES: Dict[ir.Ranges, _KeySpace] = {}
 _SPACES_LOCK = threading.Lock()
 
 
-def _key_space(alphabet: Tuple[int, int]) -> _KeySpace:
+def _without_surrogates(alphabet: ir.Ranges) -> ir.Ranges:
+    out = []
+    for a, b in alphabet:
+        if a < _SURROGATES[0]:
+            out.append((a, min(b, _SURROGATES[0] - 1)))
+        if b > _SURROGATES[1]:
+            out.append((max(a, _SURROGATES[1] + 1), b))
+    if not out:
+        raise ValueError("a key alphabet of surrogates alone")
+    return tuple(out)
+
+
+def _key_space(alphabet: ir.Ranges) -> _KeySpace:
     with _SPACES_LOCK:
         sp = _SPACES.get(alphabet)
         if sp is None or sp.size() > MAX_KEY_SPACE:
@@ -490,7 +513,7 @@ def _thompson_states(e: ir.Expr, memo: Dict[int, int]) -> int:
 # as IR, the names in order, the alphabet); bounded; its tuples are never changed (the
 # shared _KeyLanguage it points into only grows).
 @functools.lru_cache(maxsize=64)
-def _key_dfa_cached(language: ir.Expr, names: Tuple[str, ...], alphabet: Tuple[int, int]):
+def _key_dfa_cached(language: ir.Expr, names: Tuple[str, ...], alphabet: ir.Ranges):
     return _build_key_dfa(language, names, alphabet, "", "")
 
 
@@ -502,7 +525,7 @@ def _key_dfa(language, names, alphabet, keyword: str, pointer: str):
         raise LimitError(e.reason, keyword=keyword, pointer=pointer) from None
 
 
-def _build_key_dfa(language: ir.Expr, names: Tuple[str, ...], alphabet: Tuple[int, int],
+def _build_key_dfa(language: ir.Expr, names: Tuple[str, ...], alphabet: ir.Ranges,
                    keyword: str, pointer: str):
     """(space, on_groups, on_accept, off_reach, on_keys): the subset construction over code points,
     each state a (set of NFA states, trie node or -1 once off the trie) pair. The states on

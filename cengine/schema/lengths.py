@@ -36,7 +36,7 @@ from ..errors import LimitError
 # before merging; also the bound on the language's own DFA states
 MAX_LENGTH_STATES = 4096
 
-_ALL = (0, ir.MAX_UNICODE)
+_ALL = ((0, ir.MAX_UNICODE),)
 
 
 class TooLarge(Exception):

@@ -121,7 +121,7 @@ def _resolve(expr: ir.Expr) -> Dfa:
     lang = ir.seq(_ANY2, expr, _ANY2)
     if _thompson_states(lang, {}) > MAX_KEY_NFA_STATES:
         raise TooLarge(f"more than {MAX_KEY_NFA_STATES} NFA states")
-    space = _KeySpace((0, END_SYMBOL))
+    space = _KeySpace(((0, END_SYMBOL),))
     start = space.state(space.closure([space.frag(lang, space.FINAL)]))
 
     def row(i: int) -> tuple:
