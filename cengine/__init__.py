@@ -67,6 +67,11 @@ def prepare(vocab, *, json: bool = True) -> None:
         # the validator the schema compiler checks enum values and oneOf branches with: its
         # first import builds parsers for a second, which would land on some request
         import jsonschema  # noqa: F401
+        # the code points where ECMA-262 and Python's re read `\d`, `\w`, `\s` differently
+        # (the extra keys beside a patternProperties pattern leave them out): read off re
+        # once per process, 20-30 ms a class, which would land on the first such schema
+        from .schema.pattern_names import warm_disagreements
+        warm_disagreements()
         g = compile_any_json()
         tables = g.token_tables(vocab)
         for p in tables.shared_positions():

@@ -72,6 +72,12 @@ def _disagreement(construct: str) -> ir.Ranges:
                   ((0xD800, 0xDFFF),))
 
 
+def warm_disagreements() -> None:
+    """Read every class's disagreement set now (cengine.prepare: ahead of the first request)."""
+    for construct in _ECMA_CLASS:
+        _disagreement(construct)
+
+
 @functools.lru_cache(maxsize=64)
 def _alphabet_of(constructs: FrozenSet[str]) -> ir.Ranges:
     if not constructs:
