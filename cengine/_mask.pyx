@@ -11,7 +11,8 @@
 # walks (a position's first visit) cheap:
 #   * slices (llguidance's idea, made exact by a search over the automaton, _slices.pyx):
 #     plain-string tokens of at most K bytes are ORed in when the position provably takes
-#     any such run;
+#     any such run; else those of a narrower class (its first bytes, the bytes of a loop or
+#     of a counted run: loop_class, chain_class), the same search proving it;
 #   * whitespace runs: between JSON tokens whitespace loops back to the same state, so the
 #     tokens that start with whitespace are walked as (run length, rest), each rest once per
 #     run length, instead of every spelling of every run (walk_ws over TokenTrie.ws_split);
