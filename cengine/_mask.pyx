@@ -1437,6 +1437,29 @@ cdef class TokenTables:
             raise MemoryError()
         return d
 
+    cdef int32_t _try_class(self, tuple frames, int32_t base_pm, int32_t limit, uint64_t* lc,
+                            ClassPrune* cp, int32_t cls_depth) except -1:
+        """The ASCII class lc (lc[0..1]) as the frames' class slice when the slice search
+        proves it deeper than cls_depth (mixed first: other plain characters in too, else
+        ASCII alone), into cp; returns the depth of the class cp holds then."""
+        cdef int32_t d2
+        if popcount64(lc[0]) + popcount64(lc[1]) < LOOP_CLASS_MIN or \
+                (lc[0] == cp.cls[0] and lc[1] == cp.cls[1]):
+            return cls_depth
+        lc[2] = 1
+        lc[3] = 0
+        d2 = self._slice_depth(frames, base_pm, limit, lc)
+        if d2 < CLASS_MIN_DEPTH:
+            lc[2] = 0
+            d2 = self._slice_depth(frames, base_pm, limit, lc)
+        if d2 <= cls_depth:
+            return cls_depth
+        cp.cls[0] = lc[0]
+        cp.cls[1] = lc[1]
+        cp.cls[2] = lc[2]
+        cp.cls[3] = 0
+        return d2
+
     def class_depth(self, int p, lo, hi, bint mixed=False):
         """How many bytes of runs over the ASCII class (lo, hi) (mixed: and other plain
         characters) position p provably accepts (tests)."""
@@ -1562,7 +1585,7 @@ cdef class TokenTables:
         cdef TokenTrie runs = None
         cdef ClassPrune cp
         cdef const uint64_t* fbp
-        cdef int32_t cls_depth = 0, d2
+        cdef int32_t cls_depth = 0
         cdef uint64_t lc[4]
         cdef cnp.ndarray sub, sub_depth, sub_plain
         cdef EntryPrune ep
@@ -1602,38 +1625,14 @@ cdef class TokenTables:
                 # the characters that change state): without a class such a state's first
                 # visit walks the whole trie
                 loop_class(&prog, p, lc)
-                if popcount64(lc[0]) + popcount64(lc[1]) >= LOOP_CLASS_MIN and \
-                        (lc[0] != cp.cls[0] or lc[1] != cp.cls[1]):
-                    lc[2] = 1
-                    lc[3] = 0
-                    d2 = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], lc)
-                    if d2 < CLASS_MIN_DEPTH:
-                        lc[2] = 0
-                        d2 = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], lc)
-                    if d2 > cls_depth:
-                        cls_depth = d2
-                        cp.cls[0] = lc[0]
-                        cp.cls[1] = lc[1]
-                        cp.cls[2] = lc[2]
-                        cp.cls[3] = 0
+                cls_depth = self._try_class(frames, base_pm, sizes[len(sizes) - 1], lc, &cp,
+                                            cls_depth)
             if cls_depth < CLASS_BELOW and _use_loop_class:
                 # the bytes on which p steps to a position that takes them again (a counted
                 # run's characters, each count a new position: an email's local part)
                 chain_class(&prog, p, lc)
-                if popcount64(lc[0]) + popcount64(lc[1]) >= LOOP_CLASS_MIN and \
-                        (lc[0] != cp.cls[0] or lc[1] != cp.cls[1]):
-                    lc[2] = 1
-                    lc[3] = 0
-                    d2 = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], lc)
-                    if d2 < CLASS_MIN_DEPTH:
-                        lc[2] = 0
-                        d2 = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], lc)
-                    if d2 > cls_depth:
-                        cls_depth = d2
-                        cp.cls[0] = lc[0]
-                        cp.cls[1] = lc[1]
-                        cp.cls[2] = lc[2]
-                        cp.cls[3] = 0
+                cls_depth = self._try_class(frames, base_pm, sizes[len(sizes) - 1], lc, &cp,
+                                            cls_depth)
         if ep_p != NULL and fitting and fitting[len(fitting) - 1] < CLASS_BELOW and \
                 not (cls_depth > depth and cls_depth >= CLASS_MIN_DEPTH):
             # a short plain slice leaves nearly the whole trie to walk: walk the whole trie

@@ -4,21 +4,13 @@ all are. Kept as the oracle the fast sampler must agree with draw for draw
 (tests/test_generate_sampling.py): same parameters, same seed, same tokens."""
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
-from server.runtime.sampling import NoTokenAllowed
+from server.runtime.sampling import NoTokenAllowed, Sampler
 
 
-class ReferenceSampler:
-    def __init__(self, *, temperature: float = 0.8, top_p: float = 1.0, top_k: int = 0,
-                 min_p: float = 0.0, seed: Optional[int] = None):
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.top_k = int(top_k)
-        self.min_p = float(min_p)
-        self.rng = np.random.default_rng(seed)
+class ReferenceSampler(Sampler):
+    """Sampler's parameters and generator, the first sample()."""
 
     def sample(self, logits: np.ndarray) -> int:
         idx = np.flatnonzero(np.isfinite(logits))
