@@ -9,7 +9,8 @@ an NFA, subset construction over code-point ranges, with the trie of the exclude
 alongside (so "minus these names" is exact in both directions). The DFA, complemented or
 not, is pruned of states that cannot reach an accepting one and emitted as right-linear
 rules, one per state, each code-point range written in every JSON spelling
-(json_grammar.char_in) and the closing quote where the state accepts.
+(json_grammar.char_in) and the closing quote where the state accepts; the `\\u` escapes of
+the characters from U+0080 on through a rule per target shared by the states (_put_step).
 
 The NFA of every language of one alphabet is one hash-consed NFA (_KeySpace), so the DFA
 states off the names' trie, which are NFA state sets alone, are shared: by the objects that
