@@ -274,3 +274,81 @@ def test_key_alphabet_disagreement_sets(construct):
     for c in itertools.chain(range(0, 0x3000), range(0x3000, 0x110000, 61)):
         if not 0xD800 <= c <= 0xDFFF and c not in excluded:
             assert not differ(c), (construct, hex(c))
+
+
+# Every JSON spelling of an extra key (keys.py, _put_step: the `\uXXXX` escapes of the
+# characters from U+0080 on go through a rule per target shared by the DFA's states):
+# raw, escaped lower- or upper-case, ASCII letters as `\u0061`, astral characters as
+# surrogate pairs, mixed within one key. Oracle: jsonschema on the decoded key; a declared
+# name is read in its canonical spelling only (docs/json-schema.md, departure 4).
+SPELLING_SCHEMAS = [
+    _pp("^a-[a-zé]+$"),
+    _pp("^a.$"),
+    _pp(r"^\w+$"),
+    {**_pp("^a-[a-zé]+$"), "properties": {"é": DECLARED, "ab": DECLARED, "a-€": DECLARED}},
+    {**_pp("^[a😀]+$", addl=False), "properties": {"b😀": DECLARED}},
+    _pp("^é"),
+]
+SPELLING_CHARS = "ab-é😀\n€"
+
+
+def _escape(ch: str, upper: bool) -> str:
+    if ord(ch) > 0xFFFF:
+        c = ord(ch) - 0x10000
+        units = (0xD800 + (c >> 10), 0xDC00 + (c & 0x3FF))
+    else:
+        units = (ord(ch),)
+    out = "".join(f"\\u{u:04x}" for u in units)
+    return out.upper().replace("\\U", "\\u") if upper else out
+
+
+def _key_spellings(key: str):
+    """(canonical, spelling) pairs of key (quotes included)."""
+    canon = json.dumps(key, ensure_ascii=False)
+    yield True, canon
+    for upper in (False, True):
+        yield key == "", '"' + "".join(_escape(c, upper) for c in key) + '"'
+        # every other character escaped, starting with the first or the second
+        for first in (0, 1):
+            body = "".join(_escape(c, upper) if (i + first) % 2 == 0 else
+                           json.dumps(c, ensure_ascii=False)[1:-1] for i, c in enumerate(key))
+            yield '"' + body + '"' == canon, '"' + body + '"'
+
+
+@pytest.mark.parametrize("schema", SPELLING_SCHEMAS, ids=range(len(SPELLING_SCHEMAS)))
+def test_key_spellings_exact(schema):
+    g = _compile(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    allowed = pattern_names._key_alphabet(list(schema["patternProperties"]))
+    declared = schema.get("properties", {})
+    seen = 0
+    for n in range(3):
+        for key in map("".join, itertools.product(SPELLING_CHARS, repeat=n)):
+            for value in SAMPLES.values():
+                valid = pattern_names._in_alphabet(allowed, key) and \
+                    validator.is_valid({key: value})
+                for canonical, spelled in _key_spellings(key):
+                    want = valid and (canonical or key not in declared)
+                    assert _accepts_text(g, "{" + spelled + ": " + json.dumps(value) + "}") \
+                        == want, (schema, spelled, value)
+                    seen += want
+    assert seen
+
+
+def test_key_wide_escapes_shared():
+    """The `\\uXXXX` digits of the characters from U+0080 on are one rule per target: beside
+    an ASCII pattern every state of the other keys' language (on the names' trie and off it)
+    sends them to "any key from here on", and the pattern's language refuses them."""
+    names = ["alpha", "beta", "gamma", "name_x", "title"]
+    schema = {**_pp("^name_[a-z]{2,3}(-[A-Z]{2})?$"),
+              "properties": {n: DECLARED for n in names}}
+    g = schema_to_ir(schema, **OPTIONS)
+    wide = [r for r in g.rules if r.endswith("-wide-escape")]
+    key_states = [r for r in g.rules if "-key" in r and not r.endswith("-wide-escape")]
+    assert len(wide) == 1 and len(key_states) > 20, (wide, len(key_states))
+    # and the language is whole: an escaped non-ASCII key, a name's prefix going on
+    c = _compile(schema)
+    for text, ok in (('{"\\u00e9": "s"}', True), ('{"alph\\u00E9": "s"}', True),
+                     ('{"name_ab\\ud83d\\ude00": "s"}', True), ('{"name_ab": 7}', True),
+                     ('{"name_ab\\u00e9": 7}', False), ('{"alpha": true}', True)):
+        assert _accepts_text(c, text) == ok, text

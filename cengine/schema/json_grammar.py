@@ -196,6 +196,15 @@ def _escaped_in(ranges: ir.Ranges) -> ir.Expr:
     escapes = []
     if short:
         escapes.append(ir.ByteSet(short))
+    u = u_escape_digits(ranges)
+    if type(u) is not ir.Nothing:
+        escapes.append(ir.seq(_U, u))
+    return ir.seq(ir.lit("\\"), ir.alt(*escapes)) if escapes else ir.NOTHING
+
+
+def u_escape_digits(ranges: ir.Ranges) -> ir.Expr:
+    """What follows `\\u` in the `\\uXXXX` escapes (a surrogate pair's second `\\u` included)
+    of the characters of `ranges` (normalized, surrogates apart); NOTHING when none."""
     # the pieces of disjoint ranges are different expressions, none empty: what alt() makes
     # of them is their flat Alt, built directly
     u = []
@@ -209,9 +218,9 @@ def _escaped_in(ranges: ir.Ranges) -> ir.Expr:
                 u.extend(e.items)
             else:
                 u.append(e)
-    if u:
-        escapes.append(ir.seq(_U, u[0] if len(u) == 1 else ir.Alt(tuple(u))))
-    return ir.seq(ir.lit("\\"), ir.alt(*escapes)) if escapes else ir.NOTHING
+    if not u:
+        return ir.NOTHING
+    return u[0] if len(u) == 1 else ir.Alt(tuple(u))
 
 
 # --- shared rules --------------------------------------------------------------------------

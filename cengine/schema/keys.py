@@ -9,7 +9,8 @@ an NFA, subset construction over code-point ranges, with the trie of the exclude
 alongside (so "minus these names" is exact in both directions). The DFA, complemented or
 not, is pruned of states that cannot reach an accepting one and emitted as right-linear
 rules, one per state, each code-point range written in every JSON spelling
-(json_grammar.char_in) and the closing quote where the state accepts.
+(json_grammar.char_in) and the closing quote where the state accepts; the `\\u` escapes of
+the characters from U+0080 on through a rule per target shared by the states (_put_step).
 
 The NFA of every language of one alphabet is one hash-consed NFA (_KeySpace), so the DFA
 states off the names' trie, which are NFA state sets alone, are shared: by the objects that
@@ -220,31 +221,90 @@ def _key_expr(g: ir.GrammarIR, name: str, language: ir.Expr, names: Tuple[str, .
             new_on.append(k)
         rule[k] = r
     quote = ir.lit('"')
+    wide = g.memo("key_wide_escapes")
     for k in new_on:
         alts = [quote] if on_accepting[k] else []
         for t, ranges in on_groups[k]:
             if t >= 0:
                 if t in live:
-                    _put_step(alts, ranges, rule[t])
+                    _put_step(g, wide, alts, ranges, rule[t])
             elif ~t in off_live:
-                _put_step(alts, ranges, off_rule[~t])
+                _put_step(g, wide, alts, ranges, off_rule[~t])
         g.rules[rule[k]].expr = _distinct_alt(alts)
     for i in new_off:
         alts = [quote] if lang.in_language[i] != negate else []
         for t, ranges in lang.groups[i]:
             if t in off_live:
-                _put_step(alts, ranges, off_rule[t])
+                _put_step(g, wide, alts, ranges, off_rule[t])
         g.rules[off_rule[i]].expr = _distinct_alt(alts)
     return ir.seq(quote, ir.Ref(rule[0]))
 
 
-def _put_step(alts: list, ranges: tuple, target: str) -> None:
+_BACKSLASH_U = ir.lit("\\u")
+
+
+def _put_step(g: ir.GrammarIR, wide: dict, alts: list, ranges: tuple, target: str) -> None:
     """alts + [one character in ranges, then the rule target] (nothing when no JSON spelling
     of ranges exists). ranges: a state's normalized code-point ranges into one target (a
-    tuple of pairs already, so json_grammar.char_in's conversion is skipped)."""
-    e = ir.seq(json_grammar._char_in(ranges), ir.Ref(target))
-    if type(e) is not ir.Nothing:
-        alts.append(e)
+    tuple of pairs already, so json_grammar.char_in's conversion is skipped).
+
+    The `\\uXXXX` escapes (and surrogate pairs) of the characters from U+0080 on are, after
+    the `\\u`, a call of a rule shared by every state of the grammar that reads the same of
+    those characters into the same target (wide: (ranges, target) -> rule). The DFA nearly
+    always distinguishes ASCII characters only, so its states send the same wide characters
+    into the same target (the complement's "any key from here on" above all), and their hex
+    digits, some ten positions per state for the whole alphabet and hundreds for one cut by
+    Python's Unicode `\\w`, are spelled once there. The call is made past a backslash only:
+    a run of plain characters keeps one stack (a call beside a state's own bytes would make
+    two at every character, and the mask's entry classes need one)."""
+    if ranges[-1][1] < 0x80:
+        e = ir.seq(json_grammar._char_in(ranges), ir.Ref(target))
+        if type(e) is not ir.Nothing:
+            alts.append(e)
+        return
+    narrow, high, literal, digits = _split_wide(ranges)
+    ref = ir.ref(target)
+    if narrow is not None:
+        alts.append(ir.seq(narrow, ref))
+    if literal is not None:
+        alts.append(ir.seq_of((literal, ref)))      # a CharSet, then the call
+    if digits is None:
+        return
+    key = (high, target)
+    r = wide.get(key)
+    if r is None:
+        r = wide[key] = g.fresh_name(f"{target}-wide-escape")
+        g.add(r, ir.seq(digits, ref))
+    alts.append(ir.seq_of((_BACKSLASH_U, ir.ref(r))))
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_wide(ranges: ir.Ranges):
+    """(every spelling of ranges' characters below U+0080 or None, the characters from
+    U+0080 on, their literal UTF-8 or None, the hex digits of their `\\u` escapes or None).
+    Memoized like json_grammar._char_in, which it stands for."""
+    # ranges is normalized: the ranges below the cut, one that straddles it, those above
+    i = 0
+    while ranges[i][1] < 0x80:
+        i += 1
+    a, b = ranges[i]
+    if a < 0x80:
+        narrow, high = ranges[:i] + ((a, 0x7F),), ((0x80, b),) + ranges[i + 1:]
+    else:
+        narrow, high = ranges[:i], ranges[i:]
+    nexpr = json_grammar._char_in(narrow) if narrow else ir.NOTHING
+    return (None if type(nexpr) is ir.Nothing else nexpr, high) + _wide_parts(high)
+
+
+@functools.lru_cache(maxsize=1024)
+def _wide_parts(high: ir.Ranges) -> tuple:
+    """(the literal UTF-8 of the characters of high, the hex digits of their `\\u` escapes),
+    None for either when it has none. Memoized: the states of a key DFA send mostly the same
+    characters from U+0080 on into their targets (hundreds of ranges beside Python's `\\w`)."""
+    literal = json_grammar._literal_in(high)
+    digits = json_grammar.u_escape_digits(high)
+    return (None if type(literal) is ir.Nothing else literal,
+            None if type(digits) is ir.Nothing else digits)
 
 
 def _distinct_alt(alts: list) -> ir.Expr:
