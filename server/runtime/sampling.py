@@ -119,27 +119,20 @@ class Sampler:
         their mass reaches top_p. All the probabilities at or above it are in, so they are
         the sorted order's first entries, and the head's cumulative sums are the same."""
         top = float(p.max())
-        floor = self.min_p * top if self.min_p > 0.0 else None
-        cut = top * 1e-3
+        # min-p keeps exactly the probabilities at or above min_p times the largest (the
+        # largest among them), and top-p then no more than those; top-p alone starts higher
+        cut = self.min_p * top if self.min_p > 0.0 else top * 1e-3
         while True:
-            if floor is not None and floor < cut and self.top_p >= 1.0:
-                cut = floor
             cand = np.flatnonzero(p >= cut)
             order = cand[np.argsort(-p[cand], kind="stable")]
             head = p[order]
             n = head.size
-            done = cut == 0.0 or n == p.size
             if self.top_p < 1.0:
                 cs = np.cumsum(head)
                 if cs[-1] >= self.top_p:
-                    n = min(n, int(np.searchsorted(cs, self.top_p)) + 1)
-                    done = True
-            else:
-                done = True
-            if done:
-                break
-            cut = cut * 1e-3 if cut > 1e-300 else 0.0
-        if floor is not None:
-            # min-p counts every probability at or above min_p times the largest
-            n = min(n, max(1, int(np.count_nonzero(p >= floor))))
+                    n = int(np.searchsorted(cs, self.top_p)) + 1
+                elif self.min_p == 0.0 and n < p.size:
+                    cut = cut * 1e-3 if cut > 1e-300 else 0.0
+                    continue
+            break
         return idx[order[:n]], head[:n]
