@@ -10,7 +10,8 @@
 # Tables of small self-contained rules (string bodies, numbers) are keyed by the rule's
 # structure (RuleSignatures: an exact serialisation, no hash) and shared across grammars in
 # SHARED_TABLES, a byte-bounded LRU (cengine.lru). The walks that fill tables are in _mask.pyx.
-from libc.stdlib cimport malloc, calloc, free
+from libc.stdlib cimport malloc, calloc, free, qsort
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.string cimport memcpy
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 cimport numpy as cnp
@@ -41,6 +42,56 @@ cdef class PosTable:
             n += sum(x.nbytes for x in arrs[:4]) + arrs[6].nbytes + arrs[7].nbytes
         return n
 
+
+
+cdef int _exit_order(const void* a, const void* b) noexcept nogil:
+    # exit triples (node, ws, pm) by cost (ws, pm), then node
+    cdef const int32_t* x = <const int32_t*> a
+    cdef const int32_t* y = <const int32_t*> b
+    if x[1] != y[1]:
+        return -1 if x[1] < y[1] else 1
+    if x[2] != y[2]:
+        return -1 if x[2] < y[2] else 1
+    if x[0] != y[0]:
+        return -1 if x[0] < y[0] else 1
+    return 0
+
+
+cdef int _exit_groups(PosTable t, TokenTrie trie, const I32Vec* exits, TokenTrie runs) except -1:
+    """The suffix tries of the exits, one per cost (ws, pm) in ascending order, each over its
+    nodes sorted and distinct, into t.groups. In C: a number's start exits at a thousand
+    nodes, and grouping them in Python (or numpy) cost more than the rest of its table; the
+    walk records them mostly in order already."""
+    cdef int32_t n_ex = exits.n // 3, k = 0, m, ws, pm
+    cdef int32_t* buf = <int32_t*> malloc(max(1, exits.n) * sizeof(int32_t))
+    cdef int32_t* nodes = <int32_t*> malloc(max(1, n_ex) * sizeof(int32_t))
+    try:
+        if buf == NULL or nodes == NULL:
+            raise MemoryError()
+        memcpy(buf, exits.data, exits.n * sizeof(int32_t))
+        for k in range(1, n_ex):
+            if _exit_order(buf + 3 * (k - 1), buf + 3 * k) > 0:
+                qsort(buf, n_ex, 3 * sizeof(int32_t), _exit_order)
+                break
+        k = 0
+        while k < n_ex:
+            ws = buf[3 * k + 1]
+            pm = buf[3 * k + 2]
+            m = 0
+            while k < n_ex and buf[3 * k + 1] == ws and buf[3 * k + 2] == pm:
+                if m == 0 or nodes[m - 1] != buf[3 * k]:
+                    nodes[m] = buf[3 * k]
+                    m += 1
+                k += 1
+            # node ids past the trie's own are in the whitespace-run trie (see walk_ws)
+            arrs = trie.suffix_trie(PyBytes_FromStringAndSize(<char*> nodes,
+                                                              m * sizeof(int32_t)), runs)
+            if arrs is not None:
+                t.groups.append((ws, pm, arrs))
+    finally:
+        free(buf)
+        free(nodes)
+    return 0
 
 
 cdef PosTable make_table(TokenTrie trie, cnp.ndarray bits, const I32Vec* acc,
@@ -97,15 +148,9 @@ cdef PosTable make_table(TokenTrie trie, cnp.ndarray bits, const I32Vec* acc,
         memcpy(cnp.PyArray_DATA(t.cond), cond.data, cond.n * sizeof(int32_t))
     t.n_cond = cond.n // 3
     t.cond_p = <const int32_t*> cnp.PyArray_DATA(t.cond) if t.n_cond else NULL
-    groups = {}
-    for k in range(0, exits.n, 3):
-        groups.setdefault((exits.data[k + 1], exits.data[k + 2]), set()).add(exits.data[k])
     t.groups = []
-    for (ws, pm), nodes in sorted(groups.items()):
-        # node ids past the trie's own are in the whitespace-run trie (see walk_ws)
-        arrs = trie.suffix_trie(tuple(sorted(nodes)), runs)
-        if arrs is not None:
-            t.groups.append((ws, pm, arrs))
+    if exits.n:
+        _exit_groups(t, trie, exits, runs)
     t.n_groups = len(t.groups)
     t.g_ws = <int32_t*> malloc(max(1, t.n_groups) * sizeof(int32_t))
     t.g_pm = <int32_t*> malloc(max(1, t.n_groups) * sizeof(int32_t))
