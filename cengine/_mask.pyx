@@ -536,7 +536,8 @@ def use_entry_classes(bint on):
 
 
 def use_loop_class(bint on):
-    """Switch the loop-class slice attempt (loop_class; for benchmarks and tests)."""
+    """Switch the loop-class and chain-class slice attempts (loop_class, chain_class; for
+    benchmarks and tests)."""
     global _use_loop_class
     _use_loop_class = on
 
