@@ -193,18 +193,26 @@ def test_a_prompt_copied_from_a_busy_sequence_is_never_stale(batched):
     a, b = rt._decoders[0], rt._decoders[1]
     a.truncate(0)
     b.truncate(0)
-    a.eval(base)
-    changed = list(base)
-    changed[5] = changed[5] + 1 if changed[5] + 1 < rt.n_vocab else changed[5] - 1
-    keep = b.reuse_prefix(changed + [11])
-    assert keep == 5 and b.tokens == base[:5]
-    got = b.eval(changed[5:] + [11])
-    b.truncate(0)
-    fresh = b.eval(changed + [11])
-    np.testing.assert_array_equal(got, fresh)
-    keep = b.reuse_prefix(base + [11])
-    assert keep == len(base) and b.tokens == base
-    np.testing.assert_array_equal(b.eval([11]), a.eval([11]))
+    # a is another request's: off the idle list (whose content a new request moves out)
+    with rt._idle_cv:
+        rt._idle.remove(a)
+    try:
+        a.eval(base)
+        changed = list(base)
+        changed[5] = changed[5] + 1 if changed[5] + 1 < rt.n_vocab else changed[5] - 1
+        keep = b.reuse_prefix(changed + [11])
+        assert keep == 5 and b.tokens == base[:5]
+        got = b.eval(changed[5:] + [11])
+        b.truncate(0)
+        fresh = b.eval(changed + [11])
+        np.testing.assert_array_equal(got, fresh)
+        keep = b.reuse_prefix(base + [11])
+        assert keep == len(base) and b.tokens == base
+        assert a.tokens == base
+        np.testing.assert_array_equal(b.eval([11]), a.eval([11]))
+    finally:
+        with rt._idle_cv:
+            rt._idle.append(a)
 
 
 # --- the stepper alone ----------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""The prompt cache (server/runtime/llama_backend.py): earlier requests' KV kept in slots, so
-a conversation that alternates with others evaluates only what is new. A prefix comes back
-only as the same tokens at the same positions (a changed earlier token invalidates from there),
-the logits after a restored prefix are those of a fresh evaluation, the slots are bounded in
-count and tokens (least recently used first), and a cache without free cells drops slots
-instead of failing."""
+"""The prompt cache (server/runtime/llama_backend.py): earlier requests' KV kept in slots in
+host memory, so a conversation that alternates with others evaluates only what is new. A
+prefix comes back only as the same tokens at the same positions (a changed earlier token
+invalidates from there), the logits after a restored prefix are those of a fresh evaluation,
+the slots are bounded in count and tokens (least recently used first) and hold no cells, idle
+decoders' content leaves the cache when another request starts, and a decode short of cells
+moves an idle decoder's content out instead of failing."""
 from __future__ import annotations
 
 import httpx
@@ -137,15 +138,77 @@ def test_slots_are_bounded_in_tokens(runtime):
     assert rt.cached_prompts()                          # something was kept
 
 
-def test_a_full_cache_drops_slots_instead_of_failing(runtime):
+def test_slots_hold_no_cells(runtime, fresh):
+    # the slots are in host memory: a prompt that needs nearly every cell leaves them all
     rt = runtime(n_ctx=256)
-    for i in range(3):                                  # ~70 cells each, kept in slots
-        _run(rt, _prompt(rt, i, repeat=4)[:70])
+    prompts = [_prompt(rt, i, repeat=4)[:70] for i in range(3)]
+    for p in prompts:
+        _run(rt, p)
     long_prompt = (_prompt(rt, 3, repeat=12))[:230]
-    keep, logits = _run(rt, long_prompt)                # needs cells the slots hold
+    assert len(long_prompt) > 200
+    keep, logits = _run(rt, long_prompt)
     assert keep < 3 and logits.shape == (rt.n_vocab,)
     assert len(rt.tokens) == len(long_prompt)
-    assert len(rt.cached_prompts()) < 3
+    assert rt.cached_prompts() == [len(p) for p in prompts[:2]] + [len(long_prompt)] \
+        or rt.cached_prompts() == [len(p) for p in prompts]
+    for p in prompts[:2]:
+        keep, logits = _run(rt, p)
+        assert keep == len(p) - 1
+        assert _same(logits, _fresh_logits(fresh, p))
+
+
+def _seq_len(rt, dec) -> int:
+    """How many positions llama.cpp's cache holds for the decoder's sequence."""
+    from server.runtime.llama_backend import L
+    return int(L.llama_memory_seq_pos_max(rt._memory, dec.id)) + 1
+
+
+def test_a_new_request_moves_idle_content_out_of_the_cache(runtime, fresh):
+    # in a unified cache every step attends over every cell in use: what an idle decoder
+    # holds goes to a slot in host memory when another request starts, and comes back from it
+    rt = runtime(n_parallel=2)
+    a, b = _prompt(rt, 0), _prompt(rt, 1)
+    d = rt.acquire(a)
+    assert d.reuse_prefix(a) == 0
+    d.eval(a)
+    rt.release(d)
+    assert _seq_len(rt, d) == len(a)
+    e = rt.acquire(b)
+    assert e is not d                                   # the empty one
+    e.reuse_prefix(b)
+    assert d.tokens == [] and _seq_len(rt, d) == 0      # out of the cache
+    assert rt.cached_prompts() == [len(a)]              # into a slot
+    e.eval(b)
+    rt.release(e)                   # (a thread holds one decoder at a time)
+    f = rt.acquire(a)
+    assert f is d                                       # the empty one again
+    keep = f.reuse_prefix(a)
+    assert keep == len(a) - 1 and _seq_len(rt, f) == keep
+    assert e.tokens == [] and rt.cached_prompts() == [len(a), len(b)]  # b waits in a slot too
+    assert _same(f.eval(a[keep:]), _fresh_logits(fresh, a))
+    rt.release(f)
+
+
+def test_a_decode_short_of_cells_moves_an_idle_decoder_out(runtime, fresh):
+    rt = runtime(n_ctx=128, n_parallel=2, cache_slots=0)
+    a, b = _prompt(rt, 0, repeat=10)[:120], _prompt(rt, 1, repeat=10)[:120]
+    assert len(a) == len(b) == 120
+    d = rt.acquire(a)
+    d.eval(a)
+    rt.release(d)                                       # idle, holding 120 cells
+    e = rt.acquire(b)
+    assert e is not d
+    e.eval(b)                                           # (no reuse_prefix: d stays)
+    assert _seq_len(rt, d) == len(a)
+    with e.branches(2) as (s1, s2):
+        e.fork(s1, 60)
+        e.fork(s2, 60)
+        # 2 x 60 new cells: more than the 256 - 240 free ones
+        out = e.eval_branches([((s1,), b[60:120], False), ((s2,), a[60:120], False)])
+        assert len(out) == 2
+    assert d.tokens == [] and _seq_len(rt, d) == 0      # the idle one made room
+    assert e.tokens == b and _seq_len(rt, e) == len(b)  # the busy one kept its content
+    rt.release(e)
 
 
 def test_no_slots_keeps_only_the_last_request(runtime):

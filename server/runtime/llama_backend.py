@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import itertools
 import os
 import threading
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
@@ -51,15 +52,32 @@ def _init_backend() -> None:
 # copied from a decoder adds its id to the cells, no data is copied).
 DEFAULT_BRANCHES = 63
 
-# The prompt cache: a decoder keeps what it held when its request ends, and sequences after
-# the branches keep the KV of earlier requests (parked from a decoder when a request that
-# shares less of it arrives, sharing its cells), so that an agent whose conversation
-# alternates with others' evaluates only its new messages. Bounded by a count of slots and by
-# the tokens they hold together, least recently used dropped first; a decode that finds no
-# free cell drops them too, oldest first, before it fails.
+# The prompt cache: a decoder keeps what it held when its request ends, and slots in host
+# memory keep the KV of earlier requests (saved from a decoder when a request that shares less
+# of it arrives, and put back into a decoder when a request continues it), so that an agent
+# whose conversation alternates with others' evaluates only its new messages. The slots hold
+# no cells: in a unified cache every row of a step attends over every cell up to the highest
+# one in use, so KV that no running request needs, kept in the cache, slowed every step
+# (1.09-1.23x, docs/benchmarks.md); llama-server keeps its idle slots in host memory for the
+# same reason. A new request also moves the idle decoders' content there. Bounded by a count
+# of slots and by the tokens they hold together, least recently used dropped first.
 DEFAULT_CACHE_SLOTS = 8
 # a decoder content shorter than this is not worth a slot
 PARK_MIN_TOKENS = 16
+# the slots' tokens by default: the cache's cells, at most what this many bytes of host memory
+# hold (llama-server's --cache-ram is 8 GiB)
+DEFAULT_CACHE_BYTES = 2 << 30
+
+
+class Parked:
+    """A prompt-cache slot: the tokens a decoder held and their KV, saved to host memory by
+    llama_state_seq_get_data (put back into a sequence by llama_state_seq_set_data, bit for
+    bit)."""
+    __slots__ = ("tokens", "state")
+
+    def __init__(self, tokens: List[int], state: "ctypes.Array[ctypes.c_uint8]"):
+        self.tokens = tokens
+        self.state = state
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int], limit: int) -> int:
@@ -159,11 +177,9 @@ class LlamaRuntime:
             seq_cap = min(int(n_batch), 256)
             n_par = 1 if recurrent else max(1, min(int(n_parallel), seq_cap // 2))
             n_seq = n_par if recurrent else min(n_par + max(0, int(n_branches)), seq_cap)
-            # (the slots share that bound with the decoders and branches, which come first)
-            slots = 0 if recurrent else max(0, min(int(cache_slots), seq_cap - n_seq))
-            cparams.n_seq_max = n_seq + slots
-            # the cells of the unified cache: a full context for every decoder; branches and
-            # slots share them (a copied prefix is the same cells)
+            cparams.n_seq_max = n_seq
+            # the cells of the unified cache: a full context for every decoder; branches share
+            # them (a copied prefix is the same cells)
             cparams.n_ctx = seq_ctx * n_par
             cparams.n_batch = int(n_batch)
             cparams.n_ubatch = int(n_batch)
@@ -186,13 +202,14 @@ class LlamaRuntime:
             self.n_threads_batch = int(L.llama_n_threads_batch(self._ctx))
             total = int(L.llama_n_seq_max(self._ctx))
             self.n_branches = min(n_seq, total) - n_par
-            # prompt-cache slots: sequence ids after the branches, and what each holds (least
-            # recently used first)
-            self.cache_slots = max(0, total - n_seq)
-            # (by default as many as the cache's cells: a decode that needs them drops slots)
-            self.cache_tokens = self.n_cells if cache_tokens is None else max(0, int(cache_tokens))
-            self._free_slots: List[int] = list(range(n_seq, n_seq + self.cache_slots))
-            self._slots: "collections.OrderedDict[int, List[int]]" = collections.OrderedDict()
+            # prompt-cache slots in host memory (a recurrent state is not cut at a prefix: none)
+            self.cache_slots = 0 if recurrent else max(0, int(cache_slots))
+            self.cache_tokens = (min(self.n_cells, DEFAULT_CACHE_BYTES //
+                                     max(1, self.kv_bytes_per_token))
+                                 if cache_tokens is None else max(0, int(cache_tokens)))
+            # the slots, least recently used first, by a key of their own
+            self._slots: "collections.OrderedDict[int, Parked]" = collections.OrderedDict()
+            self._slot_keys = itertools.count()
             self._batch = L.llama_batch_init(self.n_batch, 0, max(1, n_seq))
             self.n_vocab = int(L.llama_vocab_n_tokens(self._vocab))
             self.metadata = self._read_metadata()
@@ -328,59 +345,92 @@ class LlamaRuntime:
     def cached_prompts(self) -> List[int]:
         """How many tokens each prompt-cache slot holds, least recently used first."""
         with self._lock:
-            return [len(t) for t in self._slots.values()]
+            return [len(p.tokens) for p in self._slots.values()]
 
-    def _park(self, src: int, held: List[int], keep: Optional[int] = None) -> None:
-        """Keep what decoder `src` holds in a slot (its cells shared, nothing copied): slots
-        it extends are replaced; within the bounds, least recently used slots go first (never
-        `keep`, the slot about to be read)."""
+    def _park(self, src: int, held: List[int], keep: Optional[int] = None) -> bool:
+        """Keep what sequence `src` holds (`held`, all of it) in a slot: slots it extends are
+        replaced; within the bounds, least recently used slots go first (never `keep`, the
+        slot about to be read). Whether a slot holds it now."""
         if self.cache_slots == 0 or len(held) < PARK_MIN_TOKENS:
-            return
-        kept = len(self._slots[keep]) if keep is not None else 0
+            return False
+        kept = len(self._slots[keep].tokens) if keep is not None else 0
         if len(held) + kept > self.cache_tokens or (keep is not None and self.cache_slots < 2):
-            return
-        for seq, other in list(self._slots.items()):
-            k = _common_prefix(other, held, len(held))
+            return False
+        for key, other in list(self._slots.items()):
+            k = _common_prefix(other.tokens, held, len(held))
             if k == len(held):              # a slot holds all of it already
-                self._slots.move_to_end(seq)
-                return
-            if k == len(other) and seq != keep:     # superseded: the decoder holds all of it
-                self._drop_slot(seq)
-        while not self._free_slots or sum(map(len, self._slots.values())) + len(held) \
-                > self.cache_tokens:
-            self._drop_slot(next(s for s in self._slots if s != keep))
-        seq = self._free_slots.pop()
-        L.llama_memory_seq_cp(self._memory, src, seq, 0, len(held))
-        self._slots[seq] = list(held)
+                self._slots.move_to_end(key)
+                return True
+            if k == len(other.tokens) and key != keep:  # superseded: `held` has all of it
+                del self._slots[key]
+        state = self._save(src)
+        if state is None:
+            return False
+        while len(self._slots) >= self.cache_slots or \
+                sum(len(p.tokens) for p in self._slots.values()) + len(held) > self.cache_tokens:
+            del self._slots[next(k for k in self._slots if k != keep)]
+        self._slots[next(self._slot_keys)] = Parked(list(held), state)
+        return True
 
-    def _drop_slot(self, seq: int) -> None:
-        L.llama_memory_seq_rm(self._memory, seq, -1, -1)
-        del self._slots[seq]
-        self._free_slots.append(seq)
+    def _save(self, seq: int) -> "Optional[ctypes.Array[ctypes.c_uint8]]":
+        """Sequence `seq`'s KV, copied to host memory (None if llama.cpp could not)."""
+        size = int(L.llama_state_seq_get_size(self._ctx, seq))
+        if size <= 0:
+            return None
+        buf = (ctypes.c_uint8 * size)()
+        if int(L.llama_state_seq_get_data(self._ctx, buf, size, seq)) != size:
+            return None
+        return buf
 
-    def _evict_one(self) -> bool:
-        """Free cells for a decode: the oldest slot, else the content of the least recently
-        used idle decoder. False when nothing is left to drop."""
-        if self._slots:
-            self._drop_slot(next(iter(self._slots)))
-            return True
+    def _restore(self, parked: Parked, seq: int) -> bool:
+        """Put a slot's KV into sequence `seq` (emptied first), dropping idle decoders'
+        content while there are no cells for it. False when it did not fit."""
+        while True:
+            state = parked.state
+            if L.llama_state_seq_set_data(self._ctx, state, len(state), seq) == len(state):
+                return True
+            L.llama_memory_seq_rm(self._memory, seq, -1, -1)
+            if not self._evict_one():
+                return False
+
+    def _park_idle(self, keep: "Decoder") -> None:
+        """A request starts: the idle decoders' content goes to slots and leaves the cache
+        (it would cost every step of the running requests), the way llama-server saves its
+        idle slots; what no slot takes (a short content, no slots at all) stays."""
         with self._idle_cv:
-            held = [d for d in self._idle if d.tokens]
+            for d in self._idle:
+                if d.tokens and d is not keep and self._park(d.id, d.tokens):
+                    L.llama_memory_seq_rm(self._memory, d.id, -1, -1)
+                    d.tokens = []
+
+    def _evict_one(self, busy: "frozenset[int]" = frozenset()) -> bool:
+        """Free cells for a decode: the content of the least recently used idle decoder
+        (kept in a slot), never one of the sequences `busy` (the batch's) nor one with open
+        branches (decoder 0 counts as idle to the single-sequence API while it decodes).
+        False when nothing is left to drop."""
+        with self._idle_cv:
+            held = [d for d in self._idle if d.tokens and d.id not in busy and not d._branches]
             if not held:
                 return False
             dec = min(held, key=lambda d: d.used)
+            self._park(dec.id, dec.tokens)
             L.llama_memory_seq_rm(self._memory, dec.id, -1, -1)
             dec.tokens = []
             return True
 
     # --- evaluation -------------------------------------------------------------------------------
     def _decode_batch(self, b) -> int:
-        """llama_decode, dropping prompt-cache slots and idle decoders' content (oldest first)
-        while the cache has no cells for the batch (llama.cpp answers 1 then, having evaluated
-        nothing)."""
+        """llama_decode, moving idle decoders' content out of the cache (oldest first) while
+        it has no cells for the batch (llama.cpp answers 1 then, having evaluated nothing)."""
+        busy: Optional[frozenset] = None
         while True:
             rc = L.llama_decode(self._ctx, b)
-            if rc != 1 or not self._evict_one():
+            if rc != 1:
+                return rc
+            if busy is None:
+                busy = frozenset(b.seq_id[i][j] for i in range(b.n_tokens)
+                                 for j in range(b.n_seq_id[i]))
+            if not self._evict_one(busy):
                 return rc
 
     def _decode_entries(self, entries: List[Entry]) -> List[np.ndarray]:
@@ -483,41 +533,56 @@ class Decoder:
         """Keep the KV cache of the longest common prefix with `prompt`, at most len-1 tokens
         (the last prompt token must be evaluated again to get its logits), taken from this
         decoder, another decoder (in use or idle: a copied prefix shares its cells) or the
-        prompt-cache slot that shares the most with it. What this decoder held is parked in a
-        slot first when it would lose a part worth keeping. Returns the prefix's length. A
-        prefix is only ever the same tokens at the same positions, so a changed earlier message
-        invalidates from that point."""
+        prompt-cache slot that shares the most with it (put back from host memory). What this
+        decoder held is parked in a slot first when it would lose a part worth keeping, and so
+        is what idle decoders hold. Returns the prefix's length. A prefix is only ever the same
+        tokens at the same positions, so a changed earlier message invalidates from that
+        point."""
         rt = self.rt
         with rt._lock:
-            mem = rt._memory
-            limit = len(prompt) - 1
-            own = _common_prefix(self.tokens, prompt, limit)
-            best_src: Optional[int] = None
-            best, best_tokens = own, self.tokens
-            for other in rt._decoders:
-                if other is not self:
-                    k = _common_prefix(other.tokens, prompt, limit)
-                    if k > best:
-                        best_src, best, best_tokens = other.id, k, other.tokens
-            from_slot = False
-            for seq, held in rt._slots.items():
-                k = _common_prefix(held, prompt, limit)
+            got = self._take_prefix(prompt)
+            rt._park_idle(self)
+            return got
+
+    def _take_prefix(self, prompt: Sequence[int]) -> int:
+        rt = self.rt
+        mem = rt._memory
+        limit = len(prompt) - 1
+        own = _common_prefix(self.tokens, prompt, limit)
+        best_src: Optional[int] = None
+        best, best_tokens = own, self.tokens
+        for other in rt._decoders:
+            if other is not self:
+                k = _common_prefix(other.tokens, prompt, limit)
                 if k > best:
-                    best_src, best, best_tokens, from_slot = seq, k, held, True
-            if best_src is None:
-                if len(self.tokens) - own >= PARK_MIN_TOKENS:
-                    rt._park(self.id, self.tokens)
-                self.truncate(own)
-                return own
+                    best_src, best, best_tokens = other.id, k, other.tokens
+        slot: Optional[int] = None
+        for key, parked in rt._slots.items():
+            k = _common_prefix(parked.tokens, prompt, limit)
+            if k > best:
+                best, best_tokens, slot = k, parked.tokens, key
+        if best_src is None and slot is None:
             if len(self.tokens) - own >= PARK_MIN_TOKENS:
-                rt._park(self.id, self.tokens, keep=best_src if from_slot else None)
-            if not L.llama_memory_seq_rm(mem, self.id, -1, -1):
-                raise RuntimeError("llama.cpp could not empty the decoder's sequence")
+                rt._park(self.id, self.tokens)
+            self.truncate(own)
+            return own
+        if len(self.tokens) - own >= PARK_MIN_TOKENS:
+            rt._park(self.id, self.tokens, keep=slot)
+        if not L.llama_memory_seq_rm(mem, self.id, -1, -1):
+            raise RuntimeError("llama.cpp could not empty the decoder's sequence")
+        self.tokens = []
+        if slot is None:
             L.llama_memory_seq_cp(mem, best_src, self.id, 0, best)
             self.tokens = list(best_tokens[:best])
-            if from_slot:
-                rt._slots.move_to_end(best_src)
             return best
+        parked = rt._slots[slot]
+        if not rt._restore(parked, self.id):
+            return 0
+        if slot in rt._slots:           # (making room may have dropped it)
+            rt._slots.move_to_end(slot)
+        self.tokens = list(parked.tokens)
+        self.truncate(best)
+        return best
 
     def truncate(self, n: int) -> None:
         rt = self.rt
@@ -526,7 +591,6 @@ class Decoder:
                 if not L.llama_memory_seq_rm(rt._memory, self.id, n, -1):
                     # a cache that cannot drop a partial sequence (one decoder then): start over
                     L.llama_memory_clear(rt._memory, True)
-                    rt._free_slots.extend(rt._slots)
                     rt._slots.clear()
                     n = 0
                 del self.tokens[n:]
