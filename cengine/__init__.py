@@ -49,8 +49,9 @@ def __getattr__(name):
 def prepare(vocab, *, json: bool = True) -> None:
     """Build what every mask over `vocab` shares, ahead of the first request: the token trie,
     its whitespace-run split and slices, and (json=True) the tables of the JSON rules that
-    every schema reuses (string bodies, numbers, integers) and the schema compiler's validator
-    module. Idempotent; later grammars find these in the shared cache."""
+    every schema reuses (string bodies, numbers, integers), the schema compiler's validator
+    module and the enforced formats' strings. Idempotent; later grammars find these in the
+    shared cache."""
     from ._trie import trie_of
     trie = trie_of(vocab)
     trie.ws_split()
@@ -72,6 +73,10 @@ def prepare(vocab, *, json: bool = True) -> None:
         # once per process, 20-30 ms a class, which would land on the first such schema
         from .schema.pattern_names import warm_disagreements
         warm_disagreements()
+        # every enforced format's string and its determinized positions, made once per
+        # process (0.2-4.5 ms a format): else on the first schema with that format
+        from .schema.strings import warm_formats
+        warm_formats()
         g = compile_any_json()
         tables = g.token_tables(vocab)
         for p in tables.shared_positions():

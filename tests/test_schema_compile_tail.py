@@ -7,9 +7,13 @@
 - compile_json_schema leaves the proof that the root derives a document to the refusals: a
   grammar whose root derives none is refused by the build, and the refusal is then the
   schema's own, as schema_to_ir alone (check_productive=True, the default) gives it.
+- cengine.prepare makes the enforced formats' strings and their kept positions
+  (strings.warm_formats): a compile then makes none of them, and its tables are those made
+  without anything kept.
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import cengine
@@ -102,3 +106,42 @@ def test_schema_productive_compiles_as_before(schema):
     for name, _ in cengine.automaton.TABLES:
         assert (getattr(g.automaton, name) == getattr(ref.automaton, name)).all(), name
 
+
+# --- the enforced formats made at prepare time ----------------------------------------------
+def _every_format_schema() -> dict:
+    from cengine.schema import formats
+    return {"type": "object", "properties": {
+        f"p{i}": {"type": "string", "format": name} for i, name in enumerate(formats.FORMATS)}}
+
+
+def test_warm_formats_leaves_nothing_to_make():
+    from cengine import automaton
+    from cengine.schema import formats, strings
+    strings.warm_formats()
+    assert set(formats._FORMAT_EXPRS) == set(formats.FORMATS)
+    kept, merged = dict(automaton._KEPT_POSITIONS), dict(automaton._KEPT_MERGED)
+    assert kept, "some format string is large enough to be a rule of its own, kept"
+    for order in ("any", "declared"):
+        automaton.build(schema_to_ir(_every_format_schema(), closed_objects=False,
+                                     property_order=order))
+    # every format's kept positions (and their merge) were found, none made now
+    assert automaton._KEPT_POSITIONS.keys() == kept.keys()
+    assert automaton._KEPT_MERGED.keys() == merged.keys()
+
+
+def test_warm_formats_same_tables():
+    from cengine import automaton
+    from cengine.schema import strings
+    g = schema_to_ir(_every_format_schema(), closed_objects=False, property_order="any")
+    strings.warm_formats()
+    warm = automaton.build(g)
+    saved = dict(automaton._KEPT_POSITIONS), dict(automaton._KEPT_MERGED)
+    automaton._KEPT_POSITIONS.clear()
+    automaton._KEPT_MERGED.clear()
+    try:
+        cold = automaton.build(g)
+    finally:
+        automaton._KEPT_POSITIONS.update(saved[0])
+        automaton._KEPT_MERGED.update(saved[1])
+    for name, _ in automaton.TABLES:
+        assert np.array_equal(getattr(warm, name), getattr(cold, name)), name
