@@ -49,8 +49,9 @@ def __getattr__(name):
 def prepare(vocab, *, json: bool = True) -> None:
     """Build what every mask over `vocab` shares, ahead of the first request: the token trie,
     its whitespace-run split and slices, and (json=True) the tables of the JSON rules that
-    every schema reuses (string bodies, numbers, integers) and the schema compiler's validator
-    module. Idempotent; later grammars find these in the shared cache."""
+    every schema reuses (string bodies, numbers, integers), the schema compiler's validator
+    module and the enforced formats' strings. Idempotent; later grammars find these in the
+    shared cache."""
     from ._trie import trie_of
     trie = trie_of(vocab)
     trie.ws_split()
@@ -72,6 +73,10 @@ def prepare(vocab, *, json: bool = True) -> None:
         # once per process, 20-30 ms a class, which would land on the first such schema
         from .schema.pattern_names import warm_disagreements
         warm_disagreements()
+        # every enforced format's string and its determinized positions, made once per
+        # process (0.2-4.5 ms a format): else on the first schema with that format
+        from .schema.strings import warm_formats
+        warm_formats()
         g = compile_any_json()
         tables = g.token_tables(vocab)
         for p in tables.shared_positions():
@@ -96,8 +101,8 @@ def _schema_front_end() -> tuple:
     global _FRONT_END
     if not _FRONT_END:
         from . import schema
-        from .schema.compiler import check_property_order
-        _FRONT_END = (schema, check_property_order)
+        from .schema.compiler import check_property_order, check_unproductive
+        _FRONT_END = (schema, check_property_order, check_unproductive)
     return _FRONT_END
 
 
@@ -125,7 +130,7 @@ def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool 
         except ValueError as e:
             raise CompileError(f"schema is not valid JSON: {e}", pointer="") from None
     surrounding_whitespace = bool(surrounding_whitespace)
-    front_end, check_property_order = _schema_front_end()
+    front_end, check_property_order, check_unproductive = _schema_front_end()
     check_property_order(property_order)
     # keyed on the schema as written: declared property order is part of the grammar
     key = ("schema", _SCHEMA_KEY(schema),
@@ -133,12 +138,20 @@ def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool 
 
     def build():
         with budget_scope(budget):
+            # the proof that the root derives a document is asked only of a grammar the
+            # build refuses (one whose root derives none always is): the refusal is then
+            # the schema's, as schema_to_ir alone gives it
             g = front_end.schema_to_ir(schema, closed_objects=closed_objects,
                                        whitespace_budget=whitespace_budget,
                                        max_depth=max_depth,
                                        surrounding_whitespace=surrounding_whitespace,
-                                       property_order=property_order)
-            return Grammar.from_ir(g, "json_schema", schema)
+                                       property_order=property_order, check_productive=False)
+            try:
+                return Grammar.from_ir(g, "json_schema", schema)
+            except CompileError as e:
+                refused = e
+            check_unproductive(g)
+            raise refused
     return CACHE.get_or_compile(key, build)
 
 

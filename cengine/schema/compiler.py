@@ -216,6 +216,8 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         # _merged: (id of a node the compiler made, origin) -> (it, its merge)
         self._merged_nodes: Dict[Tuple[int, Tuple[str, str]], Tuple[dict, Any]] = {}
         self._json_texts: Dict[int, Tuple[Any, str]] = {}     # _json_text
+        # negation.py: _facts by (id of the schema, ptr, closed, depth) -> (it, its facts)
+        self._facts_memo: Dict[tuple, tuple] = {}
         # enums.py
         self._validator = None
         # objects.py
@@ -645,9 +647,14 @@ def add_schema(g: ir.GrammarIR, schema: Any, *, prefix: str, closed_objects: boo
 
 def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget: Optional[int] = 64,
                  max_depth: int = 64, surrounding_whitespace: bool = True,
-                 property_order: str = "declared") -> ir.GrammarIR:
+                 property_order: str = "declared", check_productive: bool = True) -> ir.GrammarIR:
     """The whole document: optional whitespace, one instance of schema, optional whitespace
-    (without surrounding_whitespace: the instance alone, so generation ends with its root)."""
+    (without surrounding_whitespace: the instance alone, so generation ends with its root).
+
+    check_productive=False leaves out the proof that the root derives a document (a grammar
+    whose root derives none is then refused by the build instead): for a caller that builds
+    the grammar at once and asks check_unproductive about a refusal (compile_json_schema),
+    since the proof walks every rule of every compile and decides only the refusals."""
     g = ir.GrammarIR()
     w = json_grammar.ws(g) if surrounding_whitespace else None
     body = add_schema(g, schema, prefix="s-", closed_objects=closed_objects,
@@ -656,7 +663,13 @@ def schema_to_ir(schema: Any, *, closed_objects: bool = True, whitespace_budget:
     g.root = "root"
     g.whitespace_budget = whitespace_budget
     g.max_depth = max_depth
+    if check_productive:
+        check_unproductive(g)
+    return g
+
+
+def check_unproductive(g: ir.GrammarIR) -> None:
+    """Refuse g, a grammar of schema_to_ir, when its root derives no finite document."""
     if "root" not in ir.productive_rules(g, json_grammar.productive_fixed_rules(g)):
         raise CompileError("the schema accepts no finite JSON document (false schema, an "
                            "impossible constraint, or a required endless recursion)", pointer="")
-    return g

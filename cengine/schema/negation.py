@@ -410,7 +410,23 @@ class Negation(CompilerPart):
         additionalProperties allow only their properties, as the compiled grammar does);
         None when the schema admits nothing. depth: how far below the oneOf the schema is
         read (the facts of anyOf / oneOf branches and of property values are read to a
-        bounded depth)."""
+        bounded depth).
+
+        Kept by identity per (schema, ptr, closed, depth): an anyOf product folded one
+        conjunct at a time (allOf of if/then blocks) asked again for the facts of every
+        branch it had, at every step; neither the document's schemas nor the nodes the
+        compiler made change once made, and the facts are only read."""
+        memo = self._facts_memo
+        key = (id(schema), ptr, closed, depth)
+        got = memo.get(key)
+        if got is not None and got[0] is schema:
+            return got[1]
+        out = self._read_facts(schema, ptr, closed, depth)
+        if isinstance(schema, dict):
+            memo[key] = (schema, out)
+        return out
+
+    def _read_facts(self, schema: Any, ptr: str, closed: bool, depth: int) -> Optional[_Facts]:
         try:
             m = self._merged(schema, ptr, ("oneOf", _ptr(ptr, "oneOf")))
         except CompileError:

@@ -29,6 +29,7 @@ class CompilerPart:
     _flat_nodes: Dict[int, Tuple[dict, list]]
     _merged_nodes: Dict[Tuple[int, Tuple[str, str]], Tuple[dict, Any]]
     _json_texts: Dict[int, Tuple[Any, str]]
+    _facts_memo: Dict[tuple, tuple]
     _property_values: Dict[int, Tuple[dict, ir.Expr]]
     shared_parts: Dict[tuple, str]
     shared_keys: List[ir.Expr]
