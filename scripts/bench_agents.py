@@ -7,6 +7,8 @@
     python scripts/bench_agents.py --flood 64        # 64 concurrent streams at once (llamay)
     python scripts/bench_agents.py --prompt-speed 1500 --ctx 4096 --llama-server PATH
                                   # prompt tokens/s of one fresh prompt, both servers
+    python scripts/bench_agents.py --baseline CHECKOUT --rounds 3 --llama-server PATH
+                                  # llamay at another checkout beside this one, interleaved
 
 Both servers load the same GGUF (the default model unless -m) with the same threads, the same
 context a sequence and the same parallel sequences, and run side by side; each cell of the
@@ -27,6 +29,7 @@ streamed delta. llama-server is built from the llama.cpp that llama-cpp-python v
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -136,7 +139,11 @@ def request(base: str, messages: list, workload: str) -> Dict[str, float]:
     return {"ttft": ttft if ttft is not None else total, "latency": total, "tokens": tokens}
 
 
+AGENT_BASE = [0]    # added to each cell's agent numbers: every cell's agents are new ones
+
+
 def agent(base: str, k: int, turns: int, workload: str, out: list) -> None:
+    k += AGENT_BASE[0]
     city = CITIES[k % len(CITIES)]
     messages = [{"role": "system", "content": f"You are agent {k}, a helpful assistant."}]
     for t in range(turns):
@@ -211,6 +218,9 @@ def main() -> None:
     ap.add_argument("--prompt-speed", type=int, default=0,
                     help="words of a fresh prompt to time the evaluation of")
     ap.add_argument("--port", type=int, default=18600)
+    ap.add_argument("--baseline", default=None,
+                    help="another llamay checkout (built), run beside this one in every cell")
+    ap.add_argument("--rounds", type=int, default=1, help="times the table is run")
     args = ap.parse_args()
     model = args.model or str(default_model_path())
     MODEL_NAME[0] = Path(model).stem
@@ -224,6 +234,9 @@ def main() -> None:
             if args.flood:
                 flood(srv, args.flood)
             return
+        if args.baseline:
+            servers.insert(0, Server("llamay@baseline", llamay_cmd(model, args.port + 2, args),
+                                     args.port + 2, {"PYTHONPATH": args.baseline}))
         if args.llama_server:
             servers.append(Server("llama-server", llama_server_cmd(
                 args.llama_server, model, args.port + 1, args), args.port + 1))
@@ -236,21 +249,23 @@ def main() -> None:
         print("| workload | agents | server | tokens/s | vs 1 agent | TTFT p50 / p99 (s) | "
               "latency p50 / p99 (s) | turn 2 TTFT / turn 1 |")
         print("|---|---:|---|---:|---:|---|---|---:|")
-        for workload in args.workloads.split(","):
-            one: Dict[str, float] = {}
-            for n in [int(x) for x in args.agents.split(",")]:
-                for srv in servers:
-                    if workload == "tools" and srv.name != "llamay":
-                        continue
-                    # warm: the prompt's common part, by an agent of its own
-                    agent(srv.base, 1000 + n, 1, workload, [])
-                    r = cell(srv.base, n, args.turns, workload)
-                    one.setdefault(srv.name, r["tok_s"])
-                    turn2 = f"{r['turn2']:.2f}x" if r["turn2"] is not None else "-"
-                    print(f"| {workload} | {n} | {srv.name} | {r['tok_s']:.1f} | "
-                          f"{r['tok_s'] / one[srv.name]:.2f}x | {r['ttft50']:.2f} / "
-                          f"{r['ttft99']:.2f} | {r['lat50']:.2f} / {r['lat99']:.2f} | "
-                          f"{turn2} |", flush=True)
+        one: Dict[str, float] = {}
+        for _, workload, n in itertools.product(range(args.rounds), args.workloads.split(","),
+                                                [int(x) for x in args.agents.split(",")]):
+            AGENT_BASE[0] += 10000
+            for srv in servers:
+                if workload == "tools" and srv.name == "llama-server":
+                    continue
+                # warm: the prompt's common part, by an agent of its own
+                agent(srv.base, 1000 + n, 1, workload, [])
+                r = cell(srv.base, n, args.turns, workload)
+                one.setdefault(f"{srv.name} {workload}", r["tok_s"])
+                turn2 = f"{r['turn2']:.2f}x" if r["turn2"] is not None else "-"
+                print(f"| {workload} | {n} | {srv.name} | {r['tok_s']:.1f} | "
+                      f"{r['tok_s'] / one[f'{srv.name} {workload}']:.2f}x | "
+                      f"{r['ttft50']:.2f} / "
+                      f"{r['ttft99']:.2f} | {r['lat50']:.2f} / {r['lat99']:.2f} | "
+                      f"{turn2} |", flush=True)
     finally:
         for srv in servers:
             srv.stop()

@@ -86,7 +86,8 @@ class Settings:
     # layers offloaded to a GPU (`--n-gpu-layers`); ignored by a CPU-only llama.cpp build
     n_gpu_layers: int = 0
     # the prompt cache (`--prompt-cache-slots`, `--prompt-cache-tokens`): earlier requests'
-    # KV kept in this many slots holding at most this many tokens together (None: the cells)
+    # KV kept in host memory in this many slots holding at most this many tokens together
+    # (None: the cells, at most 2 GiB of KV)
     prompt_cache_slots: int = 8
     prompt_cache_tokens: Optional[int] = None
     # requests decoding at once (`--parallel`), one KV sequence each, their forward passes

@@ -28,8 +28,8 @@ from ..api.settings import DEFAULT_HOST, DEFAULT_PORT, Limits, Settings
               help="Earlier requests whose prompts' KV is kept, so an agent's next turn "
                    "evaluates only its new messages (0: only the last request's).")
 @click.option("--prompt-cache-tokens", default=None, type=click.IntRange(min=0),
-              help="Tokens the prompt-cache slots may hold together (default: the cache's "
-                   "cells, --ctx x --parallel).")
+              help="Tokens the prompt-cache slots hold together, in host memory (default: "
+                   "the cache's cells, --ctx x --parallel, at most 2 GiB of KV).")
 @click.option("-np", "--parallel", "parallel", default=None, type=click.IntRange(min=1),
               envvar="LLAMAY_PARALLEL",
               help="Requests decoded at once, their forward passes batched (default: up to 8, "
