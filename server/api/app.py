@@ -20,6 +20,7 @@ from . import anthropic, ollama, openai
 from .auth import APIKeyMiddleware
 from .compiling import CompilePool
 from .errors import InvalidRequest, NotFound, api_of, error_response
+from .metrics import metrics
 from .scheduler import Scheduler
 from .settings import Settings
 from .state import ServerState, state_of
@@ -98,7 +99,8 @@ def create_app(settings: Optional[Settings] = None) -> Starlette:
         log.warning("the chat template writes tool calls in a format no tool dialect "
                     "recognises; serving them as 'hermes' (--tool-dialect to choose)")
     reasoning = model_reasoning(model, settings.reasoning_format)
-    routes = [Route("/health", health, methods=["GET"])]
+    routes = [Route("/health", health, methods=["GET"]),
+              Route("/metrics", metrics, methods=["GET"])]
     routes += openai.routes() + anthropic.routes() + ollama.routes()
 
     compiles = CompilePool(settings.limits.compile_threads,

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, AsyncIterator, Callable, Iterable, List, Optional
 
-from ..runtime.types import GenerationModel
+from ..runtime.types import FinishEvent, GenerationModel
 from .errors import QueueFull, ShuttingDown
 
 # job body: (model, cancel event) -> iterable of events
@@ -30,6 +30,43 @@ class _Failure:
 
     def __init__(self, exc: BaseException):
         self.exc = exc
+
+
+class RequestStats:
+    """What the finished jobs reported, for GET /metrics: a count per finish reason, prompt
+    tokens evaluated and taken from the cache, completion tokens; jobs that failed and
+    requests refused for a full queue."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.finished: "collections.Counter[str]" = collections.Counter()
+        self.prompt_tokens = 0          # evaluated (the prompt less its cached prefix)
+        self.cached_tokens = 0
+        self.completion_tokens = 0
+        self.failed = 0
+        self.refused = 0
+
+    def finish(self, ev: FinishEvent) -> None:
+        with self._lock:
+            self.finished[ev.reason] += 1
+            self.prompt_tokens += max(0, ev.prompt_tokens - ev.cached_tokens)
+            self.cached_tokens += ev.cached_tokens
+            self.completion_tokens += ev.completion_tokens
+
+    def fail(self) -> None:
+        with self._lock:
+            self.failed += 1
+
+    def refuse(self) -> None:
+        with self._lock:
+            self.refused += 1
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return {"finished": dict(self.finished), "prompt_tokens": self.prompt_tokens,
+                    "cached_tokens": self.cached_tokens,
+                    "completion_tokens": self.completion_tokens, "failed": self.failed,
+                    "refused": self.refused}
 
 
 class Job:
@@ -50,7 +87,7 @@ class Job:
             self.cancel.set()
             return False
 
-    def _run(self, model: GenerationModel) -> None:
+    def _run(self, model: GenerationModel, stats: Optional[RequestStats] = None) -> None:
         self.started.set()
         try:
             if not self.cancel.is_set():
@@ -59,6 +96,8 @@ class Job:
                     # a cancelled job is not cut off here: generate() sees the cancel event at
                     # its next step and finishes cleanly (reason "cancelled")
                     for ev in it:
+                        if stats is not None and type(ev) is FinishEvent:
+                            stats.finish(ev)
                         if not self._post(ev):
                             break
                 finally:
@@ -66,6 +105,8 @@ class Job:
                     if close is not None:
                         close()
         except BaseException as exc:    # handed to the request, which maps it to a 4xx/5xx
+            if stats is not None:
+                stats.fail()
             self._post(_Failure(exc))
         finally:
             self._post(_DONE)
@@ -105,6 +146,7 @@ class Scheduler:
         # seconds each of the last jobs waited in the queue before the worker took it
         self.waits: "collections.deque[float]" = collections.deque(maxlen=1000)
         self.jobs_running: List[Job] = []
+        self.stats = RequestStats()
         self._threads = [threading.Thread(target=self._worker, name=f"llamay-generation-{i}",
                                           daemon=True) for i in range(self.parallel)]
         for t in self._threads:
@@ -126,6 +168,7 @@ class Scheduler:
             # cancelled jobs still waiting do not hold a place
             self._pending = collections.deque(j for j in self._pending if not j.cancel.is_set())
             if len(self._pending) >= self.max_queue:
+                self.stats.refuse()
                 raise QueueFull(self.retry_after)
             self._pending.append(job)
             self._cv.notify()
@@ -147,7 +190,7 @@ class Scheduler:
                 self.jobs_running.append(job)
                 self.waits.append(time.monotonic() - job.submitted)
             try:
-                job._run(self.model)
+                job._run(self.model, self.stats)
             finally:
                 with self._cv:
                     self.jobs_running.remove(job)
