@@ -211,6 +211,45 @@ def test_a_decode_short_of_cells_moves_an_idle_decoder_out(runtime, fresh):
     rt.release(e)
 
 
+def test_requests_on_threads_always_get_fresh_logits(runtime, fresh):
+    # three threads, each request a conversation that extends an earlier one or starts anew:
+    # prefixes come from decoders in use, idle ones and slots moved to and from host memory,
+    # under a token bound that drops slots; every request's logits are a fresh evaluation's
+    import random
+    import threading
+    rt = runtime(n_parallel=3, cache_slots=3, cache_tokens=150)
+    base = [_prompt(rt, i, repeat=1) for i in range(4)]
+    more = rt.tokenize(b" And then?", add_special=False, parse_special=False)
+    prompts = [b + more * k for b in base for k in range(4)]
+    expected = [_fresh_logits(fresh, p) for p in prompts]
+    failures: list = []
+    kept: list = []
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(12):
+            i = rng.randrange(len(prompts))
+            d = rt.acquire(prompts[i])
+            try:
+                keep = d.reuse_prefix(prompts[i])
+                got = d.eval(prompts[i][keep:])
+                kept.append(keep)
+                if not _same(got, expected[i]):
+                    failures.append((seed, i, keep))
+            except BaseException as exc:        # (reported below, not lost in the thread)
+                failures.append((seed, i, repr(exc)))
+            finally:
+                rt.release(d)
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not failures
+    assert len(kept) == 36 and sum(1 for k in kept if k > 3) >= 6    # the cache was used
+    assert sum(rt.cached_prompts()) <= 150
+
+
 def test_no_slots_keeps_only_the_last_request(runtime):
     rt = runtime(cache_slots=0)
     a, b = _prompt(rt, 0), _prompt(rt, 1)
