@@ -52,8 +52,7 @@ class ServerCollector:
                                 value=sched.queued())
         yield GaugeMetricFamily("llamay_parallel", "Sequences decoded at once (--parallel).",
                                 value=sched.parallel)
-        with sched._cv:
-            waits = list(sched.waits)
+        waits = sched.recent_waits()
         wait = SummaryMetricFamily("llamay_queue_wait_seconds", "Time the last (up to 1,000) "
                                    "requests waited in the queue.", count_value=len(waits),
                                    sum_value=sum(waits))

@@ -195,10 +195,14 @@ class Scheduler:
                 with self._cv:
                     self.jobs_running.remove(job)
 
+    def recent_waits(self) -> List[float]:
+        """Seconds each of the last (up to 1,000) jobs waited in the queue, oldest first."""
+        with self._cv:
+            return list(self.waits)
+
     def wait_percentiles(self) -> dict:
         """Queue wait of the last (up to 1,000) jobs, in milliseconds."""
-        with self._cv:
-            w = sorted(self.waits)
+        w = sorted(self.recent_waits())
         if not w:
             return {"n": 0, "p50_ms": None, "p99_ms": None}
         pick = lambda q: round(1000 * w[min(len(w) - 1, int(q * len(w)))], 1)  # noqa: E731
