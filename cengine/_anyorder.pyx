@@ -3,7 +3,9 @@
 # into positions directly, two per state; Builder.add_positions appends them as the object
 # rule's positions. No IR rule, inlining walk or subset construction per state. States are
 # numbered through a flat table (a hash map only past FLAT_STATES keys), and the edges and
-# calls are counted before they are written, straight into the packed array.
+# calls are counted before they are written, straight into the packed array. The same
+# states with `[` `]` for `{` `}` are an array of distinct values (uniqueItems over a finite
+# domain, each member one value's rule).
 """Positions of an ir.AnyOrder object rule (cengine.automaton.build).
 
 A state (s, c) is what has been written: s the declared members (a bit set; in the chain
@@ -34,8 +36,6 @@ from libcpp.algorithm cimport sort as cpp_sort
 import numpy as np
 
 cdef int COMMA = 0x2C
-cdef int OPEN = 0x7B
-cdef int CLOSE = 0x7D
 
 
 cdef inline int _popcount(int64_t x) noexcept:
@@ -157,11 +157,16 @@ def positions(node, dict rule_index):
     # writes its loop in three runs around its `,` and `}` edges)
     cdef vector[int] ws_lo, ws_hi
     cdef int lo_, hi_
+    brackets = node.brackets
+    if len(brackets) != 2 or brackets[0] <= COMMA or brackets[1] <= COMMA:
+        raise ValueError(f"ir.AnyOrder brackets {brackets!r} must be two bytes above ','")
+    cdef int OPEN = brackets[0]
+    cdef int CLOSE = brackets[1]
     for lo, hi in node.ws:
         if lo <= COMMA <= hi or lo <= CLOSE <= hi or lo <= OPEN <= hi or \
                 (ws_hi.size() and lo <= ws_hi.back()):
             raise ValueError(f"ir.AnyOrder whitespace {node.ws!r} must be sorted, disjoint "
-                             "and apart from '{', ',' and '}'")
+                             "and apart from ',' and the brackets")
         ws_lo.push_back(lo)
         ws_hi.push_back(hi)
     cdef vector[int] run_lo[3]
@@ -259,6 +264,7 @@ def positions(node, dict rule_index):
     o.p = 0
     o.e = 0
     o.c = 0
+    o.close = CLOSE
     mv[0] = P
     mv[1] = <int>E
     mv[2] = <int>C
@@ -298,6 +304,8 @@ cdef struct _Out:
     int p
     int e
     int c
+    int close       # the closing bracket
+
 
 
 cdef inline void _put_edge(_Out& o, int a, int b, int t, int w) noexcept:
@@ -334,7 +342,7 @@ cdef void _position(_Out& o, int q, int calls_of, int comma_to, int close_to,
         _put_edge(o, COMMA, COMMA, comma_to, 0)
     _ws_run(o, run_lo[1], run_hi[1], q)
     if close_to >= 0:
-        _put_edge(o, CLOSE, CLOSE, close_to, 0)
+        _put_edge(o, o.close, o.close, close_to, 0)
     _ws_run(o, run_lo[2], run_hi[2], q)
     if calls_of >= -1:
         cp.clear()

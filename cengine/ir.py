@@ -145,7 +145,8 @@ class AnyOrder:
     one declared member (key, colon, value): each at most once, in any order (chain: in
     declared order, the form past the state budget), every required one before the close;
     extra names the rule of one other member (None: none), any number of times; lo..hi
-    members in all (hi None: no bound).
+    members in all (hi None: no bound). brackets b"[]" makes it an array of distinct
+    elements instead (uniqueItems over a finite domain: members[j] the rule of one value).
 
     It stands for one state per (members written, members counted), which as IR rules cost
     a rule each to make, inline and determinize: the builder makes the positions of the
@@ -157,6 +158,7 @@ class AnyOrder:
     hi: Optional[int]
     chain: bool
     ws: Ranges
+    brackets: bytes = b"{}"
 
     def refs(self) -> Tuple[str, ...]:
         """The rules it calls."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
 from .. import ir
 from ..ir import UNROLL_INLINE_MAX
@@ -53,7 +53,7 @@ from .drafts import IgnoredKeyword, Node
 from .drafts import pointer as _ptr
 from .enums import Enums
 from .negation import Negation
-from .objects import Objects
+from .objects import MAX_ORDER_STATES, Objects
 from .refs import References
 from .vocabulary import (ANNOTATIONS, CONTAINS, ENFORCED, EXCLUDE, FRACTION, NEEDS_PARTNER, TYPES,
                          _is_annotation,
@@ -330,6 +330,8 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
                 continue        # e.g. 'then' without 'if' is ignored by the spec
             if k in TYPE_SPECIFIC and not set(TYPE_SPECIFIC[k]) & set(types):
                 continue        # constrains a type this schema excludes anyway
+            if k == "uniqueItems":
+                continue        # _array enforces it or refuses it
             if _is_noop(k, v):
                 continue
             raise CompileError(f"keyword '{k}' is not enforced", keyword=k, pointer=_ptr(ptr, k))
@@ -555,6 +557,13 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         hi = self._count(schema, "maxItems", ptr)
         elems = [self.compile(p, _ptr(ptr, pkw, i)) for i, p in enumerate(prefix)]
         rest = self.compile(items, _ptr(ptr, ikw))
+        unique = schema.get("uniqueItems", False)
+        if not isinstance(unique, bool):
+            ukw = self._kw(schema, "uniqueItems")
+            raise CompileError("'uniqueItems' must be a boolean", keyword=ukw,
+                               pointer=_ptr(ptr, ukw))
+        if unique and (CONTAINS in schema or prefix) and (hi is None or hi > 1):
+            self._refuse_unique(schema, ptr, "without prefixItems or a 'not' of 'items'")
         if CONTAINS in schema:
             return self._array_containing(schema, ptr, items, rest, prefix, lo, hi)
         # an impossible element caps the length before it
@@ -568,6 +577,13 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
                 hi = len(elems) if hi is None else min(hi, len(elems))
         if hi is not None and hi < lo:
             return ir.NOTHING
+        if unique and (hi is None or hi > 1):
+            # (arrays of at most one element are unique anyway)
+            domain = self._finite_domain(items, _ptr(ptr, ikw))
+            if domain is None:
+                self._refuse_unique(schema, ptr, "when the items are finitely many values "
+                                    "('enum', 'const', 'boolean', 'null')")
+            return self._unique_array(schema, ptr, items, domain, lo, hi)
         self._check_unroll(lo, "minItems", ptr)
         self._check_unroll(hi if hi is not None and hi > len(elems) else None, "maxItems", ptr)
         k = len(elems)
@@ -601,6 +617,67 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         # equal ones are one rule
         return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword=size_kw))
 
+
+    def _refuse_unique(self, schema: dict, ptr: str, when: str) -> NoReturn:
+        ukw = self._kw(schema, "uniqueItems")
+        raise CompileError(f"keyword 'uniqueItems' is enforced only {when}", keyword=ukw,
+                           pointer=_ptr(ptr, ukw))
+
+    def _finite_domain(self, items: Any, ptr: str) -> Optional[List[Any]]:
+        """The values an element satisfying items may take, distinct as JSON Schema compares
+        them, when the schema names them (its merged `const`, `enum`, or a `type` of boolean
+        and null alone); None when it does not. Each may still fail the rest of items."""
+        if items is False:
+            return []
+        if items is True:
+            return None
+        merged = self._merged(items, ptr, ("uniqueItems", ptr))
+        if merged is False:
+            return []
+        if "const" in merged:
+            values = [merged["const"]]
+        elif "enum" in merged and isinstance(merged["enum"], list):
+            values = merged["enum"]
+        else:
+            t = merged.get("type")
+            names = [t] if isinstance(t, str) else t if isinstance(t, list) else None
+            if not names or not {"boolean", "null"}.issuperset(names):
+                return None
+            values = ([True, False] if "boolean" in names else []) + \
+                ([None] if "null" in names else [])
+        out: List[Any] = []
+        for v in values:
+            if not _json_in(v, out):
+                out.append(v)
+        return out
+
+    def _unique_array(self, schema: dict, ptr: str, items: Any, domain: List[Any], lo: int,
+                      hi: Optional[int]) -> ir.Expr:
+        """uniqueItems over a finite domain: each value's element rule (items AND const v;
+        distinct values, so the rules share no document) at most once, in any order, lo..hi
+        of them: an ir.AnyOrder node in brackets, one state per subset of the values written.
+        Exact; past MAX_ORDER_STATES subsets it is refused."""
+        ikw = self._kw(schema, "items")
+        iptr = _ptr(ptr, ikw)
+        members = []
+        for v in domain:
+            e = self.compile(_all_of([items, Node({"const": v})], ("uniqueItems", ptr)), iptr)
+            if not isinstance(e, ir.Nothing):
+                members.append(self._object_part(iptr, "unique-item", e))
+        n = len(members)
+        hi = n if hi is None else min(hi, n)
+        if hi < lo:
+            return ir.NOTHING
+        if n > 30 or (1 << n) > MAX_ORDER_STATES:
+            ukw = self._kw(schema, "uniqueItems")
+            raise LimitError(f"'uniqueItems' over {n} values needs {1 << min(n, 62)} states, "
+                             f"more than the limit of {MAX_ORDER_STATES}", keyword=ukw,
+                             pointer=_ptr(ptr, ukw))
+        json_grammar.ws(self.g)     # (the root's whitespace rule: its bytes are the node's)
+        node = ir.AnyOrder(tuple(members), (False,) * n, None, lo, hi, False,
+                           json_grammar.ws_bytes(), b"[]")
+        return ir.ref(self._object_part(ptr, "array", node, container=True,
+                                        keyword="uniqueItems"))
 
     def _array_containing(self, schema: dict, ptr: str, items: Any, rest: ir.Expr,
                           prefix: list, lo: int, hi: Optional[int]) -> ir.Expr:
