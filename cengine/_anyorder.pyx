@@ -307,7 +307,6 @@ cdef struct _Out:
     int close       # the closing bracket
 
 
-
 cdef inline void _put_edge(_Out& o, int a, int b, int t, int w) noexcept:
     o.e_lo[o.e] = a
     o.e_hi[o.e] = b

@@ -1,11 +1,12 @@
-"""uniqueItems over a finite domain (items naming their values: enum, const, a type of boolean
-or null): an ir.AnyOrder node in brackets, each value's element rule at most once, in any
-order. Checked against jsonschema on every array of up to three values drawn from a pool
-(the domain, values equal to its members in another spelling, values outside it), along
-random walks over the allowed bytes (each prefix closes to a valid document), and token by
-token over a real vocabulary (the mask allows exactly the tokens the matcher accepts).
-Refusals name uniqueItems and its pointer: an unbounded domain, prefixItems, a `not` of
-items, more values than MAX_ORDER_STATES subsets."""
+"""uniqueItems over a finite domain (items naming their values: enum, const, anyOf / oneOf of
+those, a type of boolean or null, an integer range): an ir.AnyOrder node in brackets, each
+value's element rule at most once, in any order. Checked against jsonschema on every array of
+up to three values drawn from a pool (the domain, values equal to its members in another
+spelling, values outside it), along random walks over the allowed bytes (each prefix closes
+to a valid document), and token by token over a real vocabulary (the mask allows exactly the
+tokens the matcher accepts). Refusals name uniqueItems and its pointer: an unbounded domain
+(strings, numbers, a range past _DOMAIN_RANGE), prefixItems, a `not` of items, more values
+than MAX_ORDER_STATES subsets."""
 from __future__ import annotations
 
 import itertools
@@ -48,6 +49,18 @@ CASES = [
         "required": ["tags"], "additionalProperties": False}, None),
     ("anyof", {"anyOf": [{"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": True},
                          {"type": "string"}]}, ["a", "b", "c"]),
+    ("oneof-consts", {"type": "array", "items": {"oneOf": [
+        {"const": "x", "title": "X"}, {"const": "y", "title": "Y"}]}, "uniqueItems": True},
+     ["x", "y", "z"]),
+    ("anyof-enum-type", {"type": "array", "items": {"anyOf": [
+        {"enum": ["a", "b"]}, {"type": "boolean"}]}, "uniqueItems": True},
+     ["a", "b", True, False, "c"]),
+    ("integer-range", {"type": "array", "items": {"type": "integer", "minimum": 1,
+                                                  "maximum": 5}, "uniqueItems": True},
+     [1, 2, 5, 6, 0, 2.5]),     # (no 1.0: a typed integer is written as digits, as elsewhere)
+    ("integer-exclusive-multiple", {"type": "array", "items": {
+        "type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 30, "multipleOf": 5},
+        "uniqueItems": True, "minItems": 1}, [5, 10, 25, 30, 0, 7]),
     ("max-one", {"type": "array", "items": {"type": "string"}, "uniqueItems": True,
                  "maxItems": 1}, ["a", "b"]),
 ]
@@ -147,6 +160,19 @@ def test_the_mask_allows_exactly_the_tokens_the_matcher_takes(llama_bpe_vocab):
             assert m.copy().accept_bytes(b' "green"')
 
 
+def test_a_range_is_counted_after_its_other_keywords():
+    """0..19 is 20 values, past the bound; with multipleOf 2 it is 10, within it."""
+    items = {"type": "integer", "minimum": 0, "maximum": 19}
+    with pytest.raises(cengine.LimitError) as e:
+        cengine.compile_json_schema({"type": "array", "items": items, "uniqueItems": True},
+                                    **OPTIONS)
+    assert e.value.keyword == "uniqueItems"
+    grammar = cengine.compile_json_schema(
+        {"type": "array", "items": {**items, "multipleOf": 2}, "uniqueItems": True}, **OPTIONS)
+    assert _accepts(grammar, json.dumps(list(range(18, -1, -2))))
+    assert not _accepts(grammar, "[2, 4, 2]")
+
+
 def test_eleven_values_compile_twelve_are_refused():
     values = [f"v{i}" for i in range(12)]
     assert (1 << 11) <= MAX_ORDER_STATES < (1 << 12)
@@ -164,12 +190,17 @@ def test_eleven_values_compile_twelve_are_refused():
 REFUSED = [
     ({"type": "array", "uniqueItems": True}, "/uniqueItems"),
     ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "/uniqueItems"),
-    ({"type": "array", "items": {"type": "integer", "maximum": 3, "minimum": 0},
+    ({"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True},
+      "/uniqueItems"),
+    ({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 100},
+      "uniqueItems": True}, "/uniqueItems"),
+    ({"type": "array", "items": {"anyOf": [{"enum": ["x"]}, {"type": "string"}]},
       "uniqueItems": True}, "/uniqueItems"),
     ({"type": "array", "prefixItems": [{"const": "a"}], "items": {"enum": ["a", "b"]},
       "uniqueItems": True}, "/uniqueItems"),
-    ({"type": "object", "properties": {"a": {"type": "array", "items": {"anyOf": [
-        {"enum": ["x"]}, {"enum": ["y"]}]}, "uniqueItems": True}}}, "/properties/a/uniqueItems"),
+    ({"type": "object", "properties": {"a": {"type": "array", "items": {
+        "type": "number", "minimum": 0, "maximum": 1}, "uniqueItems": True}}},
+     "/properties/a/uniqueItems"),
     ({"type": "array", "items": {"enum": ["a"]}, "uniqueItems": "yes"}, "/uniqueItems"),
 ]
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
@@ -57,7 +58,7 @@ from .objects import MAX_ORDER_STATES, Objects
 from .refs import References
 from .vocabulary import (ANNOTATIONS, CONTAINS, ENFORCED, EXCLUDE, FRACTION, NEEDS_PARTNER, TYPES,
                          _is_annotation,
-                         _is_count, _is_type, _json_in)
+                         _is_count, _is_type, _json_in, _type_list)
 from ..errors import CompileError, LimitError
 
 # minItems/maxItems are unrolled into copies: same cap as GBNF repetition (string lengths:
@@ -582,7 +583,9 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
             domain = self._finite_domain(items, _ptr(ptr, ikw))
             if domain is None:
                 self._refuse_unique(schema, ptr, "when the items are finitely many values "
-                                    "('enum', 'const', 'boolean', 'null')")
+                                    "('enum', 'const', an 'anyOf' / 'oneOf' of those, "
+                                    "'boolean', 'null', an integer range of at most "
+                                    f"{_DOMAIN_RANGE})")
             return self._unique_array(schema, ptr, items, domain, lo, hi)
         self._check_unroll(lo, "minItems", ptr)
         self._check_unroll(hi if hi is not None and hi > len(elems) else None, "maxItems", ptr)
@@ -623,28 +626,35 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         raise CompileError(f"keyword 'uniqueItems' is enforced only {when}", keyword=ukw,
                            pointer=_ptr(ptr, ukw))
 
-    def _finite_domain(self, items: Any, ptr: str) -> Optional[List[Any]]:
-        """The values an element satisfying items may take, distinct as JSON Schema compares
-        them, when the schema names them (its merged `const`, `enum`, or a `type` of boolean
-        and null alone); None when it does not. Each may still fail the rest of items."""
+    def _finite_domain(self, items: Any, ptr: str, depth: int = 0) -> Optional[List[Any]]:
+        """Values an element satisfying items may take, distinct as JSON Schema compares them,
+        when the schema bounds them to a few: its merged `const` or `enum`, the union of its
+        `anyOf` / `oneOf` branches' (each bounded so), or its `type` (boolean and null, an
+        integer range of at most _DOMAIN_RANGE values); None when nothing does. A superset:
+        each value may still fail the rest of items (_unique_array compiles items AND it)."""
         if items is False:
             return []
-        if items is True:
+        if items is True or depth > _DOMAIN_DEPTH:
             return None
         merged = self._merged(items, ptr, ("uniqueItems", ptr))
         if merged is False:
             return []
+        values: Optional[list] = None
         if "const" in merged:
             values = [merged["const"]]
         elif "enum" in merged and isinstance(merged["enum"], list):
             values = merged["enum"]
-        else:
-            t = merged.get("type")
-            names = [t] if isinstance(t, str) else t if isinstance(t, list) else None
-            if not names or not {"boolean", "null"}.issuperset(names):
-                return None
-            values = ([True, False] if "boolean" in names else []) + \
-                ([None] if "null" in names else [])
+        for kw in ("anyOf", "oneOf"):
+            branches = merged.get(kw)
+            if values is None and isinstance(branches, list) and branches:
+                parts = [self._finite_domain(b, _ptr(ptr, kw, i), depth + 1)
+                         for i, b in enumerate(branches)]
+                if all(p is not None for p in parts):
+                    values = [v for p in parts if p is not None for v in p]
+        if values is None:
+            values = _type_domain(merged)
+        if values is None:
+            return None
         out: List[Any] = []
         for v in values:
             if not _json_in(v, out):
@@ -659,9 +669,22 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         Exact; past MAX_ORDER_STATES subsets it is refused."""
         ikw = self._kw(schema, "items")
         iptr = _ptr(ptr, ikw)
+        merged = self._merged(items, iptr, ("uniqueItems", ptr)) if domain else False
+        types = _type_list(merged.get("type")) if isinstance(merged, dict) else None
+        # written as _enum writes a typed integer's values: digits only
+        integer = types not in (None, True) and "integer" in types and "number" not in types
         members = []
         for v in domain:
-            e = self.compile(_all_of([items, Node({"const": v})], ("uniqueItems", ptr)), iptr)
+            # the value against items as jsonschema reads the original schemas; where a merge
+            # rewrote them, the compiler's own conjunction (which may refuse)
+            ok = self._valid_parts(v, items)
+            if ok is None:
+                e = self.compile(_all_of([items, Node({"const": v})], ("uniqueItems", ptr)),
+                                 iptr)
+            elif ok:
+                e = json_grammar.value_literal(self.g, v, integer=integer)
+            else:
+                continue
             if not isinstance(e, ir.Nothing):
                 members.append(self._object_part(iptr, "unique-item", e))
         n = len(members)
@@ -697,6 +720,40 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
                          ir.repeat(ir.seq(sep, rest), 0, None))
         expr = json_grammar.container(g, "[", members, "]", nullable_members=False)
         return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword="items"))
+
+
+# uniqueItems: an integer range is read as a finite domain up to this many values (each is
+# compiled before the state bound, MAX_ORDER_STATES, is checked on the ones that remain), and
+# anyOf / oneOf branches this deep
+_DOMAIN_RANGE = 64
+_DOMAIN_DEPTH = 8
+
+
+def _type_domain(schema: dict) -> Optional[List[Any]]:
+    """The values a node's `type` and bounds leave when they are finitely many (boolean, null,
+    an integer range of at most _DOMAIN_RANGE values), else None."""
+    t = schema.get("type")
+    names = [t] if isinstance(t, str) else t if isinstance(t, list) else None
+    if not names or not {"boolean", "null", "integer"}.issuperset(names):
+        return None
+    values: List[Any] = ([True, False] if "boolean" in names else []) + \
+        ([None] if "null" in names else [])
+    if "integer" in names:
+        lo = hi = None
+        for kw, exclusive in (("minimum", False), ("exclusiveMinimum", True)):
+            v = schema.get(kw)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                b = math.floor(v) + 1 if exclusive else math.ceil(v)
+                lo = b if lo is None else max(lo, b)
+        for kw, exclusive in (("maximum", False), ("exclusiveMaximum", True)):
+            v = schema.get(kw)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                b = math.ceil(v) - 1 if exclusive else math.floor(v)
+                hi = b if hi is None else min(hi, b)
+        if lo is None or hi is None or hi - lo + 1 > _DOMAIN_RANGE:
+            return None
+        values.extend(range(lo, hi + 1))
+    return values
 
 
 def check_property_order(property_order: str) -> str:
