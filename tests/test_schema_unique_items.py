@@ -210,3 +210,30 @@ def test_refused_where_the_domain_is_not_finite_or_not_alone(schema, pointer):
     with pytest.raises(cengine.CompileError) as e:
         cengine.compile_json_schema(schema, **OPTIONS)
     assert e.value.keyword == "uniqueItems" and e.value.pointer == pointer
+
+
+# (values, what _distinct keeps): JSON Schema's equality, not Python's (True == 1 there)
+DISTINCT = [
+    ([1, 1.0, True, 1], [1, True]),
+    ([10**20, 10**20 + 1, 2.5, 2.5], [10**20, 10**20 + 1, 2.5]),
+    (["1", 1, None, None, False, 0, 0.0], ["1", 1, None, False, 0]),
+    ([[1], [1.0], {"a": 1}, {"a": 1.0}, [True]], [[1], {"a": 1}, [True]]),
+]
+
+
+@pytest.mark.parametrize("values,kept", DISTINCT)
+def test_values_are_taken_once_as_json_schema_compares_them(values, kept):
+    from cengine.schema.compiler import _distinct
+    got = _distinct(values)
+    assert got == kept and [type(v) for v in got] == [type(v) for v in kept]
+
+
+def test_a_long_enum_is_refused_at_the_bound():
+    """An enum of thousands of values past the bound is refused (its values are not all
+    checked against items first)."""
+    values = [f"v{i}" for i in range(5000)]
+    with pytest.raises(cengine.LimitError) as e:
+        cengine.compile_json_schema(
+            {"type": "array", "items": {"enum": values + values[:10]}, "uniqueItems": True},
+            **OPTIONS)
+    assert e.value.keyword == "uniqueItems" and e.value.pointer == "/uniqueItems"

@@ -631,7 +631,7 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         when the schema bounds them to a few: its merged `const` or `enum`, the union of its
         `anyOf` / `oneOf` branches' (each bounded so), or its `type` (boolean and null, an
         integer range of at most _DOMAIN_RANGE values); None when nothing does. A superset:
-        each value may still fail the rest of items (_unique_array compiles items AND it)."""
+        each value may still fail the rest of items (_unique_array checks each)."""
         if items is False:
             return []
         if items is True or depth > _DOMAIN_DEPTH:
@@ -653,20 +653,15 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
                     values = [v for p in parts if p is not None for v in p]
         if values is None:
             values = _type_domain(merged)
-        if values is None:
-            return None
-        out: List[Any] = []
-        for v in values:
-            if not _json_in(v, out):
-                out.append(v)
-        return out
+        return None if values is None else _distinct(values)
 
     def _unique_array(self, schema: dict, ptr: str, items: Any, domain: List[Any], lo: int,
                       hi: Optional[int]) -> ir.Expr:
-        """uniqueItems over a finite domain: each value's element rule (items AND const v;
-        distinct values, so the rules share no document) at most once, in any order, lo..hi
-        of them: an ir.AnyOrder node in brackets, one state per subset of the values written.
-        Exact; past MAX_ORDER_STATES subsets it is refused."""
+        """uniqueItems over a finite domain: each value that satisfies items as its literal
+        rule (distinct values, so the rules share no document) at most once, in any order,
+        lo..hi of them: an ir.AnyOrder node in brackets, one state per subset of the values
+        written. Exact; past MAX_ORDER_STATES subsets it is refused, as soon as the values
+        kept pass the bound (an enum of thousands is not checked value by value first)."""
         ikw = self._kw(schema, "items")
         iptr = _ptr(ptr, ikw)
         merged = self._merged(items, iptr, ("uniqueItems", ptr)) if domain else False
@@ -687,15 +682,15 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
                 continue
             if not isinstance(e, ir.Nothing):
                 members.append(self._object_part(iptr, "unique-item", e))
+            if (1 << len(members)) > MAX_ORDER_STATES:
+                ukw = self._kw(schema, "uniqueItems")
+                raise LimitError(f"'uniqueItems' over more than {len(members) - 1} values "
+                                 f"needs more than the limit of {MAX_ORDER_STATES} states",
+                                 keyword=ukw, pointer=_ptr(ptr, ukw))
         n = len(members)
         hi = n if hi is None else min(hi, n)
         if hi < lo:
             return ir.NOTHING
-        if n > 30 or (1 << n) > MAX_ORDER_STATES:
-            ukw = self._kw(schema, "uniqueItems")
-            raise LimitError(f"'uniqueItems' over {n} values needs {1 << min(n, 62)} states, "
-                             f"more than the limit of {MAX_ORDER_STATES}", keyword=ukw,
-                             pointer=_ptr(ptr, ukw))
         json_grammar.ws(self.g)     # (the root's whitespace rule: its bytes are the node's)
         node = ir.AnyOrder(tuple(members), (False,) * n, None, lo, hi, False,
                            json_grammar.ws_bytes(), b"[]")
@@ -732,9 +727,9 @@ _DOMAIN_DEPTH = 8
 def _type_domain(schema: dict) -> Optional[List[Any]]:
     """The values a node's `type` and bounds leave when they are finitely many (boolean, null,
     an integer range of at most _DOMAIN_RANGE values), else None."""
-    t = schema.get("type")
-    names = [t] if isinstance(t, str) else t if isinstance(t, list) else None
-    if not names or not {"boolean", "null", "integer"}.issuperset(names):
+    names = _type_list(schema.get("type"))
+    if names is None or names is True or not names or \
+            not {"boolean", "null", "integer"}.issuperset(names):
         return None
     values: List[Any] = ([True, False] if "boolean" in names else []) + \
         ([None] if "null" in names else [])
@@ -754,6 +749,28 @@ def _type_domain(schema: dict) -> Optional[List[Any]]:
             return None
         values.extend(range(lo, hi + 1))
     return values
+
+
+def _distinct(values: List[Any]) -> List[Any]:
+    """values without repeats as JSON Schema compares them (1 == 1.0, true != 1), in order:
+    scalars looked up by a key in a set (an enum of thousands compared every pair), the
+    containers among themselves with _json_in."""
+    out: List[Any] = []
+    seen = set()
+    containers: List[Any] = []
+    for v in values:
+        if isinstance(v, (list, dict)):
+            if _json_in(v, containers):
+                continue
+            containers.append(v)
+        else:
+            # bool before int (True == 1 in Python); 1 and 1.0 share a key, as they should
+            key = (type(v) if isinstance(v, (str, bool)) or v is None else "number", v)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(v)
+    return out
 
 
 def check_property_order(property_order: str) -> str:
