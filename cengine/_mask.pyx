@@ -26,6 +26,12 @@
 #     tokens of the character's class are decided by their number of characters
 #     (TokenTrie.char_slice), those with a raw control refused, and only the ~3k-node trie
 #     of the tokens with a quote, a backslash or odd UTF-8 is walked (string_rest);
+#   * string bodies: a position inside a string of any length (an unbounded string, an
+#     open object's key), where the slice search closes (no plain run ever dies) and a
+#     static pass over the automaton shows no control is taken after a run of non-quote
+#     bytes (string_body), takes every plain token and refuses those with a control before
+#     any quote or backslash: only the ~3k-node TokenTrie.string_rest is walked, not the
+#     ~13k nodes beside the longest slice (an open object's key: ~240 -> ~80 µs);
 #   * counter frames: where the run is a level of a length counter (a rule called again
 #     right where its call returns) and a token can reach its end, the table takes the
 #     frames below too, down to one that no token can pop (at most MAX_TABLE_FRAMES):
@@ -526,6 +532,7 @@ def use_step_cache(bint on):
 cdef bint _use_character_runs = True
 cdef bint _use_loop_class = True
 cdef bint _use_entry_classes = True
+cdef bint _use_string_bodies = True
 
 
 def use_entry_classes(bint on):
@@ -540,6 +547,13 @@ def use_loop_class(bint on):
     benchmarks and tests)."""
     global _use_loop_class
     _use_loop_class = on
+
+
+def use_string_bodies(bint on):
+    """Switch the string-body tables (string_body: every plain token in, the string_rest
+    trie walked; for the tests that compare them with the slice walk, and benchmarks)."""
+    global _use_string_bodies
+    _use_string_bodies = on
 
 
 def use_character_runs(bint on):
@@ -1169,6 +1183,105 @@ def call_facts(a):
         call_facts_free(&f)
 
 
+cdef enum:
+    BODY_SCANNED = 1
+    BODY_EXPANDED = 2
+    BODY_BELOW = 4
+
+
+cdef inline bint _body_byte(uint8_t lo, uint8_t hi) noexcept nogil:
+    """Whether the byte range [lo, hi] holds a byte of a string body's plain prefix (see
+    string_body): not a C0 control, the quote or the backslash."""
+    return hi >= 0x20 and not (lo == hi and (lo == 0x22 or lo == 0x5C))
+
+
+cdef int string_body(const Prog* p, int32_t q0) noexcept nogil:
+    """Whether a lone frame at the byte position q0 reads like the inside of a JSON string:
+    after any run of bytes other than C0 controls, the quote and the backslash, no
+    configuration takes a C0 byte nor pops q0's frame. Then a token whose first byte among
+    C0, quote and backslash is a control is refused from q0, which TokenTrie.string_rest
+    leaves out of its trie. 1 if so, 0 if not shown, -1 on failure.
+
+    A static over-approximation of the configurations, over (position, level): level 0 is
+    q0's frame, level 1 a frame pushed on the way; a pushed frame that completes returns to
+    any position ever pushed below a top (the positions of a closure's chain under its top),
+    so the positions scanned include every top the matcher could reach."""
+    cdef int32_t n2 = 2 * p.n_pos
+    cdef uint8_t* mark = <uint8_t*> calloc(n2, 1)
+    cdef I32Vec scan, todo, below
+    cdef int32_t x, q, lvl, k, c, s0, e0, j, y, i
+    cdef int ok = 1
+    cdef bint popped = False
+    scan.data = todo.data = below.data = NULL
+    scan.n = scan.cap = todo.n = todo.cap = below.n = below.cap = 0
+    if mark == NULL:
+        return -1
+    mark[2 * q0] = BODY_SCANNED
+    if i32_push(&scan, 2 * q0) != 0:
+        ok = -1
+    while ok == 1 and (scan.n or todo.n):
+        if todo.n:
+            # a frame at x's position (not yet normalised) at x's level
+            todo.n -= 1
+            x = todo.data[todo.n]
+            q = x >> 1
+            lvl = x & 1
+            for k in range(p.clo_off[q], p.clo_off[q + 1]):
+                c = p.clo_chain[k]
+                s0 = p.chain_off[c]
+                e0 = p.chain_off[c + 1]
+                y = 2 * p.chain_pos[s0] + (lvl if e0 - s0 == 1 else 1)
+                if not mark[y] & BODY_SCANNED:
+                    mark[y] |= BODY_SCANNED
+                    if i32_push(&scan, y) != 0:
+                        ok = -1
+                for j in range(s0 + 1, e0):
+                    # the frames under the top: the chain's bottom takes the frame's place
+                    y = 2 * p.chain_pos[j] + (lvl if j == e0 - 1 else 1)
+                    if mark[y] & BODY_BELOW:
+                        continue
+                    mark[y] |= BODY_BELOW
+                    if i32_push(&below, y) != 0:
+                        ok = -1
+                    if popped and not mark[y] & BODY_EXPANDED:
+                        mark[y] |= BODY_EXPANDED
+                        if i32_push(&todo, y) != 0:
+                            ok = -1
+            if p.clo_pop[q]:
+                if lvl == 0:
+                    ok = 0           # q0's frame may end inside the run
+                elif not popped:
+                    popped = True
+                    for i in range(below.n):
+                        y = below.data[i]
+                        if not mark[y] & BODY_EXPANDED:
+                            mark[y] |= BODY_EXPANDED
+                            if i32_push(&todo, y) != 0:
+                                ok = -1
+        else:
+            # a top: its edges
+            scan.n -= 1
+            x = scan.data[scan.n]
+            q = x >> 1
+            lvl = x & 1
+            for k in range(p.edge_off[q], p.edge_off[q + 1]):
+                if p.edge_lo[k] < 0x20:
+                    ok = 0           # a control is taken
+                    break
+                if not _body_byte(p.edge_lo[k], p.edge_hi[k]):
+                    continue
+                y = 2 * p.edge_to[k] + lvl
+                if not mark[y] & BODY_EXPANDED:
+                    mark[y] |= BODY_EXPANDED
+                    if i32_push(&todo, y) != 0:
+                        ok = -1
+    free(mark)
+    free(scan.data)
+    free(todo.data)
+    free(below.data)
+    return ok
+
+
 cdef inline bint _narrow_at(const Prog* p, int32_t q, int32_t below) noexcept nogil:
     """Whether position q's edges take fewer than `below` bytes (structural positions: a
     quote, a brace, a key's first letters)."""
@@ -1418,7 +1531,8 @@ cdef class TokenTables:
             return t
 
     cdef int32_t _slice_depth(self, tuple frames, int32_t base_pm,
-                              int32_t limit, const uint64_t* cls=NULL) except -1:
+                              int32_t limit, const uint64_t* cls=NULL,
+                              bint* closed=NULL) except -1:
         """Largest d <= limit such that from the frames (bottom first) every sequence of
         plain string characters of at most d bytes keeps the base frame alive with no
         whitespace or depth cost (exact BFS over the automaton configurations, slice_bfs;
@@ -1432,7 +1546,7 @@ cdef class TokenTables:
             raise MemoryError()
         start = _intern_frames(&prog, &store, frames)
         with nogil:
-            d = slice_bfs(&prog, &store, start, base_pm, limit, &self.memo, cls)
+            d = slice_bfs(&prog, &store, start, base_pm, limit, &self.memo, cls, closed)
         store_free(&store)
         if d < 0:
             raise MemoryError()
@@ -1472,6 +1586,15 @@ cdef class TokenTables:
         sizes = self.trie.slice_sizes()
         base_pm = 1 if self.program.c.pos_flags[p] & FLAG_CONTAINER else 0
         return self._slice_depth((p,), base_pm, sizes[len(sizes) - 1], cls)
+
+    def string_body(self, int q):
+        """string_body at position q (tests)."""
+        if not 0 <= q < self.automaton.n_positions:
+            raise IndexError(q)
+        r = string_body(&self.program.c, q)
+        if r < 0:
+            raise MemoryError()
+        return r == 1
 
     def slice_depth(self, int p):
         """How many bytes of plain string characters position p provably accepts (tests)."""
@@ -1575,8 +1698,20 @@ cdef class TokenTables:
         # a bounded string's character: plain tokens are decided by their character count,
         # controls refused, and only the trie of the others (quotes, escapes) is walked
         cdef int32_t run = -1 if narrow else self._character_run(frames)
-        depth = 0 if narrow or run >= 0 else \
-            self._slice_depth(frames, base_pm, sizes[len(sizes) - 1])
+        cdef bint closed = False, body = False
+        depth = 0
+        if not narrow and run < 0:
+            depth = self._slice_depth(frames, base_pm, sizes[len(sizes) - 1], NULL, &closed)
+        # inside a string of any length (an unbounded string, an open object's key): every
+        # plain token is in, those with a control before any quote or backslash out, and only
+        # the ~3k-node trie of the others is walked (string_rest), not the ~13k nodes left
+        # beside the longest slice
+        if _use_string_bodies and closed and len(frames) == 1 and \
+                depth == sizes[len(sizes) - 1]:
+            rc = string_body(&prog, p)
+            if rc < 0:
+                raise MemoryError()
+            body = rc == 1
         t_1 = time.perf_counter()
         fitting = [k for k in sizes if k <= depth]
         self._last_depth = depth
@@ -1592,7 +1727,7 @@ cdef class TokenTables:
         cdef EntryPrune ep
         cdef EntryPrune* ep_p = NULL
         cdef bint plain_class = False
-        if _use_entry_classes and run < 0 and not narrow:
+        if _use_entry_classes and run < 0 and not narrow and not body:
             sub, sub_depth, sub_plain = self.trie.class_prune()
             ep.trie = &self.trie.c
             ep.sub = <const uint64_t*> cnp.PyArray_DATA(sub)
@@ -1600,7 +1735,8 @@ cdef class TokenTables:
             ep.ec = self._entry_classes()
             ep.base_pm = base_pm
             ep_p = &ep
-        if run < 0 and not narrow and (not fitting or fitting[len(fitting) - 1] < CLASS_BELOW):
+        if run < 0 and not narrow and not body and \
+                (not fitting or fitting[len(fitting) - 1] < CLASS_BELOW):
             # class slices: a string of a restricted ASCII class (a pattern such as
             # `^[a-z0-9.-]+$` or `^[^,]+$`) takes no plain slice; try its first bytes' class
             fbp = first_bytes(&prog, &self.fb, p)
@@ -1652,6 +1788,16 @@ cdef class TokenTables:
             acc_p = NULL
             walked = self.trie.string_rest()
             self._last_slice = ("chars", run)
+            self._last_walked = walked.n_nodes
+            with nogil:
+                rc = walk(&prog, &store, &walked.c, &self.fb, 0, init.data, 1, 1 << 30, bits_p,
+                          True, base_pm, &cond, exits_p, acc_p)
+        elif body:
+            bits = self.trie.char_slice(self.trie.longest_plain_chars()).copy()
+            bits_p = <uint32_t*> cnp.PyArray_DATA(bits)
+            acc_p = NULL
+            walked = self.trie.string_rest()
+            self._last_slice = ("body",)
             self._last_walked = walked.n_nodes
             with nogil:
                 rc = walk(&prog, &store, &walked.c, &self.fb, 0, init.data, 1, 1 << 30, bits_p,

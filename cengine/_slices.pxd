@@ -16,5 +16,6 @@ cdef struct SliceMemo:
 cdef int memo_init(SliceMemo* m, int32_t limit) noexcept nogil
 cdef void memo_free(SliceMemo* m) noexcept nogil
 cdef int32_t slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t base_pm,
-                       int32_t limit, SliceMemo* memo, const uint64_t* cls) noexcept nogil
+                       int32_t limit, SliceMemo* memo, const uint64_t* cls,
+                       bint* closed=*) noexcept nogil
 cdef int u8_state(int u, int b) noexcept nogil   # _u8_next

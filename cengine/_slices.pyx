@@ -248,7 +248,8 @@ cdef int32_t _plain_depth_alone(const Prog* prog, SliceMemo* memo, int32_t q,
 
 
 cdef int32_t slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t base_pm,
-                       int32_t limit, SliceMemo* memo, const uint64_t* cls) noexcept nogil:
+                       int32_t limit, SliceMemo* memo, const uint64_t* cls,
+                       bint* closed=NULL) noexcept nogil:
     """Breadth-first search over (entries, UTF-8 state) configurations from the single entry
     `start`, one byte per level; bytes between two cut points (edge range ends of the
     entries' positions, UTF-8 class boundaries) step alike, so one byte per interval is
@@ -263,8 +264,12 @@ cdef int32_t slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t ba
 
     With cls (words 0-1: a set of ASCII bytes; word 2: mixed), the runs searched are those
     of bytes in cls (mixed: and of the other plain characters) instead of plain characters (class slices: a pattern string such as `^[a-z0-9.-]+$` or
-    `^[^,]+$`); the memo, which is about plain runs, is not used then."""
-    return _slice_bfs(prog, store, start, base_pm, limit, 0, memo if cls == NULL else NULL, cls)
+    `^[^,]+$`); the memo, which is about plain runs, is not used then.
+
+    closed, when given, is set to whether the search ended with no new configuration (and
+    every one it skipped takes runs of any length): then no plain run of any length dies."""
+    return _slice_bfs(prog, store, start, base_pm, limit, 0, memo if cls == NULL else NULL, cls,
+                      closed)
 
 
 cdef int32_t _slice_bfs(const Prog* prog, Store* store, int32_t start, int32_t base_pm,
