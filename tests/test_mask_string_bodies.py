@@ -5,6 +5,9 @@ nodes left beside the longest slice. Checked three ways: the static analysis on 
 whose answer is known, the masks against the slice walk (use_string_bodies(False)) along
 documents, and the masks against brute force (every token tried on the matcher), over
 llama-bpe."""
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -157,3 +160,57 @@ def test_string_bodies_masks_exact(llama_bpe, name):
     pieces = [doc[i:i + 3] for i in range(0, len(doc), 3)]
     n = len(pieces) + 1 + 6
     assert check_random_states(g, llama_bpe, n, seed=5, docs=[pieces]) == n
+
+
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "maskbench-dev"
+
+
+def _masks_along_pieces(schema, vocab, pieces):
+    cengine.CACHE.clear()
+    SHARED_TABLES.clear()
+    g = cengine.compile_json_schema(schema, closed_objects=False, whitespace_budget=None,
+                                    property_order="any")
+    m = g.matcher(vocab)
+    out = []
+    for piece in pieces + [None]:
+        mask = np.zeros(cengine.mask_words(vocab.size), np.int32)
+        m.fill_mask(mask)
+        out.append(mask)
+        if piece is None or not m.accept_bytes(piece):
+            break
+    return out
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="no ../shared/corpora/maskbench-dev")
+def test_string_bodies_equal_slice_walk_on_corpus(llama_bpe):
+    """Every 25th corpus schema, the start of its first valid instance in 3-byte pieces: the
+    masks with string-body tables are the slice walk's (the whole corpus, 210,755 masks along
+    tokens, compared alike when this was written)."""
+    n_body = n_masks = 0
+    for path in sorted(CORPUS.glob("*.json"))[::25]:
+        entry = json.loads(path.read_text())
+        valid = [t for t in entry.get("tests", []) if t["valid"]]
+        if not valid:
+            continue
+        doc = json.dumps(valid[0]["data"], ensure_ascii=False).encode()[:240]
+        pieces = [doc[i:i + 3] for i in range(0, len(doc), 3)]
+        _mask.TABLE_LOG = []
+        try:
+            try:
+                ours = _masks_along_pieces(entry["schema"], llama_bpe, pieces)
+            except cengine.CompileError:
+                continue
+            n_body += sum(1 for e in _mask.TABLE_LOG if e[3] == ("body",))
+        finally:
+            _mask.TABLE_LOG = None
+        _mask.use_string_bodies(False)
+        try:
+            general = _masks_along_pieces(entry["schema"], llama_bpe, pieces)
+        finally:
+            _mask.use_string_bodies(True)
+            SHARED_TABLES.clear()
+        assert len(ours) == len(general), path.stem
+        for i, (a, b) in enumerate(zip(ours, general)):
+            assert np.array_equal(a, b), (path.stem, doc[:3 * i])
+        n_masks += len(ours)
+    assert n_body > 50 and n_masks > 1000, (n_body, n_masks)
