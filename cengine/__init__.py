@@ -61,6 +61,7 @@ def prepare(vocab, *, json: bool = True) -> None:
     trie.token_lengths()
     # a bounded string's character runs (TokenTables._character_run)
     trie.plain_chars()
+    trie.warm_char_slices()
     trie.string_rest()
     if json:
         from ._tables import any_character_body

@@ -50,4 +50,5 @@ cdef class TokenTrie:
     cdef object _plain_chars
     cdef int32_t _longest_chars
     cdef object _char_slices
+    cdef object _char_all
     cdef object _string_rest

@@ -219,3 +219,24 @@ def test_character_run_through_counter_levels(llama_bpe, length, written, want):
     if want is None:
         want = cengine._trie.trie_of(llama_bpe).longest_plain_chars()
     assert max(runs, default=-1) == want, runs
+
+
+def test_warm_char_slices_equal_each_count(llama_bpe):
+    """prepare() makes the default class's bitset of every count at once (warm_char_slices);
+    each row is the plain tokens of 1 to n characters, eos out, as char_slice made them one
+    by one; other classes are still made on demand."""
+    t = cengine._trie.trie_of(llama_bpe)
+    rows = t.warm_char_slices()
+    chars = t.plain_chars()
+    eos = np.isin(np.arange(llama_bpe.size), llama_bpe.eos_ids)
+    assert rows.shape == (t.longest_plain_chars() + 1, t.n_words)
+    assert not rows.flags.writeable
+    for n in range(rows.shape[0]):
+        bits = np.unpackbits(rows[n].view(np.uint8), bitorder="little")[:llama_bpe.size]
+        assert np.array_equal(bits.astype(bool), (chars > 0) & (chars <= n) & ~eos), n
+        assert t.char_slice(n) is not None and np.array_equal(t.char_slice(n), rows[n])
+    assert np.array_equal(t.char_slice(10 ** 6), rows[-1])
+    lower = int(sum(1 << (c - 64) for c in range(ord("a"), ord("z") + 1)))
+    letters = np.unpackbits(t.char_slice(5, 0, lower, False).view(np.uint8),
+                            bitorder="little")[:llama_bpe.size].astype(bool)
+    assert letters.any() and not (letters & ~((chars > 0) & (chars <= 5))).any()
