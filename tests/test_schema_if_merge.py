@@ -65,9 +65,10 @@ CASES = [
 ]
 
 REFUSED = [
-    # NOT pattern is no schema the compiler writes
-    ({"allOf": [{"if": {"pattern": "^a"}, "then": {"minLength": 2}},
-                {"if": {"pattern": "^b"}, "then": {"minLength": 3}}]}, "allOf", "/allOf"),
+    # NOT multipleOf is no schema the compiler writes (NOT pattern is: the first case of
+    # test_schema_not_languages's merged ifs)
+    ({"allOf": [{"if": {"multipleOf": 2}, "then": {"minimum": 2}},
+                {"if": {"multipleOf": 3}, "then": {"minimum": 3}}]}, "allOf", "/allOf"),
 ]
 
 

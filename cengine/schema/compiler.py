@@ -56,7 +56,8 @@ from .enums import Enums
 from .negation import Negation
 from .objects import MAX_ORDER_STATES, Objects
 from .refs import References
-from .vocabulary import (ANNOTATIONS, CONTAINS, ENFORCED, EXCLUDE, FRACTION, NEEDS_PARTNER, TYPES,
+from .vocabulary import (ANNOTATIONS, CONTAINS, ENFORCED, EXCLUDE, FRACTION, NEEDS_PARTNER,
+                         NOT_LANGUAGES, PATTERNS, TYPES,
                          _is_annotation,
                          _is_count, _is_type, _json_in, _type_list)
 from ..errors import CompileError, LimitError
@@ -497,9 +498,25 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         hi = self._count(schema, "maxLength", ptr)
         out = [v for v in schema.get(EXCLUDE, []) if isinstance(v, str)]
         fmt = self._format(schema, ptr)
-        if out and (fmt is not None or "pattern" in schema or lo or hi is not None):
-            raise CompileError("'not' of a string value beside string keywords is not enforced",
-                               keyword="not", pointer=ptr)
+        nots = schema.get(NOT_LANGUAGES, [])
+        more = schema.get(PATTERNS, [])
+        if nots or more or \
+                (out and (fmt is not None or "pattern" in schema or lo or hi is not None)):
+            # a language minus others (not/pattern, not/format), two patterns, or values
+            # excluded beside string keywords: the product of their DFAs over code points
+            # (strings.excluding_string)
+            for lang, value in nots:
+                if lang == "format" and value in formats.UNENFORCEABLE:
+                    self._format({"format": value}, ptr)        # refused, naming it
+            fname = schema["format"] if fmt is not None else None
+            patterns = tuple(dict.fromkeys(
+                ([schema["pattern"]] if "pattern" in schema else []) + list(more)))
+            values = tuple(dict.fromkeys(out))
+            excluded = tuple(dict.fromkeys((lang, value) for lang, value in nots))
+            return self._shared_string(
+                ("excluding", fname, patterns, values, excluded, lo, hi), ptr,
+                lambda: strings.excluding_string(fname, patterns, values, excluded, lo, hi,
+                                                 ptr, self.g))
         if out:
             return json_grammar.string_not_in(self.g, list(dict.fromkeys(out)))
         if fmt is not None:

@@ -18,7 +18,8 @@ from . import numbers
 from .drafts import Node
 from .drafts import pointer as _ptr
 from .pattern_names import _name_matches
-from .vocabulary import (ABSENT, ANNOTATIONS, EXCLUDE, MAX_VARIANTS, NEEDS_PARTNER, TYPES,
+from .vocabulary import (ABSENT, ANNOTATIONS, EXCLUDE, MAX_VARIANTS, NEEDS_PARTNER, NOT_LANGUAGES,
+                         PATTERNS, TYPES,
                          _is_annotation, _is_bound, _is_count, _json_among, _same, _types_overlap,
                          _values_of)
 from ..errors import CompileError
@@ -344,7 +345,8 @@ class Conjunction(CompilerPart):
                 if not both:
                     return False
                 out[k] = [t for t in TYPES if t in both]
-            elif k in ("required", ABSENT, EXCLUDE) and isinstance(v, list) and isinstance(w, list):
+            elif k in ("required", ABSENT, EXCLUDE, NOT_LANGUAGES, PATTERNS) and \
+                    isinstance(v, list) and isinstance(w, list):
                 out[k] = w + [x for x in v if not any(_same(x, y) for y in w)]
             elif k in ("minLength", "minItems", "minProperties") and _is_count(v) and _is_count(w):
                 out[k] = max(w, v)
@@ -366,6 +368,11 @@ class Conjunction(CompilerPart):
                     self._refuse_merge("two 'multipleOf' divisors", ptr, kw)
             elif k in ("enum", "const"):
                 continue        # intersected below
+            elif k == "pattern" and isinstance(v, str) and isinstance(w, str):
+                # both: the product of the two languages (strings.excluding_string)
+                extra = list(out.get(PATTERNS, []))
+                if v not in extra:
+                    out[PATTERNS] = extra + [v]
             elif k == "uniqueItems" and isinstance(v, bool) and isinstance(w, bool):
                 out[k] = v or w
             elif k == "dependentRequired" and isinstance(v, dict) and isinstance(w, dict):

@@ -15,7 +15,9 @@ from .conjunction import _all_of, _parts_of
 from .drafts import Node
 from .drafts import pointer as _ptr
 from .pattern_names import _name_matches
-from .vocabulary import (ABSENT, CONTAINS, EXCLUDE, FRACTION, NEEDS_PARTNER, TYPES,
+from . import formats
+from .vocabulary import (ABSENT, CONTAINS, EXCLUDE, FRACTION, NEEDS_PARTNER, NOT_LANGUAGES,
+                         PATTERNS, TYPES,
                          _is_annotation, _is_bound, _is_count, _is_type, _json_in, _same,
                          _type_list,
                          _types_overlap)
@@ -36,7 +38,8 @@ for _kws, _t in (
           "dependentSchemas", ABSENT), ("object",)),
         (("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", CONTAINS),
          ("array",)),
-        (("minLength", "maxLength", "pattern", "format"), ("string",)),
+        (("minLength", "maxLength", "pattern", "format", NOT_LANGUAGES, PATTERNS),
+         ("string",)),
         (("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
           FRACTION),
          ("number", "integer"))):
@@ -258,6 +261,22 @@ class Negation(CompilerPart):
             if any(s is True for s in negs):
                 return True
             return False if not negs else negs[0] if len(negs) == 1 else node({"anyOf": negs})
+        if kw == "pattern" and isinstance(v, str):
+            # NOT (contains a match of P) == a string none of whose substrings P matches: the
+            # complement of P's language over code points (strings.excluding_string)
+            return node({"type": "string", NOT_LANGUAGES: [["pattern", v]]})
+        if kw == "format" and isinstance(v, str) and v not in formats.UNENFORCEABLE:
+            if formats.format_expr(v) is None:
+                return False        # an annotation: every string satisfies it
+            return node({"type": "string", NOT_LANGUAGES: [["format", v]]})
+        if kw == PATTERNS and isinstance(v, list):
+            # NOT (a match of each) == a string without a match of one of them
+            alts = [node({"type": "string", NOT_LANGUAGES: [["pattern", p]]}) for p in v]
+            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
+        if kw == NOT_LANGUAGES and isinstance(v, list):
+            # NOT (in none of L) == a string in one of them
+            alts = [node({"type": "string", lang: value}) for lang, value in v]
+            return False if not alts else alts[0] if len(alts) == 1 else node({"anyOf": alts})
         if kw == "not":
             return v
         return None

@@ -197,13 +197,16 @@ def _pieces(groups: tuple) -> List[Tuple[list, list, list]]:
     return out
 
 
-def product_dfa(d1: Dfa, d2: Dfa, both: Callable[[bool, bool], bool]) -> Dfa:
+def product_dfa(d1: Dfa, d2: Dfa, both: Callable[[bool, bool], bool],
+                limit: Optional[int] = None) -> Dfa:
     """The DFA of pairs (complete DFAs over the same code points): a pair accepts when
-    both(first accepts, second accepts). TooLarge past MAX_SEARCH_STATES pairs.
+    both(first accepts, second accepts). TooLarge past MAX_SEARCH_STATES pairs (or past
+    limit, when smaller).
 
     Pairs are numbered in the order a queue walk finds them (a pair's edges in ascending
     code points), and a pair's edges are maximal runs of code points. Each state's edges
     are sorted once (a format's states meet many states of the pattern), not per pair."""
+    cap = MAX_SEARCH_STATES if limit is None else min(limit, MAX_SEARCH_STATES)
     g1, a1 = d1
     g2, a2 = d2
     x_all, y_all = _pieces(g1), _pieces(g2)
@@ -230,8 +233,8 @@ def product_dfa(d1: Dfa, d2: Dfa, both: Callable[[bool, bool], bool]) -> Dfa:
                 if n is None:
                     n = index[code] = len(order)
                     order.append(code)
-                    if len(order) > MAX_SEARCH_STATES:
-                        raise TooLarge(f"more than {MAX_SEARCH_STATES} DFA states")
+                    if len(order) > cap:
+                        raise TooLarge(f"more than {cap} DFA states")
                 rs = by.get(n)
                 if rs is None:
                     by[n] = [(lo, hi)]

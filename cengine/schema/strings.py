@@ -271,3 +271,70 @@ def format_pattern_string(name: str, pattern, lo: int, hi: Optional[int], ptr: s
     key = "maxLength" if hi is not None else "minLength" if lo else "pattern"
     return length_bounds.length_string(g, None, lo, hi, key, _ptr(ptr, key), dfa=dfa,
                                        key=("format-pattern", name, language, lo, hi))
+
+
+# states of the product DFA of a string with negated languages or several patterns (what
+# excluding_string builds; documented in docs/limits.md): past it the negation is refused.
+# Each state becomes a rule of the string's body, and such a body's positions (a search for
+# several words, a host name minus the addresses) cost tens of milliseconds to build and,
+# where no slice applies, first masks of ten and more (a oneOf of five overlapping searches:
+# 960 states, 130 ms to compile, first masks of 60 ms)
+MAX_EXCLUDING_STATES = 256
+
+
+@functools.lru_cache(maxsize=256)
+def _language_dfa(kind: str, value: str):
+    # the complete DFA over code points of a pattern's or an enforced format's language
+    # (lengths.language_dfa), once per (kind, value) and process
+    if kind == "pattern":
+        return length_bounds.language_dfa(search_expr(value))
+    if kind == "format":
+        return length_bounds.language_dfa(formats.format_expr(value))
+    return length_bounds.language_dfa(ir.alt(*(ir.lit(v) for v in value)))
+
+
+def excluding_string(fmt: Optional[str], patterns: Tuple[str, ...], values: Tuple[str, ...],
+                     excluded: Tuple[Tuple[str, str], ...], lo: int, hi: Optional[int],
+                     ptr: str, g: ir.GrammarIR) -> ir.Expr:
+    """A JSON string (quotes included) whose decoded value is in the enforced format `fmt`
+    (None: any), contains a match of each of `patterns`, is none of `values`, is in none
+    of the `excluded` languages (("pattern", regex) / ("format", name): what `not` of those
+    keywords leaves) and has lo..hi code points. Regular languages are closed under
+    complement: the DFAs over code points (complete, lengths.language_dfa) are multiplied
+    (searches.product_dfa), a pair accepting where the first accepts and the second does
+    not, then counted by lengths.length_string. LimitError naming `not` past
+    MAX_SEARCH_STATES (or MAX_LENGTH_STATES) states; a malformed or unsupported pattern is
+    refused naming `pattern`."""
+    for kind, value in excluded:
+        if kind == "pattern":
+            pattern_expr(value, _ptr(ptr, "not"))       # refused as a pattern would be
+    for pattern in patterns:
+        pattern_expr(pattern, ptr)                      # refused as a pattern would be
+    try:
+        if fmt is not None:
+            dfa = _language_dfa("format", fmt)[:2]
+        elif patterns:
+            dfa = _language_dfa("pattern", patterns[0])[:2]
+        else:
+            dfa = _language_dfa("pattern", "")[:2]      # every string
+        cap = MAX_EXCLUDING_STATES
+        for pattern in patterns if fmt is not None else patterns[1:]:
+            dfa = searches.product_dfa(dfa, _language_dfa("pattern", pattern)[:2],
+                                       lambda a, b: a and b, cap)
+        others = [_language_dfa(kind, value) for kind, value in excluded]
+        if values:
+            others.append(_language_dfa("values", values))
+        for d in others:
+            dfa = searches.product_dfa(dfa, d[:2], lambda a, b: a and not b, cap)
+    except (length_bounds.TooLarge, searches.TooLarge) as e:
+        raise LimitError(f"a string language with a negated one (from 'not', or a 'oneOf' or "
+                         f"'if' narrowed by a negation) or several patterns needs {e} (at most "
+                         f"MAX_EXCLUDING_STATES, {MAX_EXCLUDING_STATES}) "
+                         "(documented limits cengine.schema.strings.MAX_EXCLUDING_STATES, "
+                         "cengine.schema.searches.MAX_SEARCH_STATES, "
+                         "cengine.schema.lengths.MAX_LENGTH_STATES)", keyword="not",
+                         pointer=ptr) from None
+    key = "maxLength" if hi is not None else "minLength" if lo else "not"
+    return length_bounds.length_string(g, None, lo, hi, key, _ptr(ptr, key),
+                                       dfa=length_bounds.with_dist(*dfa),
+                                       key=("excluding", fmt, patterns, values, excluded, lo, hi))

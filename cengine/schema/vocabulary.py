@@ -19,6 +19,11 @@ ABSENT = "$llamay-absent"        # names that must not occur (from not/required,
 EXCLUDE = "$llamay-exclude"      # values that must not occur (from not/enum, not/const)
 CONTAINS = "$llamay-contains"    # a schema some element of the array satisfies (not/items)
 FRACTION = "$llamay-fraction"    # true: a number that is no integer (not/type integer)
+# string languages the decoded value must not be in (from not/pattern, not/format): a list of
+# ["pattern", regex] / ["format", name] pairs
+NOT_LANGUAGES = "$llamay-not-languages"
+# patterns the decoded value must contain a match of beside `pattern` (two patterns merged)
+PATTERNS = "$llamay-patterns"
 
 ENFORCED = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "prefixItems",
@@ -26,7 +31,7 @@ ENFORCED = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern",
     "format", "allOf", "oneOf", "not", "if", "then", "else", "patternProperties",
     "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
-    ABSENT, EXCLUDE, CONTAINS, FRACTION,
+    ABSENT, EXCLUDE, CONTAINS, FRACTION, NOT_LANGUAGES, PATTERNS,
 })
 
 # keywords that only act together with a partner; alone they have no effect (spec)
