@@ -36,6 +36,10 @@
 #     right where its call returns) and a token can reach its end, the table takes the
 #     frames below too, down to one that no token can pop (at most MAX_TABLE_FRAMES):
 #     tokens that cross a level's end are decided by the table, not walked with the stack.
+# A mask's suffix walks (the exits of a table continued with the real stack below) are joined
+# per suffix trie: stacks with one top and different frames below (an ambiguous schema's
+# alternatives) are walked once together, not once each (SuffixWalks; Github_medium---o25763:
+# 45 such stacks, 5.7-7 ms a mask -> 1.4-2.7 ms).
 # TokenTables() itself is on the path to every grammar's first mask: it computes nothing per
 # position (narrow positions are recognised where a mask meets them, the call facts come from
 # one C pass over the calls), and a first visit's narrow stacks share one walk of the trie.
@@ -1925,6 +1929,47 @@ cdef class TokenTables:
         _fill(self, m, tabs, <uint32_t*> cnp.PyArray_DATA(arr), cnp.PyArray_DIM(arr, 0))
 
 
+cdef struct SuffixWalks:
+    # the exit groups' suffix walks of one mask, one per suffix trie: the stacks that reach
+    # the same trie (the same table's group: stacks with one top and different frames below,
+    # as an ambiguous schema leaves) are walked together, their entries joined
+    const TrieC** tries
+    EntryVec* entries
+    int32_t n
+    int32_t cap
+
+
+cdef EntryVec* suffix_entries(SuffixWalks* sw, const TrieC* trie) noexcept nogil:
+    """The entries pending for trie's walk (a new empty set the first time), NULL on
+    allocation failure."""
+    cdef int32_t k, cap
+    cdef const TrieC** nt
+    cdef EntryVec* ne
+    for k in range(sw.n):
+        if sw.tries[k] == trie:
+            return &sw.entries[k]
+    if sw.n == sw.cap:
+        cap = 2 * sw.cap if sw.cap else 8
+        nt = <const TrieC**> realloc(sw.tries, cap * sizeof(TrieC*))
+        if nt == NULL:
+            return NULL
+        sw.tries = nt
+        ne = <EntryVec*> realloc(sw.entries, cap * sizeof(EntryVec))
+        if ne == NULL:
+            return NULL
+        sw.entries = ne
+        sw.cap = cap
+    sw.tries[sw.n] = trie
+    sw.entries[sw.n].data = NULL
+    sw.entries[sw.n].n = sw.entries[sw.n].cap = 0
+    sw.n += 1
+    return &sw.entries[sw.n - 1]
+
+
+cdef enum:
+    SUFFIX_DEDUP_MAX = 512      # joined entries past this are walked without deduplication
+
+
 cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out_words):
     cdef const Prog* p = &m.program.c
     cdef int32_t n = m.cur.n
@@ -1933,6 +1978,8 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
     cdef bint accepting = False
     cdef PosTable t
     cdef EntryVec st0, direct
+    cdef EntryVec* pend
+    cdef SuffixWalks sw
     cdef int rc = 0
     cdef int32_t tok
     cdef const int32_t* eos_p
@@ -1940,6 +1987,9 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
     st0.n = st0.cap = 0
     direct.data = NULL
     direct.n = direct.cap = 0
+    sw.tries = NULL
+    sw.entries = NULL
+    sw.n = sw.cap = 0
     memset(out, 0, n_out_words * sizeof(uint32_t))
     for i in range(n):
         node = m.cur.data[i].node
@@ -1974,19 +2024,30 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
                 for g in range(t.n_groups):
                     if t.g_ws[g] > remaining or t.g_pm[g] > headroom:
                         continue
-                    st0.n = 0
+                    pend = suffix_entries(&sw, &t.g_trie[g])
+                    if pend == NULL:
+                        rc = -1
+                        break
                     ws = m.cur.data[i].ws + t.g_ws[g]
                     expand(p, &m.store, m.store.pos[parent], m.store.parent[parent], ws, 0,
-                           p.max_depth, &st0)
-                    if st0.n == 0:
-                        continue
-                    dedup(&st0, 0)
-                    rc = walk(p, &m.store, &t.g_trie[g], &tt.fb, 0, st0.data, st0.n, p.max_depth, out,
-                              False, 0, NULL, NULL, NULL)
-                    if rc != 0:
+                           p.max_depth, pend)
+                    if m.store.failed:
+                        rc = -1
                         break
         if rc != 0:
             break
+    # the suffix walks, one per trie with the entries of every stack that reached it (a real
+    # walk sets the bits of the tokens some entry takes: the union of the stacks' walks)
+    for k in range(sw.n):
+        if rc == 0 and sw.entries[k].n:
+            with nogil:
+                if sw.entries[k].n <= SUFFIX_DEDUP_MAX:
+                    dedup(&sw.entries[k], 0)
+                rc = walk(p, &m.store, sw.tries[k], &tt.fb, 0, sw.entries[k].data,
+                          sw.entries[k].n, p.max_depth, out, False, 0, NULL, NULL, NULL)
+        vec_free(&sw.entries[k])
+    free(sw.tries)
+    free(sw.entries)
     if rc == 0 and direct.n:
         # one walk of the vocabulary from all of them (the union of their masks), not one
         # per stack: a document's first mask has several stacks at narrow positions (the
