@@ -39,7 +39,9 @@
 # A mask's suffix walks (the exits of a table continued with the real stack below) are joined
 # per suffix trie: stacks with one top and different frames below (an ambiguous schema's
 # alternatives) are walked once together, not once each (SuffixWalks; Github_medium---o25763:
-# 45 such stacks, 5.7-7 ms a mask -> 1.4-2.7 ms).
+# 45 such stacks, 5.7-7 ms a mask -> 1.4-2.7 ms); a table shared by several stacks is ORed in
+# once, and a narrow position met by DIRECT_MAX_STACKS stacks at once gets its table on that
+# first visit (one walk with all of them cost more than the table and the joined walks).
 # TokenTables() itself is on the path to every grammar's first mask: it computes nothing per
 # position (narrow positions are recognised where a mask meets them, the call facts come from
 # one C pass over the calls), and a first visit's narrow stacks share one walk of the trie.
@@ -1087,6 +1089,8 @@ cdef enum:
 
 NARROW_FIRST_BYTES = 16    # positions with fewer legal first bytes are walked directly ...
 DIRECT_VISITS = 1          # ... this many times before their table is built
+DIRECT_MAX_STACKS = 4      # ... unless this many stacks of one mask are there: one table and
+                           # their joined suffix walks cost less than a walk with all of them
 
 
 cdef enum:
@@ -1893,6 +1897,15 @@ cdef class TokenTables:
         tabs = []
         cdef int32_t p, q
         cdef const int64_t* short_len = self.program.c.short_len
+        crowded = None
+        if n >= DIRECT_MAX_STACKS:
+            # the tops several stacks share (an ambiguous schema's alternatives)
+            crowded = {}
+            for i in range(n):
+                node = m.cur.data[i].node
+                if node >= 0:
+                    p = m.store.pos[node]
+                    crowded[p] = crowded.get(p, 0) + 1
         for i in range(n):
             node = m.cur.data[i].node
             if node < 0:
@@ -1916,10 +1929,11 @@ cdef class TokenTables:
                 tabs.append(t if t is not None else self.pair_table(q, p))
                 continue
             t = self.tables.get(p)
-            if t is None and _narrow_at(&self.program.c, p, self._narrow_below):
+            if t is None and _narrow_at(&self.program.c, p, self._narrow_below) and \
+                    (crowded is None or crowded[p] < DIRECT_MAX_STACKS):
                 # a position with few first bytes: walking the trie directly costs ~10x less
                 # than building its table, so the table comes only once it has been visited
-                # DIRECT_VISITS times
+                # DIRECT_VISITS times (or met by DIRECT_MAX_STACKS stacks at once)
                 seen = self.seen_once.get(p, 0)
                 if seen < DIRECT_VISITS:
                     self.seen_once[p] = seen + 1
@@ -1990,6 +2004,8 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
     sw.tries = NULL
     sw.entries = NULL
     sw.n = sw.cap = 0
+    cdef bint fresh
+    ored = None
     memset(out, 0, n_out_words * sizeof(uint32_t))
     for i in range(n):
         node = m.cur.data[i].node
@@ -2010,8 +2026,18 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
             parent = m.store.parent[parent]
         headroom = p.max_depth - (m.store.depth[parent] if parent >= 0 else 0)
         remaining = (p.ws_budget - m.cur.data[i].ws) if p.ws_budget >= 0 else (1 << 30)
+        # a table's unconditional tokens once per mask, however many stacks share it
+        fresh = i == 0 or t is not tabs[i - 1]
+        if fresh and n > 2:
+            if ored is None:
+                ored = set()
+            key = id(t)
+            fresh = key not in ored
+            ored.add(key)
         with nogil:
-            if t.bits_p != NULL:
+            if not fresh:
+                pass
+            elif t.bits_p != NULL:
                 for k in range(n_words):
                     out[k] |= t.bits_p[k]
             else:

@@ -11,7 +11,7 @@
 # this module refuses to import when the struct in _automaton.pxd drifts from that list.
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 cimport numpy as cnp
 import numpy as np
 
@@ -220,12 +220,55 @@ cdef void expand(const Prog* p, Store* s, int32_t q, int32_t base, int32_t ws, i
         q = s.pos[base]
         base = s.parent[base]
 
+cdef enum:
+    DEDUP_HASH_MIN = 48     # more entries than this are deduplicated through a hash set
+
+
+cdef void _dedup_hashed(EntryVec* v, int32_t start) noexcept nogil:
+    """dedup through an open-addressing set of the kept entries' indices (the pairwise scan is
+    quadratic: a mask's joined suffix walk steps hundreds of entries at once)."""
+    cdef int32_t n = v.n - start, i, j, w = start, cap = 64
+    cdef uint64_t h, mask
+    cdef int32_t* slots
+    cdef Entry* e
+    cdef Entry* f
+    while cap < 2 * n:
+        cap *= 2
+    slots = <int32_t*> malloc(cap * sizeof(int32_t))
+    if slots == NULL:
+        return                  # duplicates cost work, never a wrong answer
+    memset(slots, 0xFF, cap * sizeof(int32_t))
+    mask = <uint64_t> (cap - 1)
+    for i in range(start, v.n):
+        e = &v.data[i]
+        h = ((<uint64_t> <uint32_t> e.node) * 11400714819323198485u
+             ^ (<uint64_t> <uint32_t> e.ws) * 14029467366897019727u
+             ^ (<uint64_t> <uint32_t> e.pmax) * 1609587929392839161u) >> 20
+        h &= mask
+        while True:
+            j = slots[h]
+            if j < 0:
+                v.data[w] = e[0]
+                slots[h] = w
+                w += 1
+                break
+            f = &v.data[j]
+            if f.node == e.node and f.ws == e.ws and f.pmax == e.pmax:
+                break
+            h = (h + 1) & mask
+    free(slots)
+    v.n = w
+
+
 cdef void dedup(EntryVec* v, int32_t start) noexcept nogil:
     """Remove duplicate entries in v.data[start:v.n] (keeps first occurrences, order kept)."""
     cdef int32_t i, j, w
     cdef bint dup
     cdef int32_t n = v.n - start
     if n <= 1:
+        return
+    if n > DEDUP_HASH_MIN:
+        _dedup_hashed(v, start)
         return
     w = start
     for i in range(start, v.n):

@@ -24,6 +24,12 @@ EIGHT_TAILS = "root ::= " + " | ".join(f"t{k}" for k in range(8)) + "\n" + "\n".
     f't{k} ::= "\\"" word "\\"" "{tail}"' for k, tail in
     enumerate([",", ":", "]", "}", " x", " y", "\\n", ";"])) + "\nword ::= [a-z] word | \"\""
 
+# sixty tails, several alike (`" x` reached from four rules): the joined entries pass
+# _matcher's DEDUP_HASH_MIN, so their steps are deduplicated through its hash set
+SIXTY_TAILS = "root ::= " + " | ".join(f"u{k}" for k in range(60)) + "\n" + "\n".join(
+    f'u{k} ::= "\\"" word "\\"" "{chr(0x61 + k % 15)}{k % 4}"' for k in range(60)) + \
+    "\nword ::= [a-z] word | \"\""
+
 # an anyOf of open objects sharing their string properties (an array of a union, as
 # Github_hard---o77317 and o25763 have): a string's closing quote exits into each branch
 UNION = {"type": "array", "items": {"anyOf": [
@@ -36,6 +42,7 @@ UNION = {"type": "array", "items": {"anyOf": [
 
 CASES = {
     "eight_tails": (lambda: cengine.compile_gbnf(EIGHT_TAILS), b'"ab'),
+    "sixty_tails": (lambda: cengine.compile_gbnf(SIXTY_TAILS), b'"ab'),
     "union_of_objects": (lambda: cengine.compile_json_schema(UNION, closed_objects=False,
                                                              property_order="any"),
                          b'[{"id": "x1'),
