@@ -118,10 +118,11 @@ def test_character_runs_masks_exact(llama_bpe, name):
 
 
 def _masks_along(schema, vocab, doc):
-    """The masks along `doc` (one byte at a time) on a fresh grammar, no table shared."""
+    """The masks along `doc` (one byte at a time) on a fresh grammar, no table shared
+    (schema: a JSON Schema, or a function making the grammar)."""
     cengine.CACHE.clear()
     SHARED_TABLES.clear()
-    g = cengine.compile_json_schema(schema)
+    g = schema() if callable(schema) else cengine.compile_json_schema(schema)
     m = g.matcher(vocab)
     out = []
     for i in range(len(doc) + 1):

@@ -15,6 +15,7 @@ import cengine
 from cengine import _mask
 from cengine._tables import SHARED_TABLES
 from material import vocab_gguf
+from test_mask_character_runs import _masks_along
 from test_mask_exact import check_random_states
 
 
@@ -78,22 +79,6 @@ def test_string_body_rejects_bad_position(llama_bpe):
     g = cengine.compile_json_schema({"type": "string"})
     with pytest.raises(IndexError):
         g.token_tables(llama_bpe).string_body(g.automaton.n_positions)
-
-
-def _masks_along(make, vocab, doc):
-    """The masks along `doc` (one byte at a time) on a fresh grammar, no table shared."""
-    cengine.CACHE.clear()
-    SHARED_TABLES.clear()
-    g = make()
-    m = g.matcher(vocab)
-    out = []
-    for i in range(len(doc) + 1):
-        mask = np.zeros(cengine.mask_words(vocab.size), np.int32)
-        m.fill_mask(mask)
-        out.append(mask)
-        if i < len(doc):
-            assert m.accept_bytes(doc[i:i + 1])
-    return out
 
 
 ANY_OF_OBJECTS = {"type": "array", "items": {"anyOf": [
