@@ -1991,14 +1991,12 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
     cdef int32_t n_words = tt.trie.n_words
     cdef bint accepting = False
     cdef PosTable t
-    cdef EntryVec st0, direct
+    cdef EntryVec direct
     cdef EntryVec* pend
     cdef SuffixWalks sw
     cdef int rc = 0
     cdef int32_t tok
     cdef const int32_t* eos_p
-    st0.data = NULL
-    st0.n = st0.cap = 0
     direct.data = NULL
     direct.n = direct.cap = 0
     sw.tries = NULL
@@ -2027,13 +2025,12 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
         headroom = p.max_depth - (m.store.depth[parent] if parent >= 0 else 0)
         remaining = (p.ws_budget - m.cur.data[i].ws) if p.ws_budget >= 0 else (1 << 30)
         # a table's unconditional tokens once per mask, however many stacks share it
-        fresh = i == 0 or t is not tabs[i - 1]
-        if fresh and n > 2:
+        fresh = True
+        if n > 1:
             if ored is None:
                 ored = set()
-            key = id(t)
-            fresh = key not in ored
-            ored.add(key)
+            fresh = id(t) not in ored
+            ored.add(id(t))
         with nogil:
             if not fresh:
                 pass
@@ -2094,7 +2091,6 @@ cdef _fill(TokenTables tt, Matcher m, list tabs, uint32_t* out, Py_ssize_t n_out
                     break
         if rc == 1:
             rc = 0
-    vec_free(&st0)
     vec_free(&direct)
     if rc != 0 or m.store.failed:
         m.store.failed = 0
