@@ -397,9 +397,12 @@ REFUSED = [
     ({"minProperties": 2}, "minProperties", "/minProperties"),    # a repeated key counts once
     ({"unevaluatedProperties": False}, "unevaluatedProperties", "/unevaluatedProperties"),
     ({"type": "array", "unevaluatedItems": False}, "unevaluatedItems", "/unevaluatedItems"),
-    ({"$dynamicRef": "#x"}, "$dynamicRef", "/$dynamicRef"),
+    ({"$dynamicRef": "#x"}, "$dynamicRef", "/$dynamicRef"),            # no such anchor
+    ({"$defs": {"a": {"$dynamicAnchor": "x"}}, "$id": "http://e.org/a",
+      "properties": {"b": {"$id": "b", "$dynamicRef": "#x"}}}, "$dynamicRef",
+     "/properties/b/$dynamicRef"),                          # an embedded resource's scope
     ({"$ref": "http://example.com/s.json"}, "$ref", "/$ref"),
-    ({"$ref": "#anchor"}, "$ref", "/$ref"),
+    ({"$ref": "#anchor"}, "$ref", "/$ref"),                              # no such anchor
     ({"$ref": "#/$defs/missing"}, "$ref", "/$ref"),
     ({"items": {"$ref": "other.json#/x"}}, "$ref", "/items/$ref"),
     ({"type": "array", "items": [{"type": "string"}]}, "items", "/items"),

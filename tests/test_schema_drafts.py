@@ -33,7 +33,8 @@ URIS = {
 }
 
 # (draft, file, group) -> why the group is refused although it uses only enforced keywords
-_REMOTE = "remote, relative-URI, URN or anchor $ref: only local JSON pointers are enforced"
+_REMOTE = ("remote or relative-URI $ref, or an anchor of an embedded resource: only the "
+           "document's root resource is read")
 
 
 def _groups():

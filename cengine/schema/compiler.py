@@ -208,6 +208,7 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         # refs.py
         self.ref_rules: Dict[str, str] = {}
         self._embedded: Optional[bool] = None
+        self._anchors: Optional[Dict[str, List[Tuple[Any, str, str]]]] = None   # _anchor
         # conjunction.py
         self.conj_rules: Dict[str, str] = {}      # _json_text of the conjunction -> rule
         # _flatten_ref: $ref target pointer -> (its conjuncts, depth of the chain below it)
@@ -355,6 +356,18 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
                                    keyword="$recursiveRef", pointer=_ptr(ptr, "$recursiveRef"))
             n["$ref"] = n.pop("$recursiveRef")
             n.src["$ref"] = "$recursiveRef"
+        if "$dynamicRef" in n:
+            # likewise (2020-12): with the root the only resource in the dynamic scope, the
+            # outermost schema declaring the $dynamicAnchor is the one a static $ref finds
+            ref = n["$dynamicRef"]
+            if not isinstance(ref, str) or not ref.startswith("#") or "$ref" in n or \
+                    self._embedded_ids():
+                raise CompileError("'$dynamicRef' is enforced only as a fragment ('#...') "
+                                   "without '$ref' beside it, in a schema without embedded "
+                                   "resources ($id below the root)", keyword="$dynamicRef",
+                                   pointer=_ptr(ptr, "$dynamicRef"))
+            n["$ref"] = n.pop("$dynamicRef")
+            n.src["$ref"] = "$dynamicRef"
         return n
 
     def _locate_ignored(self, node: dict, ptr: str, mark: int) -> None:
@@ -397,7 +410,7 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
                                      [k for k in self._validating_keys(schema) if k != "$ref"]):
                 return self._conj_rule(schema, ptr, "allOf" if "allOf" in schema else "$ref")
             if "$ref" in schema:
-                return self._ref(schema["$ref"], ptr)
+                return self._ref(schema["$ref"], ptr, self._kw(schema, "$ref"))
             if "not" in schema:
                 return self.compile(self._apply_not(schema, ptr), ptr)
             if "if" in schema and ("then" in schema or "else" in schema):

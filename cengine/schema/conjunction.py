@@ -281,7 +281,7 @@ class Conjunction(CompilerPart):
             for i, b in enumerate(branches):
                 out.extend(self._flatten(b, _ptr(ptr, "allOf", i), seen, origin))
         if "$ref" in n:
-            target, tptr = self._resolve(n["$ref"], ptr)
+            target, tptr = self._resolve(n["$ref"], ptr, self._kw(n, "$ref"))
             if tptr in seen or len(seen) > 32:
                 raise CompileError("a reference that reaches itself through allOf / $ref "
                                    "siblings alone is not enforced", keyword=origin[0],

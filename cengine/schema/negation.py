@@ -138,7 +138,7 @@ class Negation(CompilerPart):
         if ctx is not None and ctx.node is not None and self._implied(ctx.node, n, grp):
             return False            # every document of ctx satisfies these keywords
         if grp == {"$ref"}:
-            target, tptr = self._resolve(n["$ref"], ptr)
+            target, tptr = self._resolve(n["$ref"], ptr, self._kw(n, "$ref"))
             return self._negate(target, tptr, depth + 1, ctx)
         if grp == {"type"}:
             t = _type_list(n["type"])

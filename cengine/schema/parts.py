@@ -37,6 +37,7 @@ class CompilerPart:
     _member_col: Optional[ir.Expr]
     _member_col_items: Optional[tuple]
     _embedded: Optional[bool]
+    _anchors: Optional[Dict[str, List[Tuple[Any, str, str]]]]
     _validator: Any
 
     if TYPE_CHECKING:
@@ -84,5 +85,5 @@ class CompilerPart:
             raise NotImplementedError
 
         # refs.References
-        def _resolve(self, ref: Any, ptr: str) -> Tuple[Any, str]:
+        def _resolve(self, ref: Any, ptr: str, keyword: str = "$ref") -> Tuple[Any, str]:
             raise NotImplementedError
