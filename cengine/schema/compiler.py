@@ -593,8 +593,14 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
             ukw = self._kw(schema, "uniqueItems")
             raise CompileError("'uniqueItems' must be a boolean", keyword=ukw,
                                pointer=_ptr(ptr, ukw))
-        if unique and (CONTAINS in schema or prefix) and (hi is None or hi > 1):
-            self._refuse_unique(schema, ptr, "without prefixItems or a 'not' of 'items'")
+        if unique and (CONTAINS in schema or "contains" in schema or prefix) and \
+                (hi is None or hi > 1):
+            self._refuse_unique(schema, ptr, "without prefixItems, 'contains' or a 'not' of "
+                                "'items'")
+        if "contains" in schema:
+            counted = self._array_with_contains(schema, ptr, items, rest, prefix, lo, hi)
+            if counted is not None:
+                return counted
         if CONTAINS in schema:
             return self._array_containing(schema, ptr, items, rest, prefix, lo, hi)
         # an impossible element caps the length before it
@@ -726,6 +732,64 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
                            json_grammar.ws_bytes(), b"[]")
         return ir.ref(self._object_part(ptr, "array", node, container=True,
                                         keyword="uniqueItems"))
+
+    def _array_with_contains(self, schema: dict, ptr: str, items: Any, rest: ir.Expr,
+                             prefix: list, lo: int, hi: Optional[int]) -> Optional[ir.Expr]:
+        """`contains`, with 2019-09's `minContains` (default 1) and `maxContains`: an array
+        whose elements all satisfy items, k..m of them also contains. None when contains
+        imposes nothing (minContains 0 and no maxContains).
+
+        At least k: `(I ,)* W ((, I)* , W){k-1} (, I)*`, W = items AND contains, I any
+        element: a language, so which elements stand as the witnesses does not matter. At
+        most m as well: the other elements must fail contains, N = items AND NOT contains,
+        `(N ,)* W ((, N)* , W){k-1..m-1} (, N)*`, and when k is 0 also an array of N alone
+        or none. Refused beside prefixItems, maxItems, a minItems above k, or a 'not' of
+        'items' (a second witness); maxContains where contains has no negation ('not')."""
+        ckw = self._kw(schema, "contains")
+        k = self._count(schema, "minContains", ptr)
+        k = 1 if k is None else k
+        m = self._count(schema, "maxContains", ptr)
+        if k == 0 and m is None:
+            return None
+        beside = "a 'not' of 'items'" if CONTAINS in schema else "prefixItems" if prefix \
+            else "maxItems" if hi is not None else "minItems above minContains" if lo > k \
+            else None
+        if beside is not None:
+            raise CompileError(f"'contains' is enforced only without {beside} beside it",
+                               keyword=ckw, pointer=_ptr(ptr, ckw))
+        if m is not None and m < k:
+            return ir.NOTHING
+        self._check_unroll(k, "minContains", ptr)
+        self._check_unroll(m, "maxContains", ptr)
+        g = self.g
+        sep = json_grammar.comma(g)
+        witness = self.compile(_all_of([items, schema["contains"]], ("contains", ptr)),
+                               _ptr(ptr, ckw))
+        if isinstance(witness, ir.Nothing):
+            # no element can satisfy contains: none does
+            return ir.NOTHING if k > 0 else None
+        if m is None:
+            other = rest
+        else:
+            mkw = self._kw(schema, "maxContains")
+            try:
+                other = self.compile(_all_of([items, Node({"not": schema["contains"]})],
+                                             ("maxContains", ptr)), _ptr(ptr, mkw))
+            except CompileError as e:
+                raise CompileError(f"'maxContains' needs the elements that fail 'contains', "
+                                   f"which cannot be written exactly: {e.reason}",
+                                   keyword=mkw, pointer=_ptr(ptr, mkw)) from None
+        before = ir.repeat(ir.seq(other, sep), 0, None)
+        after = ir.repeat(ir.seq(sep, other), 0, None)
+        between = ir.seq(after, sep, witness)
+        first = max(k, 1)
+        counted = ir.seq(before, witness,
+                         ir.repeat(between, first - 1, None if m is None else m - 1), after)
+        if k == 0:
+            none = ir.seq(other, after)
+            counted = none if m == 0 else ir.alt(none, counted)
+        expr = json_grammar.container(g, "[", counted, "]", nullable_members=(k == 0))
+        return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword=ckw))
 
     def _array_containing(self, schema: dict, ptr: str, items: Any, rest: ir.Expr,
                           prefix: list, lo: int, hi: Optional[int]) -> ir.Expr:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import math
 from json.encoder import encode_basestring_ascii as _json_ascii
-from typing import Any, Optional, Tuple
+from fractions import Fraction
+from typing import Any, Optional, Tuple, Union
 
 from .. import ir
 from . import numbers
@@ -106,6 +107,17 @@ def _all_of(schemas: list, origin: Optional[Tuple[str, str]] = None):
     if len(items) == 1:
         return items[0]
     return Node({"allOf": items}, parts=_parts_of(*items), origin=origin)
+
+
+def _common_multiple(a: Fraction, b: Fraction) -> Optional[Union[int, float]]:
+    """The least common multiple of two positive rationals (a number is a multiple of both
+    exactly when it is a multiple of it), written as JSON would write it: an integer, or a
+    float whose shortest spelling is exactly that value; None when no float spells it."""
+    lcm = Fraction(math.lcm(a.numerator, b.numerator), math.gcd(a.denominator, b.denominator))
+    if lcm.denominator == 1:
+        return int(lcm)
+    spelled = float(lcm)
+    return spelled if numbers._spec_value(spelled) == lcm else None
 
 
 def _has_patterns(side: dict) -> bool:
@@ -365,7 +377,10 @@ class Conjunction(CompilerPart):
                 elif (fb / fa).denominator == 1:
                     out[k] = v
                 else:
-                    self._refuse_merge("two 'multipleOf' divisors", ptr, kw)
+                    both = _common_multiple(fa, fb)
+                    if both is None:
+                        self._refuse_merge("two 'multipleOf' divisors", ptr, kw)
+                    out[k] = both
             elif k in ("enum", "const"):
                 continue        # intersected below
             elif k == "pattern" and isinstance(v, str) and isinstance(w, str):

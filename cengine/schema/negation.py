@@ -225,6 +225,14 @@ class Negation(CompilerPart):
             if neg is None:
                 return None
             return False if neg is False else node({"type": "array", CONTAINS: neg})
+        if kw == "contains" and "minContains" not in n and "maxContains" not in n:
+            # NOT (some element satisfies C) == an array whose every element satisfies NOT C
+            # (the empty one too); with minContains / maxContains not written here
+            neg = self._negate(v, _ptr(ptr, self._kw(n, "contains")), depth + 1, None)
+            if neg is None:
+                return None
+            return node({"type": "array", "maxItems": 0}) if neg is False \
+                else node({"type": "array", "items": neg})
         if kw == "oneOf" and isinstance(v, list) and v and self._pairwise_disjoint(v, ptr):
             # branches no document satisfies two of: oneOf is anyOf (below)
             kw = "anyOf"

@@ -60,6 +60,13 @@ def _seq_onto(x: ir.Expr, rest: ir.Expr) -> ir.Expr:
     return ir.Seq(items)
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    """Schemas a and b are written alike, or both accept every value."""
+    def free(x: Any) -> bool:
+        return x is True or (isinstance(x, dict) and _accepts_everything(x))
+    return _same(a, b) or (free(a) and free(b))
+
+
 class Objects(CompilerPart):
     """The object part of the schema compiler (a mixin of compiler._Compiler: reads its g,
     closed, any_order, ignored, shared_parts, shared_keys, _property_values,
@@ -198,6 +205,12 @@ class Objects(CompilerPart):
         # names matching no pattern meet additionalProperties, unless a universal pattern
         # matches them too (then additionalProperties never applies)
         rest_value = _all_of(every, ("patternProperties", pp_ptr)) if universal else addl
+        # a narrow pattern whose value schema means what the rest's does splits nothing (an
+        # OpenAPI `^x-` extension pattern of `{}` beside an open object): its names take the
+        # same values as every other extra key
+        narrow = [p for p in narrow
+                  if not _same_value(_all_of([pats[p]] + every, ("patternProperties", pp_ptr)),
+                                     rest_value)]
         if narrow:
             if len(narrow) > 1 and not all(_same(pats[p], pats[narrow[0]]) for p in narrow):
                 raise CompileError("several 'patternProperties' patterns with different schemas "

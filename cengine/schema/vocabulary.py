@@ -31,6 +31,7 @@ ENFORCED = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern",
     "format", "allOf", "oneOf", "not", "if", "then", "else", "patternProperties",
     "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
+    "contains", "minContains", "maxContains",
     ABSENT, EXCLUDE, CONTAINS, FRACTION, NOT_LANGUAGES, PATTERNS,
 })
 
