@@ -212,20 +212,35 @@ class Objects(CompilerPart):
                   if not _same_value(_all_of([pats[p]] + every, ("patternProperties", pp_ptr)),
                                      rest_value)]
         if narrow:
-            if len(narrow) > 1 and not all(_same(pats[p], pats[narrow[0]]) for p in narrow):
+            # patterns sharing a schema are one language; languages of different schemas must
+            # be disjoint (no name matches two), so each name's value is one pattern's
+            groups: List[List[str]] = []
+            for p in narrow:
+                for grp in groups:
+                    if _same(pats[p], pats[grp[0]]):
+                        grp.append(p)
+                        break
+                else:
+                    groups.append([p])
+            if len(groups) > 1 and not all(
+                    strings.patterns_disjoint(tuple(a), tuple(b))
+                    for i, a in enumerate(groups) for b in groups[i + 1:]):
                 raise CompileError("several 'patternProperties' patterns with different schemas "
                                    "(a name may match more than one)", keyword="patternProperties",
                                    pointer=pp_ptr)
-            language = ir.alt(*(self._pattern_language(p, pp_ptr) for p in narrow))
-            matched = _all_of([pats[narrow[0]]] + every, ("patternProperties", pp_ptr))
-            for value_schema, negate, where in ((matched, False, _ptr(pp_ptr, narrow[0])),
-                                                (rest_value, True, addl_ptr)):
+            alphabet = _key_alphabet(narrow)
+            every_name = ir.alt(*(self._pattern_language(p, pp_ptr) for p in narrow))
+            parts = [(ir.alt(*(self._pattern_language(p, pp_ptr) for p in grp)),
+                      _all_of([pats[grp[0]]] + every, ("patternProperties", pp_ptr)), False,
+                      _ptr(pp_ptr, grp[0])) for grp in groups]
+            parts.append((every_name, rest_value, True, addl_ptr))
+            for language, value_schema, negate, where in parts:
                 value = self._value_expr(value_schema, where)
                 if isinstance(value, ir.Nothing):
                     continue
                 key = keys.key_expr(g, self._rule_name(where, "key"), language, declared,
                                   negate=negate, keyword="patternProperties", pointer=pp_ptr,
-                                  alphabet=_key_alphabet(narrow))
+                                  alphabet=alphabet)
                 if not isinstance(key, ir.Nothing):
                     out.append((key, value))
         else:

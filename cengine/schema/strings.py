@@ -293,6 +293,24 @@ def _language_dfa(kind: str, value: str):
     return length_bounds.language_dfa(ir.alt(*(ir.lit(v) for v in value)))
 
 
+def patterns_disjoint(first: Tuple[str, ...], second: Tuple[str, ...]) -> bool:
+    """No string contains a match of a pattern of `first` and one of `second` (search
+    semantics, as patternProperties match names): each pair's product of complete code-point
+    DFAs has no accepting pair. False when some product passes MAX_EXCLUDING_STATES (not
+    proven) or a pattern is not enforced."""
+    try:
+        for a in first:
+            for b in second:
+                _, accepting = searches.product_dfa(_language_dfa("pattern", a)[:2],
+                                                    _language_dfa("pattern", b)[:2],
+                                                    lambda x, y: x and y, MAX_EXCLUDING_STATES)
+                if any(accepting):
+                    return False
+    except (CompileError, length_bounds.TooLarge, searches.TooLarge):
+        return False
+    return True
+
+
 def excluding_string(fmt: Optional[str], patterns: Tuple[str, ...], values: Tuple[str, ...],
                      excluded: Tuple[Tuple[str, str], ...], lo: int, hi: Optional[int],
                      ptr: str, g: ir.GrammarIR) -> ir.Expr:
