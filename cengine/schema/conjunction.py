@@ -377,10 +377,10 @@ class Conjunction(CompilerPart):
                 elif (fb / fa).denominator == 1:
                     out[k] = v
                 else:
-                    both = _common_multiple(fa, fb)
-                    if both is None:
+                    common = _common_multiple(fa, fb)
+                    if common is None:
                         self._refuse_merge("two 'multipleOf' divisors", ptr, kw)
-                    out[k] = both
+                    out[k] = common
             elif k in ("enum", "const"):
                 continue        # intersected below
             elif k == "pattern" and isinstance(v, str) and isinstance(w, str):

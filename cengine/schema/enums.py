@@ -5,6 +5,7 @@ spellings). The same validator answers the other parts' questions about single v
 (oneOf's discriminators, propertyNames against declared names): _valid_parts."""
 from __future__ import annotations
 
+import functools
 from typing import Any, List, Optional
 
 from .. import ir
@@ -15,8 +16,8 @@ from . import strings
 from .conjunction import _parts_of
 from .drafts import Node
 from .drafts import pointer as _ptr
-from .vocabulary import (ABSENT, EXCLUDE, _is_annotation, _is_type, _json_in, _type_list,
-                         _values_of)
+from .vocabulary import (ABSENT, CONTAINS, EXCLUDE, FRACTION, NOT_LANGUAGES, PATTERNS,
+                         _is_annotation, _is_type, _json_in, _type_list, _values_of)
 from ..errors import CompileError
 from .parts import CompilerPart
 
@@ -36,6 +37,88 @@ def _matches(expr: ir.Expr, s: str) -> bool:
     m = Grammar.from_ir(g).matcher()
     body = json_grammar.canonical_string(s)[1:-1]
     return m.accept_bytes(body) and m.is_accepting()
+
+
+# keywords a rewritten node (and the schemas inside it) may hold for _rewritten_valid: their
+# meaning is the same in every draft (draft-04 lacks const and propertyNames), and the
+# compiler's internal keywords, which _rewritten_validator_class reads
+_SAME_IN_EVERY_DRAFT = frozenset({
+    "type", "enum", "anyOf", "allOf", "oneOf", "not", "minLength", "maxLength", "pattern",
+    "format", "minimum", "maximum", "multipleOf", "required", "properties",
+    "additionalProperties", "patternProperties", "minItems", "maxItems", "minProperties",
+    "maxProperties", "uniqueItems"})
+_INTERNAL = frozenset({ABSENT, EXCLUDE, CONTAINS, FRACTION, NOT_LANGUAGES, PATTERNS})
+# the keywords whose values are schemas (or lists / maps of them) among those
+_SUBSCHEMA_LISTS = ("anyOf", "allOf", "oneOf")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties")
+_SUBSCHEMAS = ("not", "additionalProperties", "propertyNames", CONTAINS)
+
+
+def _evaluable(schema: Any, draft: str) -> bool:
+    """schema and every schema inside it hold only keywords _rewritten_valid reads alike in
+    draft and in 2020-12 (annotations aside)."""
+    allowed = _SAME_IN_EVERY_DRAFT | _INTERNAL | \
+        (frozenset() if draft == drafts.DRAFT4 else frozenset({"const", "propertyNames"}))
+    stack = [schema]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, bool):
+            continue
+        if not isinstance(x, dict):
+            return False
+        for k, v in x.items():
+            if k not in allowed and not _is_annotation(k):
+                return False
+            if k in _SUBSCHEMA_LISTS:
+                if not isinstance(v, list):
+                    return False
+                stack.extend(v)
+            elif k in _SUBSCHEMA_MAPS:
+                if not isinstance(v, dict):
+                    return False
+                stack.extend(v.values())
+            elif k in _SUBSCHEMAS:
+                stack.append(v)
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _rewritten_validator_class(draft: str, base: Any) -> Any:
+    """base (the draft's jsonschema validator) reading the internal keywords too."""
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
+
+    def exclude(validator, values, instance, schema):
+        if _json_in(instance, values):
+            yield ValidationError(f"{instance!r} is excluded")
+
+    def absent(validator, names, instance, schema):
+        if validator.is_type(instance, "object") and any(n in instance for n in names):
+            yield ValidationError("a name that must be absent is present")
+
+    def contains(validator, sub, instance, schema):
+        if validator.is_type(instance, "array") and \
+                not any(validator.evolve(schema=sub).is_valid(e) for e in instance):
+            yield ValidationError("no element satisfies the negated items")
+
+    def fraction(validator, flag, instance, schema):
+        if flag and validator.is_type(instance, "number") and \
+                (isinstance(instance, int) or float(instance).is_integer()):
+            yield ValidationError("an integer where a fraction must be")
+
+    def not_languages(validator, languages, instance, schema):
+        if validator.is_type(instance, "string") and \
+                any(strings.in_language(kind, value, instance) for kind, value in languages):
+            yield ValidationError("a string in an excluded language")
+
+    def patterns(validator, regexes, instance, schema):
+        if validator.is_type(instance, "string") and \
+                not all(strings.in_language("pattern", p, instance) for p in regexes):
+            yield ValidationError("a string without a match of a pattern")
+
+    return jsonschema.validators.extend(base, {
+        EXCLUDE: exclude, ABSENT: absent, CONTAINS: contains, FRACTION: fraction,
+        NOT_LANGUAGES: not_languages, PATTERNS: patterns})
 
 
 class Enums(CompilerPart):
@@ -156,8 +239,7 @@ class Enums(CompilerPart):
         if parts is None:
             parts = schema.parts if isinstance(schema, Node) else [schema]
         if parts is None:
-            raise CompileError(f"'{kw}' beside keywords that a merge rewrote is not enforced",
-                               keyword=kw, pointer=_ptr(ptr, kw))
+            return self._rewritten_valid(value, schema, ptr, kw)
         try:
             ok = all(self._spec_valid(value, p) for p in parts)
         except Exception as e:  # unresolvable reference, malformed keyword
@@ -165,6 +247,18 @@ class Enums(CompilerPart):
                                keyword=kw, pointer=_ptr(ptr, kw)) from None
         return ok and not _json_in(value, schema.get(EXCLUDE, [])) and \
             all(not isinstance(value, dict) or n not in value for n in schema.get(ABSENT, []))
+
+    def _rewritten_valid(self, value: Any, schema: dict, ptr: str, kw: str) -> bool:
+        """value satisfies schema, a node a merge rewrote (no original schemas behind it),
+        read by the document draft's validator extended with the compiler's internal
+        keywords; refused where the node (or a schema inside it) has a keyword whose meaning
+        could differ between its draft and the 2020-12 reading of rewritten nodes, or a
+        reference."""
+        if not _evaluable(schema, self.draft):
+            raise CompileError(f"'{kw}' beside keywords that a merge rewrote is not enforced",
+                               keyword=kw, pointer=_ptr(ptr, kw))
+        cls = _rewritten_validator_class(self.draft, self._validator_class())
+        return cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(value)
 
     def _valid_parts(self, value: Any, schema: Any) -> Optional[bool]:
         """value satisfies schema (an original or a rewritten node, read through the

@@ -293,6 +293,23 @@ def _language_dfa(kind: str, value: str):
     return length_bounds.language_dfa(ir.alt(*(ir.lit(v) for v in value)))
 
 
+def in_language(kind: str, value: str, text: str) -> bool:
+    """text (a decoded string) is in the language ("pattern", regex): contains a match, as
+    the grammar reads it, or ("format", name): an enforced format's strings. The DFA over
+    code points that excluding_string multiplies, run on text's code points."""
+    groups, accepting = _language_dfa(kind, value)[:2]
+    q = 0
+    for ch in text:
+        c = ord(ch)
+        for t, ranges in groups[q]:
+            if any(lo <= c <= hi for lo, hi in ranges):
+                q = t
+                break
+        else:
+            return False
+    return bool(accepting[q])
+
+
 def patterns_disjoint(first: Tuple[str, ...], second: Tuple[str, ...]) -> bool:
     """No string contains a match of a pattern of `first` and one of `second` (search
     semantics, as patternProperties match names): each pair's product of complete code-point
