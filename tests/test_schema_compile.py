@@ -390,8 +390,10 @@ REFUSED = [
     ({"type": "array", "uniqueItems": True}, "uniqueItems", "/uniqueItems"),
     ({"type": "array", "prefixItems": [{}], "contains": {"type": "null"}}, "contains",
      "/contains"),
-    ({"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b": {"type": "null"}},
-      "additionalProperties": True}, "patternProperties", "/patternProperties"),  # two schemas
+    ({"type": "object", "patternProperties": {"a": {"type": "integer"}, "b": {"type": "null"},
+                                              "c": {"type": "string"}, "d": {"minimum": 1},
+                                              "e": {}}, "additionalProperties": {"type": "array"}},
+     "patternProperties", "/patternProperties"),   # 5 schemas a name may meet together
     ({"type": "object", "properties": {"ab": {}}, "propertyNames": {"maxLength": 3},
       "additionalProperties": True}, "propertyNames", "/propertyNames"),  # extras minus "ab"
     ({"dependentRequired": {"a": 3}}, "dependentRequired", "/dependentRequired"),

@@ -222,17 +222,29 @@ class Objects(CompilerPart):
                         break
                 else:
                     groups.append([p])
-            if len(groups) > 1 and not all(
-                    strings.patterns_disjoint(tuple(a), tuple(b))
-                    for i, a in enumerate(groups) for b in groups[i + 1:]):
-                raise CompileError("several 'patternProperties' patterns with different schemas "
-                                   "(a name may match more than one)", keyword="patternProperties",
-                                   pointer=pp_ptr)
             alphabet = _key_alphabet(narrow)
             every_name = ir.alt(*(self._pattern_language(p, pp_ptr) for p in narrow))
-            parts = [(ir.alt(*(self._pattern_language(p, pp_ptr) for p in grp)),
-                      _all_of([pats[grp[0]]] + every, ("patternProperties", pp_ptr)), False,
-                      _ptr(pp_ptr, grp[0])) for grp in groups]
+            if len(groups) == 1 or all(strings.patterns_disjoint(tuple(a), tuple(b))
+                                       for i, a in enumerate(groups) for b in groups[i + 1:]):
+                parts = [(ir.alt(*(self._pattern_language(p, pp_ptr) for p in grp)),
+                          _all_of([pats[grp[0]]] + every, ("patternProperties", pp_ptr)),
+                          False, _ptr(pp_ptr, grp[0])) for grp in groups]
+            else:
+                # a name may match patterns of several schemas: one language per set of
+                # schemas a name meets (the names matching exactly those), taking all of them
+                regions = strings.pattern_regions(tuple(tuple(grp) for grp in groups)) \
+                    if len(groups) <= strings.MAX_PATTERN_GROUPS else None
+                if regions is None:
+                    raise CompileError("several 'patternProperties' patterns with different "
+                                       "schemas that a name may match together, past the "
+                                       "limits of their split (at most MAX_PATTERN_GROUPS, "
+                                       f"{strings.MAX_PATTERN_GROUPS}, schemas; "
+                                       "MAX_EXCLUDING_STATES states)",
+                                       keyword="patternProperties", pointer=pp_ptr)
+                parts = [(language,
+                          _all_of([pats[groups[i][0]] for i in met] + every,
+                                  ("patternProperties", pp_ptr)),
+                          False, _ptr(pp_ptr, groups[met[0]][0])) for met, language in regions]
             parts.append((every_name, rest_value, True, addl_ptr))
             for language, value_schema, negate, where in parts:
                 value = self._value_expr(value_schema, where)

@@ -328,6 +328,47 @@ def patterns_disjoint(first: Tuple[str, ...], second: Tuple[str, ...]) -> bool:
     return True
 
 
+# patternProperties of different schemas whose languages overlap: split into the regions of
+# names matching exactly one subset of them, for at most this many distinct schemas
+MAX_PATTERN_GROUPS = 4
+
+
+def pattern_regions(groups: Tuple[Tuple[str, ...], ...]) -> Optional[list]:
+    """[(indices of the groups matched, language of the names matching exactly those groups,
+    over code points)] for every nonempty subset whose region holds a name, each group a
+    union of patterns (search semantics). None when some product passes
+    MAX_EXCLUDING_STATES or a pattern is not enforced (the split is then not made)."""
+    try:
+        dfas = []
+        for grp in groups:
+            d = _language_dfa("pattern", grp[0])[:2]
+            for p in grp[1:]:
+                d = searches.product_dfa(d, _language_dfa("pattern", p)[:2],
+                                         lambda a, b: a or b, MAX_EXCLUDING_STATES)
+            dfas.append(d)
+        out = []
+        n = len(dfas)
+        for mask in range(1, 1 << n):
+            inside = [i for i in range(n) if mask >> i & 1]
+            d = dfas[inside[0]]
+            for i in range(n):
+                if i == inside[0]:
+                    continue
+                if mask >> i & 1:
+                    d = searches.product_dfa(d, dfas[i], lambda a, b: a and b,
+                                             MAX_EXCLUDING_STATES)
+                else:
+                    d = searches.product_dfa(d, dfas[i], lambda a, b: a and not b,
+                                             MAX_EXCLUDING_STATES)
+                if not any(d[1]):
+                    break
+            if any(d[1]):
+                out.append((tuple(inside), searches.dfa_to_expr(d)))
+        return out
+    except (CompileError, length_bounds.TooLarge, searches.TooLarge):
+        return None
+
+
 def excluding_string(fmt: Optional[str], patterns: Tuple[str, ...], values: Tuple[str, ...],
                      excluded: Tuple[Tuple[str, str], ...], lo: int, hi: Optional[int],
                      ptr: str, g: ir.GrammarIR) -> ir.Expr:
