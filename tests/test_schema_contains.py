@@ -38,6 +38,13 @@ EXACT = [
     {"not": {"contains": True}},
     {"type": "array", "items": {"type": "string"}, "not": {"contains": {"const": "a"}}},
     {"properties": {"tags": {"type": "array", "contains": {"const": "a"}}}},
+    # merged: each side's counts, an absent minContains meaning 1
+    {"allOf": [{"contains": {"const": "a"}, "minContains": 0}, {"contains": {"const": "a"}}]},
+    {"allOf": [{"contains": {"const": "a"}, "minContains": 0, "maxContains": 2},
+               {"contains": {"const": "a"}, "maxContains": 1}]},
+    {"allOf": [{"contains": {"const": "a"}, "minContains": 2},
+               {"contains": {"const": "a"}, "minContains": 3}]},
+    {"allOf": [{"contains": {"const": "a"}}, {"minContains": 3}]},     # idle beside no contains
     # draft-07 has no minContains: an annotation there
     {"$schema": D7, "contains": {"const": "a"}, "minContains": 2},
 ]

@@ -383,6 +383,8 @@ class Conjunction(CompilerPart):
                     out[k] = common
             elif k in ("enum", "const"):
                 continue        # intersected below
+            elif k in ("minContains", "maxContains") and "contains" in a and "contains" in b:
+                continue        # settled below, with each side's default
             elif k == "pattern" and isinstance(v, str) and isinstance(w, str):
                 # both: the product of the two languages (strings.excluding_string)
                 extra = list(out.get(PATTERNS, []))
@@ -407,6 +409,21 @@ class Conjunction(CompilerPart):
                     return False
             else:
                 self._refuse_merge(f"two different '{k}'", ptr, kw)
+        if "contains" in a and "contains" in b:
+            # one witness language (the same `contains`, or refused above): the counts of both
+            # sides, each side's absent minContains meaning 1 and maxContains none
+            for key, default, pick in (("minContains", 1, max), ("maxContains", None, min)):
+                va, vb = a.get(key, default), b.get(key, default)
+                if va is None or vb is None:
+                    v = vb if va is None else va
+                elif _is_count(va) and _is_count(vb):
+                    v = pick(va, vb)
+                else:
+                    self._refuse_merge(f"two '{key}'", ptr, kw)
+                if v is None or (key == "minContains" and v == 1):
+                    out.pop(key, None)
+                else:
+                    out[key] = v
         values = [_values_of(a), _values_of(b)]
         if values[0] is not None or values[1] is not None:
             out.pop("const", None)
