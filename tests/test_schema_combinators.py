@@ -121,6 +121,12 @@ CASES = [
                               "additionalProperties": True},
      ['{"x-a": 1, "yb": "s", "c": []}', '{"x-n": 3, "y": 9}', '{"x-a": "s"}'],
      ['{"x-a": 4}', '{"x-n": 4}', '{"x-n": "s"}']),
+    # a pattern whose schema equals the rest's is still one a name can meet beside another
+    ("pattern-rest-overlap", {"type": "object", "additionalProperties": {"type": "string"},
+                              "patternProperties": {"^x-": {"type": "string"},
+                                                    "^x-a": {"minLength": 3}}},
+     ['{"x-ab": "abc"}', '{"y": "s"}', '{"x-b": ""}'],
+     ['{"x-ab": 12345}', '{"x-ab": "ab"}', '{"x-b": 1}', '{"y": 1}']),
     ("pattern-inert-addl", {"type": "object", "additionalProperties": {"type": "string"},
                             "patternProperties": {"^x-": {"type": "string"},
                                                   "^y": {"type": "string"}}},

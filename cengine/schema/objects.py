@@ -205,12 +205,13 @@ class Objects(CompilerPart):
         # names matching no pattern meet additionalProperties, unless a universal pattern
         # matches them too (then additionalProperties never applies)
         rest_value = _all_of(every, ("patternProperties", pp_ptr)) if universal else addl
-        # a narrow pattern whose value schema means what the rest's does splits nothing (an
-        # OpenAPI `^x-` extension pattern of `{}` beside an open object): its names take the
-        # same values as every other extra key
-        narrow = [p for p in narrow
-                  if not _same_value(_all_of([pats[p]] + every, ("patternProperties", pp_ptr)),
-                                     rest_value)]
+        # a narrow pattern that accepts every value, where the rest's schema is what the
+        # universal patterns leave (an OpenAPI `^x-` extension pattern of `{}` beside an open
+        # object), splits nothing: its names take the same values as every other extra key,
+        # and beside another pattern they match it adds nothing to that pattern's schema
+        # (a pattern of some other schema, even one equal to the rest's, would)
+        if _same_value(_all_of(every, ("patternProperties", pp_ptr)), rest_value):
+            narrow = [p for p in narrow if not _same_value(pats[p], True)]
         if narrow:
             # patterns sharing a schema are one language; languages of different schemas must
             # be disjoint (no name matches two), so each name's value is one pattern's
