@@ -38,6 +38,12 @@ EXACT = [
     {"not": {"contains": True}},
     {"type": "array", "items": {"type": "string"}, "not": {"contains": {"const": "a"}}},
     {"properties": {"tags": {"type": "array", "contains": {"const": "a"}}}},
+    # one witness among minItems / maxItems elements
+    {"contains": {"const": "a"}, "minItems": 3},
+    {"contains": {"const": "a"}, "maxItems": 2},
+    {"contains": {"const": "a"}, "minItems": 2, "maxItems": 3},
+    {"contains": {"const": "a"}, "maxItems": 0},
+    {"type": "array", "not": {"items": {"type": "string"}}, "minItems": 2, "maxItems": 3},
     # merged: each side's counts, an absent minContains meaning 1
     {"allOf": [{"contains": {"const": "a"}, "minContains": 0}, {"contains": {"const": "a"}}]},
     {"allOf": [{"contains": {"const": "a"}, "minContains": 0, "maxContains": 2},
@@ -76,8 +82,11 @@ def test_contains_is_exact(schema):
 REFUSED = [
     ({"prefixItems": [{}], "contains": {"const": "a"}}, "contains", "/contains",
      "prefixItems"),
-    ({"contains": {"const": "a"}, "maxItems": 3}, "contains", "/contains", "maxItems"),
-    ({"contains": {"const": "a"}, "minItems": 2}, "contains", "/contains", "minItems"),
+    ({"contains": {"const": "a"}, "minContains": 2, "maxItems": 3}, "contains", "/contains",
+     "maxItems"),
+    ({"contains": {"const": "a"}, "maxContains": 2, "minItems": 3}, "contains", "/contains",
+     "minItems"),
+    ({"contains": {"const": "a"}, "minItems": 17}, "contains", "", "MAX_WITNESS_BOUND"),
     ({"contains": {"const": "a"}, "uniqueItems": True}, "uniqueItems", "/uniqueItems",
      "'contains'"),
     # the elements that fail contains would be numbers other than 1 (every spelling of it)

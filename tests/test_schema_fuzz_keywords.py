@@ -72,14 +72,19 @@ def _contains(draw_counts):
     return st.fixed_dictionaries(
         {"contains": st.sampled_from(_WITNESSES)},
         optional={"minContains": st.integers(0, 3), "maxContains": st.integers(0, 3),
-                  "items": st.sampled_from(_ITEM_SCHEMAS)} if draw_counts else
-        {"items": st.sampled_from(_ITEM_SCHEMAS)})
+                  "items": st.sampled_from(_ITEM_SCHEMAS), "minItems": st.integers(0, 4),
+                  "maxItems": st.integers(0, 4)} if draw_counts else
+        {"items": st.sampled_from(_ITEM_SCHEMAS), "minItems": st.integers(0, 4),
+         "maxItems": st.integers(0, 4)})
 
 
 _contains_schemas = st.one_of(
     _contains(True),
     st.builds(lambda a, b: {"allOf": [a, b]}, _contains(True), _contains(True)),
     st.builds(lambda a: {"not": a}, _contains(False)),
+    st.builds(lambda a, lo, hi: {"type": "array", "not": {"items": a}, "minItems": lo,
+                                 "maxItems": hi},
+              st.sampled_from(_WITNESSES), st.integers(0, 4), st.integers(0, 4)),
     st.builds(lambda a, b: {"if": a, "then": b}, _contains(False), _contains(True)))
 _arrays = st.lists(st.sampled_from(["a", "b", "c", "abc", None, 1]), max_size=5)
 

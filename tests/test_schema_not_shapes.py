@@ -24,6 +24,10 @@ CASES = [
     ("not-items", {"not": {"type": "array", "items": {"type": "string"}}},
      ["[1]", '["a", 2]', '[2, "a"]', '["a", "b", null]', "5", "{}"],
      ["[]", '["a"]', '["a", "b"]']),
+    # the failing element among a bounded number of them
+    ("not-items-bounded", {"not": {"type": "array", "items": {"type": "string"}},
+                           "maxItems": 2, "minItems": 2},
+     ['[1, "a"]', '["a", 2]', "[1, 2]", "5"], ["[1]", '[1, "a", "b"]', '["a", "b"]', "[]"]),
     ("not-disjoint-oneof", {"not": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
      ["null", "1.5", "[]", "{}"], ['"s"', "3"]),
     ("not-closed-members", {"type": "object", "properties": {"a": {}, "b": {}},
@@ -79,7 +83,8 @@ REFUSED = [
     # an open object: "a name outside {a}" is no schema
     ({"type": "object", "not": {"properties": {"a": {}}, "additionalProperties": False}},
      "not", "/not"),
-    ({"not": {"type": "array", "items": {"type": "string"}}, "maxItems": 2}, "not", ""),
+    # an element failing items, counted among more elements than MAX_WITNESS_BOUND places
+    ({"not": {"type": "array", "items": {"type": "string"}}, "maxItems": 17}, "not", ""),
     # a oneOf of more overlapping branches than its negation names pairs of
     ({"not": {"oneOf": [{"required": [c]} for c in "abcde"]}}, "not", "/not"),
 ]

@@ -116,8 +116,8 @@ REFUSED = [
     ({"type": "object", "oneOf": [{"properties": {"a": {}}, "additionalProperties": False},
                                   {"properties": {"b": {"type": "integer"}}}]},
      "oneOf", "/oneOf"),
-    # an array with an element that fails `items`, beside maxItems
-    ({"type": "array", "maxItems": 3, "oneOf": [{"items": {"type": "number"}},
+    # an array with an element that fails `items`, beside a maxItems past MAX_WITNESS_BOUND
+    ({"type": "array", "maxItems": 17, "oneOf": [{"items": {"type": "number"}},
                                                 {"items": {"type": "integer"}}]},
      "oneOf", "/oneOf"),
 ]

@@ -56,8 +56,8 @@ from .enums import Enums
 from .negation import Negation
 from .objects import MAX_ORDER_STATES, Objects
 from .refs import References
-from .vocabulary import (ANNOTATIONS, CONTAINS, ENFORCED, EXCLUDE, FRACTION, NEEDS_PARTNER,
-                         NOT_LANGUAGES, PATTERNS, TYPES,
+from .vocabulary import (ANNOTATIONS, CONTAINS, ENFORCED, EXCLUDE, FRACTION, MAX_WITNESS_BOUND,
+                         NEEDS_PARTNER, NOT_LANGUAGES, PATTERNS, TYPES,
                          _is_annotation,
                          _is_count, _is_type, _json_in, _type_list)
 from ..errors import CompileError, LimitError
@@ -751,9 +751,10 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         m = self._count(schema, "maxContains", ptr)
         if k == 0 and m is None:
             return None
+        bounded = hi is not None or lo > k
         beside = "a 'not' of 'items'" if CONTAINS in schema else "prefixItems" if prefix \
-            else "maxItems" if hi is not None else "minItems above minContains" if lo > k \
-            else None
+            else "minContains or maxContains beside maxItems or minItems" \
+            if bounded and (k != 1 or m is not None) else None
         if beside is not None:
             raise CompileError(f"'contains' is enforced only without {beside} beside it",
                                keyword=ckw, pointer=_ptr(ptr, ckw))
@@ -768,6 +769,12 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         if isinstance(witness, ir.Nothing):
             # no element can satisfy contains: none does
             return ir.NOTHING if k > 0 else None
+        if bounded:
+            members = self._one_witness(rest, witness, lo, hi, ptr, ckw)
+            if isinstance(members, ir.Nothing):
+                return ir.NOTHING
+            expr = json_grammar.container(g, "[", members, "]", nullable_members=False)
+            return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword=ckw))
         if m is None:
             other = rest
         else:
@@ -791,22 +798,49 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         expr = json_grammar.container(g, "[", counted, "]", nullable_members=(k == 0))
         return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword=ckw))
 
+    def _one_witness(self, rest: ir.Expr, witness: ir.Expr, lo: int, hi: Optional[int],
+                     ptr: str, keyword: str) -> ir.Expr:
+        """The members of an array of lo..hi elements (I), one at least a witness (W, within
+        I): by the place j of a witness, `(I ,){j} W (, I){lo-1-j..hi-1-j}`, and with no
+        maxItems every place from lo-1 on as one, `(I ,){lo-1,} W (, I)*`. A place for each
+        bound element: at most MAX_WITNESS_BOUND of them (LimitError naming keyword)."""
+        bound = lo if hi is None else hi
+        if bound > MAX_WITNESS_BOUND:
+            raise LimitError(f"an array with an element that must satisfy '{keyword}' is "
+                             f"counted up to {MAX_WITNESS_BOUND} elements (documented limit "
+                             f"cengine.schema.vocabulary.MAX_WITNESS_BOUND); its minItems / "
+                             f"maxItems need {bound}", keyword=keyword, pointer=ptr)
+        sep = json_grammar.comma(self.g)
+        if hi is not None and hi < max(lo, 1):
+            return ir.NOTHING
+        head = ir.seq(rest, sep)
+        alts = []
+        for j in range(bound if hi is not None else max(lo - 1, 0)):
+            after_lo = max(lo - 1 - j, 0)
+            alts.append(ir.seq(ir.repeat(head, j, j), witness,
+                               ir.repeat(ir.seq(sep, rest), after_lo,
+                                         None if hi is None else hi - 1 - j)))
+        if hi is None:
+            alts.append(ir.seq(ir.repeat(head, max(lo - 1, 0), None), witness,
+                               ir.repeat(ir.seq(sep, rest), 0, None)))
+        return ir.alt(*alts)
+
     def _array_containing(self, schema: dict, ptr: str, items: Any, rest: ir.Expr,
                           prefix: list, lo: int, hi: Optional[int]) -> ir.Expr:
         """An array whose elements satisfy items, one at least also schema[CONTAINS] (the
-        negation of `items`): `(I ,)* J (, I)*` with J the witness, I any element."""
-        if prefix or lo > 1 or hi is not None:
+        negation of `items`): `(I ,)* J (, I)*` with J the witness, I any element, and beside
+        minItems / maxItems as _one_witness counts them."""
+        if prefix:
             raise CompileError("'not' of 'items' (an array with an element that fails it) is "
-                               "enforced only without prefixItems, maxItems or minItems above 1",
-                               keyword="not", pointer=ptr)
+                               "enforced only without prefixItems", keyword="not", pointer=ptr)
         g = self.g
-        sep = json_grammar.comma(g)
         witness = self.compile(_all_of([items, schema[CONTAINS]], ("not", ptr)),
                                _ptr(ptr, "items"))
         if isinstance(witness, ir.Nothing):
             return ir.NOTHING
-        members = ir.seq(ir.repeat(ir.seq(rest, sep), 0, None), witness,
-                         ir.repeat(ir.seq(sep, rest), 0, None))
+        members = self._one_witness(rest, witness, lo, hi, ptr, "not")
+        if isinstance(members, ir.Nothing):
+            return ir.NOTHING
         expr = json_grammar.container(g, "[", members, "]", nullable_members=False)
         return ir.ref(self._object_part(ptr, "array", expr, container=True, keyword="items"))
 

@@ -16,8 +16,8 @@ from .drafts import Node
 from .drafts import pointer as _ptr
 from .pattern_names import _name_matches
 from . import formats
-from .vocabulary import (ABSENT, CONTAINS, EXCLUDE, FRACTION, NEEDS_PARTNER, NOT_LANGUAGES,
-                         PATTERNS, TYPES,
+from .vocabulary import (ABSENT, CONTAINS, EXCLUDE, FRACTION, MAX_WITNESS_BOUND, NEEDS_PARTNER,
+                         NOT_LANGUAGES, PATTERNS, TYPES,
                          _is_annotation, _is_bound, _is_count, _is_type, _json_in, _same,
                          _type_list,
                          _types_overlap)
@@ -215,12 +215,15 @@ class Negation(CompilerPart):
             return node({"type": t, other: int(v) + 1})
         if kw == "items" and "prefixItems" not in n:
             # NOT (every element satisfies S) == an array with some element NOT S (compiled
-            # only beside no prefixItems, maxItems, minItems above 1: refused here when the
-            # context has them, so the refusal names the keyword that needed the negation)
+            # beside no prefixItems, and minItems / maxItems up to MAX_WITNESS_BOUND: refused
+            # here when the context passes that, so the refusal names the keyword that needed
+            # the negation)
             m = ctx.node if ctx is not None else None
-            if m is not None and ("prefixItems" in m or "maxItems" in m or
-                                  (_is_count(m.get("minItems")) and m["minItems"] > 1)):
-                return None
+            if m is not None:
+                hi, lo = m.get("maxItems"), m.get("minItems", 0)
+                bound = hi if _is_count(hi) else lo if _is_count(lo) else MAX_WITNESS_BOUND + 1
+                if "prefixItems" in m or bound > MAX_WITNESS_BOUND:
+                    return None
             neg = self._negate(v, _ptr(ptr, "items"), depth + 1, None)
             if neg is None:
                 return None

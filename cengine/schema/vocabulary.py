@@ -38,6 +38,10 @@ ENFORCED = frozenset({
 # keywords that only act together with a partner; alone they have no effect (spec)
 NEEDS_PARTNER = {"then": "if", "else": "if", "minContains": "contains", "maxContains": "contains"}
 
+# an array with an element that must satisfy `contains` (or fail `items`, from `not`) beside
+# minItems / maxItems: one alternative per place of that element, so at most this many places
+MAX_WITNESS_BOUND = 16
+
 # at most this many variants for dependentRequired/dependentSchemas (2**keys) and for the
 # distribution of two anyOf lists in a merge (len * len)
 MAX_VARIANTS = 64
