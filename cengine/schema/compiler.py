@@ -743,8 +743,9 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         element: a language, so which elements stand as the witnesses does not matter. At
         most m as well: the other elements must fail contains, N = items AND NOT contains,
         `(N ,)* W ((, N)* , W){k-1..m-1} (, N)*`, and when k is 0 also an array of N alone
-        or none. Refused beside prefixItems, maxItems, a minItems above k, or a 'not' of
-        'items' (a second witness); maxContains where contains has no negation ('not')."""
+        or none. Beside maxItems or a minItems above k, one witness counted among them
+        (_one_witness), refused with other counts; refused beside prefixItems or a 'not' of
+        'items' (a second witness), and maxContains where contains has no negation ('not')."""
         ckw = self._kw(schema, "contains")
         k = self._count(schema, "minContains", ptr)
         k = 1 if k is None else k

@@ -213,8 +213,8 @@ class Objects(CompilerPart):
         if _same_value(_all_of(every, ("patternProperties", pp_ptr)), rest_value):
             narrow = [p for p in narrow if not _same_value(pats[p], True)]
         if narrow:
-            # patterns sharing a schema are one language; languages of different schemas must
-            # be disjoint (no name matches two), so each name's value is one pattern's
+            # patterns sharing a schema are one language; where no name matches two of the
+            # languages each takes its own schema, else each set of them a name can match
             groups: List[List[str]] = []
             for p in narrow:
                 for grp in groups:
