@@ -264,7 +264,7 @@ def test_backend_refuses_what_it_cannot_enforce(backend):
     with pytest.raises(ValueError, match="minContains|contains"):
         backend.compile_grammar(StructuredOutputOptions.JSON, json.dumps(
             {"type": "array", "contains": {"type": "integer"}, "minContains": 2,
-             "maxContains": 1}))
+             "maxItems": 3}))
 
 
 def test_backend_stop_tokens_end_the_document(backend, tokenizer):

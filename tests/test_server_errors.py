@@ -131,9 +131,10 @@ def test_tool_format_errors_map_to_400_naming_the_field(param):
 
 
 REFUSED = [
-    ("llamay_schema", {"type": "object", "patternProperties": {"^x": {"type": "string"},
-                                                               "^y": {"type": "integer"}}},
-     "patternProperties"),      # two patterns with different schemas: refused
+    ("llamay_schema", {"type": "object", "patternProperties": {
+        p: {"type": t} for p, t in (("a", "string"), ("b", "integer"), ("c", "null"),
+                                    ("d", "boolean"), ("e", "array"))}},
+     "patternProperties"),      # five schemas one name can meet together: refused
     ("llamay_schema", {"type": "array", "uniqueItems": True}, "uniqueItems"),
     ("llamay_grammar", "root ::= item\nitem ::= (", "line 2"),
     ("llamay_grammar", "root ::= missing", "missing"),
