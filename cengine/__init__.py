@@ -8,6 +8,9 @@ from __future__ import annotations
 import json as _json
 from typing import Iterable, Optional, Union
 
+# first, before anything compiled loads: in a source checkout, a compiled module older than
+# its source is refused by name (an edit is never shadowed by its old build)
+from . import _stale  # noqa: F401
 from .alternatives import Alternative, value_alternatives, value_key
 from .automaton import CompileBudget, budget_scope
 from .errors import CompileError, LimitError
@@ -134,7 +137,12 @@ def compile_json_schema(schema: Union[dict, bool, str], *, closed_objects: bool 
     front_end, check_property_order, check_unproductive = _schema_front_end()
     check_property_order(property_order)
     # keyed on the schema as written: declared property order is part of the grammar
-    key = ("schema", _SCHEMA_KEY(schema),
+    try:
+        schema_text = _SCHEMA_KEY(schema)
+    except RecursionError:
+        raise LimitError("the schema nests too deeply to compile (past Python's recursion "
+                         "limit)", pointer="") from None
+    key = ("schema", schema_text,
            closed_objects, whitespace_budget, max_depth, surrounding_whitespace, property_order)
 
     def build():

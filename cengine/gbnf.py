@@ -25,6 +25,9 @@ from .errors import CompileError, LimitError
 # Largest m or n accepted in {m}, {m,}, {m,n}, and largest product of nested bounds: the
 # automaton unrolls bounded repetitions.
 MAX_REPEAT = 4096
+# parenthesised groups nested in one another (the parser recurses once per level; as the regex
+# front end's MAX_GROUP_DEPTH)
+MAX_GROUP_DEPTH = 100
 
 _SIMPLE_ESCAPES = {"t": 0x09, "n": 0x0A, "r": 0x0D, "\\": 0x5C, '"': 0x22,
                    "[": 0x5B, "]": 0x5D, "-": 0x2D}
@@ -48,6 +51,7 @@ class _Parser:
         self.n = len(text)
         self.pos = 0
         self.rule: Optional[str] = None          # the rule being parsed, for error reports
+        self.depth = 0                           # groups open around the current position
         # line starts: after "\n", or after a "\r" not followed by "\n" (llama.cpp takes a lone
         # "\r" as a newline too)
         starts = [0]
@@ -218,9 +222,14 @@ class _Parser:
                 items.append(ir.Ref(name))
             elif c == "(":
                 open_pos = self.pos
+                if self.depth >= MAX_GROUP_DEPTH:
+                    raise self.error(f"groups nest more than {MAX_GROUP_DEPTH} deep", open_pos,
+                                     cls=LimitError)
                 self.pos += 1
                 self.skip_space(True)
+                self.depth += 1
                 inner = self.parse_alternates(nested=True)
+                self.depth -= 1
                 if self.peek() != ")":
                     if self.pos >= self.n:
                         raise self.error("unterminated group: '(' is never closed", open_pos)

@@ -8,6 +8,7 @@ the grammar, keyed by the vocabulary fingerprint.
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 from typing import Any, Callable, Hashable
 
@@ -15,6 +16,7 @@ from . import automaton as _automaton
 from . import ir
 from ._mask import TokenTables
 from ._matcher import Matcher, program_of
+from .errors import LimitError
 from .lru import ByteLRU
 
 
@@ -125,7 +127,13 @@ class GrammarCache(ByteLRU):
     def get_or_compile(self, key: Hashable, compile_fn: Callable[[], Grammar]) -> Grammar:
         def compile_paused():
             with COLLECTOR_PAUSE:
-                return compile_fn()
+                try:
+                    return compile_fn()
+                except RecursionError:
+                    # a schema (or a $ref chain) nested past what the front end's recursion
+                    # can follow: a refusal like any limit, not a crash of the caller
+                    raise LimitError(f"the grammar nests too deeply to compile (past Python's "
+                                     f"recursion limit, {sys.getrecursionlimit()})") from None
         return self.get_or_make(key, compile_paused)
 
 
