@@ -9,7 +9,7 @@ required and allowed names, discriminating properties), the others narrowed by t
 negations of those they may share documents with, or refused."""
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from .conjunction import _all_of, _parts_of
 from .drafts import Node
@@ -18,8 +18,8 @@ from .pattern_names import _name_matches
 from . import formats
 from .vocabulary import (ABSENT, CONTAINS, EXCLUDE, FRACTION, MAX_WITNESS_BOUND, NEEDS_PARTNER,
                          NOT_LANGUAGES, PATTERNS, TYPES,
-                         _is_annotation, _is_bound, _is_count, _is_type, _json_in, _same,
-                         _type_list,
+                         _is_annotation, _is_bound, _is_count, _is_type, _json_among, _json_in,
+                         _json_key, _same, _type_list,
                          _types_overlap)
 from ..errors import CompileError
 from .parts import CompilerPart
@@ -401,10 +401,27 @@ class Negation(CompilerPart):
         rest = self._without(schema, "oneOf")
         origin = ("oneOf", where)
         spec = [self._facts(b, ptr, False) for b in branches]
+        # branches of finitely many values (const / enum: an enum written as a oneOf of
+        # consts) can share a document only with a branch of a value in common, or with a
+        # branch of no value set: those alone are asked (every pair cost a validation each
+        # way, seconds for a few hundred consts)
+        by_value: Dict[Any, List[int]] = {}
+        open_branches = []
+        for j, g in enumerate(spec):
+            if g is not None and g.values is not None:
+                for v in g.values:
+                    by_value.setdefault(_json_key(v), []).append(j)
+            else:
+                open_branches.append(j)
         out_branches = []
         for i, b in enumerate(branches):
             mine = self._facts(_all_of([rest, b], origin), ptr, self.closed)
-            overlap = [j for j in range(len(branches)) if j != i and
+            if mine is not None and mine.values is not None:
+                asked = sorted(set(open_branches).union(
+                    *(by_value.get(_json_key(v), ()) for v in mine.values)))
+            else:
+                asked = range(len(branches))
+            overlap = [j for j in asked if j != i and
                        not self._disjoint(mine, spec[j], branches[j], b)]
             if not overlap:
                 out_branches.append(b)
@@ -518,6 +535,9 @@ class Negation(CompilerPart):
         common = _types_overlap(f.types, g.types)
         if not common:
             return True
+        if f.values is not None and g.values is not None and not _json_among(f.values,
+                                                                             g.values):
+            return True         # no value in common (no validation needed)
         if f.values is not None and not any(self._valid_parts(v, g_schema) is not False
                                             for v in f.values):
             return True

@@ -140,6 +140,22 @@ def _json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _json_key(v: Any) -> Any:
+    """A hashable key of a JSON value under _json_equal: equal keys exactly for equal values
+    (1 and 1.0 one key, true and 1 two, object member order ignored)."""
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, (int, float)):
+        return ("n", v)             # 1 == 1.0 and hash(1) == hash(1.0)
+    if isinstance(v, str):
+        return ("s", v)
+    if isinstance(v, (list, tuple)):
+        return ("a", tuple(_json_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("o", frozenset((k, _json_key(x)) for k, x in v.items()))
+    return ("z", v)
+
+
 def _values_of(schema: dict) -> Optional[list]:
     """The values const and enum of schema allow (both: the ones in both), None: any."""
     out = None
