@@ -1,7 +1,4 @@
 """Build of cengine's Cython extensions (metadata lives in pyproject.toml)."""
-import glob
-import os
-
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -41,18 +38,6 @@ extensions = [
               extra_compile_args=COMPILE_ARGS + ["-std=c++11"]),
 ]
 
-# The JSON Schema front end (schema -> IR) is plain Python, compiled as it is: the same
-# source, Python's semantics (annotations are not C types; indexing, division and overflow
-# unchanged), about 1.3-1.5x faster on the corpus's slowest compiles (docs/benchmarks.md,
-# "Compile phases"). The .py files stay the source of truth; cengine/_stale.py checks in a
-# source checkout that none is newer than its compiled module. ir.py stays interpreted: its
-# recursions over an expression (hash, equality) then stand in Python frames, which the
-# recursion limit bounds (compiled, a deep expression overflowed the C stack), and compiled
-# it gained little.
-FRONT_END_MODULES = ["cengine/regex.py"] + sorted(
-    p for p in glob.glob("cengine/schema/*.py") if not p.endswith("__init__.py"))
-front_end = [Extension(p[:-3].replace("/", "."), [p]) for p in FRONT_END_MODULES]
-
 setup(
     ext_modules=cythonize(
         extensions,
@@ -61,12 +46,6 @@ setup(
                              "initializedcheck": False,
                              # signatures in docstrings: the .pyi stubs are checked against them
                              "embedsignature": True},
-    ) + cythonize(
-        front_end,
-        language_level=3,
-        compiler_directives={"binding": True, "annotation_typing": False},
     ),
     package_data={"cengine": ["*.pyx", "*.pxd", "*.pyi", "py.typed"]},
-    # the extensions compile one per core
-    options={"build_ext": {"parallel": os.cpu_count() or 1}},
 )

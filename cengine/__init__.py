@@ -8,9 +8,6 @@ from __future__ import annotations
 import json as _json
 from typing import Iterable, Optional, Union
 
-# first, before anything compiled loads: in a source checkout, a compiled module older than
-# its source is refused by name (an edit is never shadowed by its old build)
-from . import _stale  # noqa: F401
 from .alternatives import Alternative, value_alternatives, value_key
 from .automaton import CompileBudget, budget_scope
 from .errors import CompileError, LimitError

@@ -84,9 +84,7 @@ def test_no_freeze_while_another_compile_runs():
     assert counts[0] == 0 and counts[1] > 0
 
 
-# schemas whose compiles go through every recursive helper of the front end and the build
-# (and its closures: in the compiled front end, closures of one function share one scope, so
-# a closure that another one calls would keep that scope in a cycle):
+# schemas whose compiles go through every recursive helper of the front end and the build:
 # any-order object states, array tails, the free-key trie of an open object, the length
 # counter, productive_rules, the inlining pass
 NO_CYCLE_CASES = [
@@ -98,15 +96,6 @@ NO_CYCLE_CASES = [
     ("prefix items", {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "null"}],
                       "maxItems": 4}, "any"),
     ("long string", {"type": "string", "minLength": 5000, "maxLength": 32767}, "any"),
-    # a pattern of one class beside the lengths (json_grammar.class_string), unrolled and
-    # counted; a declared object counting its members (the chain of `after` rules)
-    ("class string", {"type": "string", "pattern": "^[a-z]*$", "minLength": 2,
-                      "maxLength": 40}, "any"),
-    ("class string counted", {"type": "string", "pattern": "^[a-z]*$", "minLength": 2,
-                              "maxLength": 5000}, "any"),
-    ("counted declared object", {"type": "object", "properties": {"a": {"type": "null"},
-                                                                  "b": {"type": "null"}},
-                                 "minProperties": 1, "maxProperties": 2}, "declared"),
     ("anything", True, "any"),
 ]
 

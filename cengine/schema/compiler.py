@@ -65,9 +65,6 @@ from ..errors import CompileError, LimitError
 # minItems/maxItems are unrolled into copies: same cap as GBNF repetition (string lengths:
 # json_grammar.MAX_STRING_LENGTH)
 MAX_UNROLL = 4096
-# subschemas compiled inside one another (through nesting, '$ref' chains and rewrites): past it
-# a LimitError; the corpus's deepest schemas need a few dozen
-MAX_SCHEMA_NESTING = 1000
 
 # property_order: "declared" (the default, what generation should write: declared properties
 # in the schema's order, extra keys last) or "any" (every order, each declared name at most
@@ -217,7 +214,6 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
         # _flatten_ref: $ref target pointer -> (its conjuncts, depth of the chain below it)
         self._flat_refs: Dict[str, Tuple[list, Optional[int]]] = {}
         self._flat_depth = -1
-        self._nesting = 0           # compile calls open (MAX_SCHEMA_NESTING)
         # _flatten: id of a node the compiler made -> (it, its conjuncts) read from the top
         self._flat_nodes: Dict[int, Tuple[dict, list]] = {}
         # _merged: (id of a node the compiler made, origin) -> (it, its merge)
@@ -393,20 +389,6 @@ class _Compiler(References, Conjunction, Negation, Enums, Objects):
 
     # --- entry ---------------------------------------------------------------------------
     def compile(self, schema: Any, ptr: str) -> ir.Expr:
-        """The expression of `schema` at `ptr`. Every recursion of the front end over schemas
-        (subschemas, `$ref` targets, rewrites) comes through here, so the nesting is bounded
-        here: compiled (setup.py), these calls use the C stack, which Python's recursion limit
-        does not guard, and a `$ref` chain nests deep in a shallow document."""
-        if self._nesting >= MAX_SCHEMA_NESTING:
-            raise LimitError(f"schemas nest more than {MAX_SCHEMA_NESTING} deep (subschemas "
-                             f"and '$ref' targets compiled inside one another)", pointer=ptr)
-        self._nesting += 1
-        try:
-            return self._compile_node(schema, ptr)
-        finally:
-            self._nesting -= 1
-
-    def _compile_node(self, schema: Any, ptr: str) -> ir.Expr:
         if schema is True:
             return json_grammar.value(self.g)
         if schema is False:

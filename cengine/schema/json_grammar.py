@@ -446,6 +446,11 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
     one = char_in(ranges)
     cls = hashlib.sha1(repr(ranges).encode()).hexdigest()[:12]
 
+    def ch() -> ir.Ref:
+        # the character as a rule with its frame kept (as string_char): along a count that
+        # closes the string the mask tables see (count, character) pairs and decide plain
+        # tokens by class and length (see _counted); the counter's levels call it too
+        return _ensure(g, f"json-class-char-{cls}", lambda: one, frame=True)
     close = ir.seq(foot, ir.lit('"'))
     open_ = ir.seq(ir.lit('"'), head)
     # the unbounded rest loops inline (one DFA, as string_body's)
@@ -453,28 +458,17 @@ def class_string(g: ir.GrammarIR, ranges: Iterable[Tuple[int, int]], lo: int,
     if hi is not None and hi < lo:
         return ir.NOTHING
     if max(lo, hi or 0) > UNROLL_LENGTH_MAX:
-        return _counter(g, open_, _class_char(g, cls, one), close, tail, lo, hi, COUNT_FIRST,
-                        COUNT_BASE, tag)
+        return _counter(g, open_, ch(), close, tail, lo, hi, COUNT_FIRST, COUNT_BASE, tag)
 
     def unrolled():
         if hi is None:
             return ir.seq(open_, ir.repeat(one, lo, lo), tail)
-        return ir.seq(open_, ir.repeat(_class_char(g, cls, one) if hi >= 2 else one, lo, hi),
-                      close)
+        return ir.seq(open_, ir.repeat(ch() if hi >= 2 else one, lo, hi), close)
     if max(lo, hi or 0) > _INLINED_RUN:
         # a rule of its own, as bounded_string's (named by class, head, foot and bounds)
         key = hashlib.sha1(repr((ranges, head, foot)).encode()).hexdigest()[:12]
         return _ensure(g, f"json-class-string-{key}-{lo}-{hi}", unrolled)
     return unrolled()
-
-
-def _class_char(g: ir.GrammarIR, cls: str, one: ir.Expr) -> ir.Ref:
-    """class_string's character as a rule with its frame kept (as string_char): along a count
-    that closes the string the mask tables see (count, character) pairs and decide plain
-    tokens by class and length (see _counted); the counter's levels call it too. (Not a
-    closure of class_string: compiled, a closure another closure calls keeps their shared
-    scope in a reference cycle.)"""
-    return _ensure(g, f"json-class-char-{cls}", lambda: one, frame=True)
 
 
 @functools.lru_cache(maxsize=1)

@@ -334,12 +334,13 @@ class Objects(CompilerPart):
             tail = ir.repeat(ir.seq(sep, extra), 0, None)
         cache: Dict[Tuple[int, int], ir.Expr] = {}
 
+        def cap(c: int) -> int:
+            # counts past both bounds' reach behave alike: one state for them all
+            return c if hi is not None else min(c, lo)
+
         def after(i: int, c: int) -> ir.Expr:
-            # properties i.. (and extra keys) once c members have been written; counts past
-            # both bounds' reach behave alike: one state for them all (inline, not a closure
-            # after calls: compiled, that would keep their shared scope in a reference cycle)
-            if hi is None:
-                c = min(c, lo)
+            # properties i.. (and extra keys) once c members have been written
+            c = cap(c)
             if (i, c) in cache:
                 return cache[(i, c)]
             if hi is not None and c > hi:
