@@ -5,7 +5,9 @@ writes the call trigger staying text, the thought budget, the truncation gate ac
 in three API shapes, and each API's reasoning field read by the official clients."""
 from __future__ import annotations
 
+import datetime
 import json
+import types
 
 import httpx
 import jsonschema
@@ -13,6 +15,7 @@ import pytest
 
 import material
 from families import FAMILIES
+from server.runtime import chat_template
 from server.runtime import reasoning as rz
 from scripted import ScriptedSampler
 from server.runtime.types import ReasoningPlan, SamplingParams
@@ -198,8 +201,24 @@ def _markers(fam):
             if m]
 
 
+class _PinnedClock(datetime.datetime):
+    """A fixed `now` for the templates' strftime_now: gpt-oss's writes the current date into
+    the prompt, so the random model's answers (and whether a 48-token one reaches `unit`)
+    changed from one day to the next."""
+
+    @classmethod
+    def now(cls, tz=None):
+        return cls(2026, 12, 7, 12, 0, tzinfo=tz)
+
+
 @pytest.fixture(scope="module", params=THINKERS)
 def live_thinker(request):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chat_template, "datetime", types.SimpleNamespace(datetime=_PinnedClock))
+        yield from _live_thinker(request)
+
+
+def _live_thinker(request):
     from server_harness import LiveServer
     from server.api.settings import Settings
     fam = FAMILIES[request.param]
