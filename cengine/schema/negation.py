@@ -420,7 +420,7 @@ class Negation(CompilerPart):
                 asked = sorted(set(open_branches).union(
                     *(by_value.get(_json_key(v), ()) for v in mine.values)))
             else:
-                asked = range(len(branches))
+                asked = list(range(len(branches)))
             overlap = [j for j in asked if j != i and
                        not self._disjoint(mine, spec[j], branches[j], b)]
             if not overlap:
